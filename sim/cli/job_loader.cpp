@@ -1,0 +1,55 @@
+#include "sim/cli/job_loader.h"
+
+#include <filesystem>
+
+#include "sim/cli/cli.h"
+#include "sim/spec/spec_io.h"
+
+namespace starfish::cli {
+
+Training default_training(const Cluster& cluster) {
+  Training t;
+  t.global_batch = cluster.total_gpus();
+  t.dtype = cluster.node.gpu.peak_flops.count(DType::bf16) ? DType::bf16
+            : cluster.node.gpu.peak_flops.count(DType::fp16) ? DType::fp16
+                                                              : DType::fp32;
+  return t;
+}
+
+Job load_job(const std::optional<std::string>& model, const std::optional<std::string>& hardware,
+             const std::optional<std::string>& plan, const std::optional<std::string>& nodes) {
+  namespace fs = std::filesystem;
+  std::optional<PlanFile> pf;
+  if (plan) pf = load_plan_file(*plan);
+  auto relative_to_plan = [&](const std::string& ref) {
+    const fs::path p(ref);
+    if (p.is_absolute()) return ref;
+    return (fs::path(*plan).parent_path() / p).lexically_normal().string();
+  };
+  std::string model_path, hw_path;
+  if (model) model_path = resolve_model(*model);
+  else if (pf && pf->model_path) model_path = relative_to_plan(*pf->model_path);
+  else throw UsageError("missing --model (and no plan file naming one)");
+  if (hardware) hw_path = resolve_hardware(*hardware);
+  else if (pf && pf->hardware_path) hw_path = relative_to_plan(*pf->hardware_path);
+  else throw UsageError("missing --hw (and no plan file naming one)");
+
+  Model m = load_model(model_path);
+  Cluster c = load_cluster(hw_path);
+  if (nodes) {
+    int n = 0;
+    try {
+      n = std::stoi(*nodes);
+    } catch (const std::exception&) {
+      throw UsageError("--nodes expects a whole number, got '" + *nodes + "'");
+    }
+    if (n < 1) throw UsageError("--nodes must be at least 1");
+    if (n > 1 && !c.node.nic) throw UsageError(hw_path + " has no node.nic, so it cannot span " + *nodes + " nodes");
+    c.nodes = n;
+  }
+  Training t = pf ? pf->training : default_training(c);
+  Plan p = pf ? pf->plan : default_plan();
+  return make_job(std::move(m), std::move(c), std::move(t), std::move(p));
+}
+
+}  // namespace starfish::cli

@@ -1,0 +1,63 @@
+// starfish: plan and simulate the training of large transformers.
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cli/cli.h"
+#include "sim/spec/error.h"
+
+namespace {
+
+struct Verb {
+  std::function<int(const std::vector<std::string>&)> run;
+  const char* summary;
+};
+
+const std::map<std::string, Verb>& verbs() {
+  static const std::map<std::string, Verb> table{
+      {"estimate", {starfish::cli::run_estimate, "analytic parameters, FLOPs, memory per tier and iteration time"}},
+      {"check", {starfish::cli::run_check, "validate hwprofile, model and plan YAML files"}},
+  };
+  return table;
+}
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: starfish <verb> [options]\n\nverbs:\n");
+  for (const auto& [name, verb] : verbs()) std::fprintf(out, "  %-10s %s\n", name.c_str(), verb.summary);
+  std::fprintf(out, "\nRun 'starfish <verb> --help' for a verb's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string verb = argv[1];
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    usage(stdout);
+    return 0;
+  }
+  auto it = verbs().find(verb);
+  if (it == verbs().end()) {
+    std::fprintf(stderr, "starfish: unknown verb '%s'\n", verb.c_str());
+    usage(stderr);
+    return 2;
+  }
+  try {
+    return it->second.run(std::vector<std::string>(argv + 2, argv + argc));
+  } catch (const starfish::cli::UsageError& e) {
+    std::fprintf(stderr, "starfish %s: %s\n", verb.c_str(), e.what());
+    return 2;
+  } catch (const starfish::SpecError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "starfish %s: %s\n", verb.c_str(), e.what());
+    return 1;
+  }
+}

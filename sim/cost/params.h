@@ -1,0 +1,53 @@
+#pragma once
+// Parameter tensors and counts of a GPT-style model, whole or as one (TP rank, PP stage) shard.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/model.h"
+
+namespace starfish {
+
+enum class ParamRole { word_embedding, position_embedding, norm, attention_qkv, attention_out, mlp_in, mlp_out, output_head };
+
+struct ParamTensor {
+  std::string name;   // "layers.3.attn.qkv.weight"
+  int64_t elements = 0;
+  int layer = -1;     // -1: embeddings; 0..L-1: a transformer layer; L: final norm and head
+  ParamRole role = ParamRole::norm;
+  bool tp_split = false;  // divided among tensor-parallel ranks (else replicated on each)
+};
+
+// Which part of the model one GPU holds.
+struct Shard {
+  int tp = 1;              // tensor-parallel degree (matrices divided, norms replicated)
+  int pp = 1;              // pipeline stages
+  int stage = 0;           // this GPU's stage, 0..pp-1
+  int virtual_stages = 1;  // interleaving: the stage holds v chunks of L/(pp*v) layers each
+};
+
+// Tensors in order of first use in the forward pass. With `shard`, only the tensors that GPU
+// holds, with TP-split sizes; a tied output head on a last stage that is not the first holds
+// its own copy of the word embedding (as Megatron-LM does).
+std::vector<ParamTensor> parameter_tensors(const Model& model, const Shard& shard = {});
+
+// Layers held by a stage, in forward order (interleaving gives non-contiguous ranges).
+std::vector<int> stage_layers(const Model& model, const Shard& shard);
+
+struct ParamCount {
+  int64_t word_embedding = 0;
+  int64_t position_embedding = 0;
+  int64_t per_layer = 0;
+  int64_t final_norm = 0;
+  int64_t output_head = 0;   // 0 when tied to the word embedding
+  int64_t total = 0;         // the unique parameters of the model
+  int64_t layers_total() const { return per_layer * layers; }
+  int layers = 0;
+};
+
+ParamCount count_parameters(const Model& model);
+
+// Parameters one GPU of the shard holds (replicated norms and embedding copies included).
+int64_t shard_parameters(const Model& model, const Shard& shard);
+
+}  // namespace starfish

@@ -1,0 +1,55 @@
+#include "sim/spec/hardware.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace starfish {
+
+double EfficiencyCurve::at(double flop) const {
+  if (points.empty()) return 1.0;
+  if (flop <= points.front().first) return points.front().second;
+  if (flop >= points.back().first) return points.back().second;
+  const double x = std::log10(flop);
+  for (size_t i = 1; i < points.size(); ++i) {
+    if (flop > points[i].first) continue;
+    const double x0 = std::log10(points[i - 1].first), x1 = std::log10(points[i].first);
+    const double t = (x - x0) / (x1 - x0);
+    return points[i - 1].second + t * (points[i].second - points[i - 1].second);
+  }
+  return points.back().second;
+}
+
+double GpuSpec::peak(DType t) const {
+  auto it = peak_flops.find(t);
+  if (it == peak_flops.end())
+    throw SpecError("GPU " + name + " has no peak FLOP/s for " + std::string(to_string(t)) + " in its hwprofile");
+  return it->second;
+}
+
+double PcieSpec::raw_Bps() const {
+  // Per-lane transfer rate (GT/s) and line encoding by generation (PCI-SIG base specifications):
+  // gen1/2 8b/10b at 2.5/5 GT/s, gen3+ 128b/130b at 8/16/32/64 GT/s (gen6 PAM4 + FLIT ~242/256).
+  static constexpr double kGts[] = {0, 2.5, 5, 8, 16, 32, 64};
+  const int g = std::clamp(generation, 1, 6);
+  const double encoding = g <= 2 ? 8.0 / 10.0 : g == 6 ? 242.0 / 256.0 : 128.0 / 130.0;
+  return kGts[g] * 1e9 * encoding / 8.0 * lanes;
+}
+
+double Cluster::intra_node_bandwidth_Bps() const {
+  if (node.nvlink) return node.nvlink->bandwidth_Bps;
+  // Without NVLink GPU-to-GPU traffic crosses PCIe; the GPUs behind one root share it.
+  return node.pcie.bandwidth_Bps() / std::max(1, node.pcie.gpus_per_root);
+}
+
+double Cluster::intra_node_latency_s() const {
+  return node.nvlink ? node.nvlink->latency_s : 2 * node.pcie.latency_s;
+}
+
+double Cluster::inter_node_bandwidth_per_gpu_Bps() const {
+  if (!node.nic) return 0;
+  return node.nic->count * node.nic->bandwidth_Bps / std::max(1, node.gpus);
+}
+
+double Cluster::inter_node_latency_s() const { return node.nic ? node.nic->latency_s : 0; }
+
+}  // namespace starfish

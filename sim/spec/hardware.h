@@ -1,0 +1,111 @@
+#pragma once
+// Hardware value types: a node (GPUs, host, NVMe, PCIe, NVLink, NICs) and a cluster of nodes.
+// All bandwidths are per direction, in bytes/s; latencies in seconds.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/spec/dtype.h"
+#include "sim/spec/provenance.h"
+
+namespace starfish {
+
+// Achieved fraction of peak FLOP/s as a function of an operation's FLOP count, piecewise linear
+// in log10(FLOP), clamped at both ends. Fit from measured GEMM throughput (see the hwprofile's
+// comment for its source), never one constant for every size.
+struct EfficiencyCurve {
+  std::vector<std::pair<double, double>> points;  // (flop, fraction of peak), flop ascending
+  double at(double flop) const;
+  bool operator==(const EfficiencyCurve&) const = default;
+};
+
+struct GpuSpec {
+  std::string name;
+  int64_t memory_bytes = 0;
+  int64_t reserved_bytes = 0;       // CUDA context, NCCL and allocator overhead: not for the model
+  double hbm_bandwidth_Bps = 0;
+  double hbm_efficiency = 0.85;     // achieved fraction of hbm_bandwidth for streaming kernels
+  std::map<DType, double> peak_flops;  // dense peak per dtype
+  EfficiencyCurve matmul_efficiency;
+  int copy_engines = 2;
+  double peak(DType t) const;       // throws SpecError when the dtype is not supported
+  bool operator==(const GpuSpec&) const = default;
+};
+
+struct HostSpec {
+  int64_t memory_bytes = 0;
+  int64_t reserved_bytes = 0;       // OS, framework, pinned staging: not for model states
+  double memory_bandwidth_Bps = 0;
+  int cpu_cores = 1;
+  double cpu_adam_params_per_s = 0; // measured CPU Adam throughput of the whole host
+  bool operator==(const HostSpec&) const = default;
+};
+
+struct NvmeSpec {
+  int64_t capacity_bytes = 0;
+  double read_Bps = 0;
+  double write_Bps = 0;
+  double latency_s = 0;
+  bool operator==(const NvmeSpec&) const = default;
+};
+
+struct PcieSpec {
+  int generation = 4;
+  int lanes = 16;
+  double efficiency = 0.8;   // achieved fraction of the raw rate (TLP/DLLP overhead), per direction
+  double latency_s = 1e-6;
+  int gpus_per_root = 1;     // GPUs sharing one host link (a PCIe switch or root port)
+  double raw_Bps() const;    // per direction, after line encoding
+  double bandwidth_Bps() const { return raw_Bps() * efficiency; }
+  bool operator==(const PcieSpec&) const = default;
+};
+
+struct NvlinkSpec {
+  double bandwidth_Bps = 0;  // per GPU, per direction
+  double latency_s = 0;
+  bool switched = true;      // NVSwitch: any pair at full rate; false: ring/mesh of direct links
+  bool operator==(const NvlinkSpec&) const = default;
+};
+
+struct NicSpec {
+  int count = 1;             // NICs per node
+  double bandwidth_Bps = 0;  // per NIC, per direction
+  double latency_s = 0;
+  bool operator==(const NicSpec&) const = default;
+};
+
+struct NodeSpec {
+  std::string name;
+  GpuSpec gpu;
+  int gpus = 1;
+  HostSpec host;
+  std::optional<NvmeSpec> nvme;
+  PcieSpec pcie;
+  std::optional<NvlinkSpec> nvlink;  // absent: GPUs talk over PCIe through the host
+  std::optional<NicSpec> nic;        // absent: a single node only
+  bool operator==(const NodeSpec&) const = default;
+};
+
+struct Cluster {
+  std::string name;
+  std::string description;
+  NodeSpec node;
+  int nodes = 1;
+  double price_per_gpu_hour = 0;     // 0 = unknown
+  Provenance provenance;
+
+  int total_gpus() const { return nodes * node.gpus; }
+  // Bandwidth between two GPUs of one node, per direction: NVLink if present, else PCIe
+  // through the host (shared by the GPUs behind one root).
+  double intra_node_bandwidth_Bps() const;
+  double intra_node_latency_s() const;
+  // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
+  double inter_node_bandwidth_per_gpu_Bps() const;
+  double inter_node_latency_s() const;
+  bool operator==(const Cluster&) const = default;
+};
+
+}  // namespace starfish

@@ -1,0 +1,68 @@
+#include "sim/spec/job.h"
+
+#include <string>
+
+namespace starfish {
+
+int64_t Job::micro_batches() const { return training.global_batch / (int64_t{plan.micro_batch} * plan.dp); }
+
+Plan default_plan() { return Plan{}; }
+
+Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
+  const Provenance& pp = plan.provenance;
+  const std::string of_model = " of model " + model.name + " (" + model.provenance.file + ")";
+  if (model.heads % plan.tp != 0)
+    pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide the " + std::to_string(model.heads) +
+                                        " attention heads" + of_model);
+  if (model.kv_heads % plan.tp != 0)
+    pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide the " +
+                                        std::to_string(model.kv_heads) + " key/value heads" + of_model);
+  if (model.ffn_hidden % plan.tp != 0)
+    pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide ffn_hidden " +
+                                        std::to_string(model.ffn_hidden) + of_model);
+  const int stages = plan.pp * plan.virtual_stages;
+  if (model.layers % stages != 0)
+    pp.fail(plan.virtual_stages > 1 ? "plan.virtual_stages" : "plan.pipeline_parallel",
+            "pipeline_parallel " + std::to_string(plan.pp) + " x virtual_stages " + std::to_string(plan.virtual_stages) +
+                " does not divide the " + std::to_string(model.layers) + " layers" + of_model);
+  const int gpus = cluster.total_gpus();
+  const std::string of_cluster = " of cluster " + cluster.name + " (" + cluster.provenance.file + ")";
+  if (plan.dp == 0) {
+    if (gpus % (plan.tp * plan.pp) != 0)
+      pp.fail("plan.tensor_parallel", "tensor_parallel " + std::to_string(plan.tp) + " x pipeline_parallel " +
+                                          std::to_string(plan.pp) + " does not divide the " + std::to_string(gpus) +
+                                          " GPUs" + of_cluster);
+    plan.dp = gpus / (plan.tp * plan.pp);
+  } else if (plan.tp * plan.pp * plan.dp != gpus) {
+    pp.fail("plan.data_parallel", "tensor_parallel x pipeline_parallel x data_parallel = " +
+                                      std::to_string(plan.tp * plan.pp * plan.dp) + " but the cluster has " +
+                                      std::to_string(gpus) + " GPUs" + of_cluster);
+  }
+  const int64_t per_step = int64_t{plan.micro_batch} * plan.dp;
+  if (training.global_batch % per_step != 0)
+    training.provenance.fail("training.global_batch",
+                             std::to_string(training.global_batch) + " is not a multiple of micro_batch " +
+                                 std::to_string(plan.micro_batch) + " x data_parallel " + std::to_string(plan.dp));
+  const int64_t m = training.global_batch / per_step;
+  if (plan.schedule == Schedule::interleaved) {
+    if (plan.virtual_stages < 2) pp.fail("plan.virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
+    if (m % plan.pp != 0)
+      pp.fail("plan.schedule", "the interleaved schedule needs the " + std::to_string(m) +
+                                   " micro-batches to be a multiple of pipeline_parallel " + std::to_string(plan.pp));
+  } else if (plan.virtual_stages != 1) {
+    pp.fail("plan.virtual_stages", "virtual_stages > 1 needs schedule: interleaved");
+  }
+  if (plan.sequence_parallel && plan.tp == 1)
+    pp.fail("plan.sequence_parallel", "sequence parallelism splits along tensor-parallel ranks: it needs tensor_parallel > 1");
+  const Offload& o = plan.offload;
+  if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !cluster.node.nvme)
+    pp.fail("plan.offload", "offload to nvme, but the hardware has no node.nvme" + of_cluster);
+  if (plan.chunked() && plan.chunk_elements < 1024)
+    pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
+  if (!cluster.node.gpu.peak_flops.count(training.dtype))
+    training.provenance.fail("training.dtype", std::string("GPU ") + cluster.node.gpu.name + " has no peak for " +
+                                                   to_string(training.dtype) + of_cluster);
+  return Job{std::move(model), std::move(cluster), std::move(training), std::move(plan)};
+}
+
+}  // namespace starfish

@@ -1,0 +1,36 @@
+#pragma once
+// A GPT-style decoder-only transformer.
+#include <cstdint>
+#include <string>
+
+#include "sim/spec/provenance.h"
+
+namespace starfish {
+
+enum class Activation { gelu, swiglu };
+enum class Norm { layernorm, rmsnorm };
+enum class PositionEmbedding { learned, rope };
+
+struct Model {
+  std::string name;
+  std::string family = "gpt";   // how `maxsize` scales it: gpt, llama
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;             // grouped-query attention; == heads for multi-head attention
+  int ffn_hidden = 0;           // 4*hidden for GPT; LLaMA's SwiGLU uses its own
+  int seq_len = 0;
+  int vocab = 0;
+  Activation activation = Activation::gelu;
+  Norm norm = Norm::layernorm;
+  PositionEmbedding position = PositionEmbedding::learned;
+  bool tied_embeddings = true;  // output projection shares the input embedding
+  bool bias = true;             // linear layers carry biases (GPT) or not (LLaMA)
+  Provenance provenance;
+
+  int head_dim() const { return hidden / heads; }
+  int kv_dim() const { return kv_heads * head_dim(); }
+  bool operator==(const Model&) const = default;
+};
+
+}  // namespace starfish

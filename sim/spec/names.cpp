@@ -1,0 +1,64 @@
+// Text names of the spec enums, as written in YAML.
+#include "sim/spec/dtype.h"
+#include "sim/spec/plan.h"
+#include "sim/spec/training.h"
+
+namespace starfish {
+
+const char* to_string(DType t) {
+  switch (t) {
+    case DType::fp32: return "fp32";
+    case DType::tf32: return "tf32";
+    case DType::fp16: return "fp16";
+    case DType::bf16: return "bf16";
+    case DType::fp8: return "fp8";
+  }
+  return "?";
+}
+
+bool parse_dtype(const std::string& text, DType& out) {
+  for (DType t : {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8})
+    if (text == to_string(t)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
+const char* to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam: return "adam";
+    case Optimizer::adamw: return "adamw";
+    case Optimizer::sgd: return "sgd";
+  }
+  return "?";
+}
+
+const char* to_string(Tier t) {
+  switch (t) {
+    case Tier::gpu: return "gpu";
+    case Tier::cpu: return "cpu";
+    case Tier::nvme: return "nvme";
+  }
+  return "?";
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::gpipe: return "gpipe";
+    case Schedule::one_f_one_b: return "1f1b";
+    case Schedule::interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+}  // namespace starfish

@@ -1,0 +1,43 @@
+#pragma once
+// How a training job is laid out on the cluster: parallelism, ZeRO, offload, chunks, recompute.
+#include <cstdint>
+#include <string>
+
+#include "sim/spec/provenance.h"
+
+namespace starfish {
+
+enum class Tier { gpu, cpu, nvme };
+enum class Recompute { none, selective, full };
+enum class Schedule { gpipe, one_f_one_b, interleaved };
+
+struct Offload {
+  Tier params = Tier::gpu;     // fp16/bf16 params (and their grads, which reuse them in chunks)
+  Tier grads = Tier::gpu;      // gradients when they are not chunk-reused
+  Tier optimizer = Tier::gpu;  // fp32 master params, momentum, variance
+  bool operator==(const Offload&) const = default;
+};
+
+struct Plan {
+  int tp = 1;                  // tensor parallel
+  int pp = 1;                  // pipeline parallel
+  int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * pp)
+  int virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
+  int micro_batch = 1;         // sequences per micro-batch
+  bool sequence_parallel = false;
+  Schedule schedule = Schedule::one_f_one_b;
+  int zero_stage = 0;          // 0..3
+  Offload offload;
+  int64_t chunk_elements = 0;  // chunk runtime chunk size; 0 = static placement (no chunks)
+  Recompute recompute = Recompute::none;
+  Provenance provenance;
+
+  bool chunked() const { return chunk_elements > 0; }
+  bool operator==(const Plan&) const = default;
+};
+
+const char* to_string(Tier t);
+const char* to_string(Recompute r);
+const char* to_string(Schedule s);
+
+}  // namespace starfish

@@ -1,0 +1,445 @@
+#include "sim/spec/spec_io.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/spec/units.h"
+#include "sim/spec/yaml_reader.h"
+
+namespace starfish {
+namespace {
+
+constexpr std::initializer_list<std::pair<const char*, DType>> kDTypes = {
+    {"fp32", DType::fp32}, {"tf32", DType::tf32}, {"fp16", DType::fp16}, {"bf16", DType::bf16}, {"fp8", DType::fp8}};
+constexpr std::initializer_list<std::pair<const char*, Tier>> kTiers = {
+    {"gpu", Tier::gpu}, {"cpu", Tier::cpu}, {"nvme", Tier::nvme}};
+
+// ---------------------------------------------------------------- hardware
+
+GpuSpec read_gpu(MapReader r) {
+  GpuSpec g;
+  g.name = r.text("name");
+  g.memory_bytes = r.bytes("memory");
+  if (g.memory_bytes <= 0) r.fail("memory", "must be positive");
+  if (r.has("reserved")) g.reserved_bytes = r.bytes("reserved");
+  if (g.reserved_bytes >= g.memory_bytes) r.fail("reserved", "must be smaller than memory");
+  g.hbm_bandwidth_Bps = r.rate("hbm_bandwidth");
+  if (g.hbm_bandwidth_Bps <= 0) r.fail("hbm_bandwidth", "must be positive");
+  if (r.has("hbm_efficiency")) g.hbm_efficiency = r.real("hbm_efficiency", 0.01, 1.0);
+  MapReader peak = r.map("peak");
+  for (const auto& [name, t] : kDTypes) {
+    if (!peak.has(name)) continue;
+    const double v = peak.flops(name);
+    if (v <= 0) peak.fail(name, "must be positive");
+    g.peak_flops[t] = v;
+  }
+  peak.finish();
+  if (g.peak_flops.empty()) r.fail("peak", "needs at least one of fp32, tf32, fp16, bf16, fp8");
+  const YAML::Node curve = r.sequence("matmul_efficiency");
+  double last_flop = -1;
+  for (const auto& item : curve) {
+    const SourceLoc at = r.where(item);
+    if (!item.IsSequence() || item.size() != 2)
+      fail_at(at, r.field("matmul_efficiency"), "each point must be [flop, fraction], e.g. [1GFLOP, 0.4]");
+    double flop = 0, fraction = 0;
+    try {
+      flop = units::parse_flop_count(item[0].Scalar());
+      fraction = units::parse_number(item[1].Scalar());
+    } catch (const std::invalid_argument& e) {
+      fail_at(at, r.field("matmul_efficiency"), std::string("bad point: ") + e.what());
+    }
+    if (fraction <= 0 || fraction > 1) fail_at(at, r.field("matmul_efficiency"), "fractions must be in (0, 1]");
+    if (flop <= last_flop) fail_at(at, r.field("matmul_efficiency"), "points must have ascending FLOP counts");
+    last_flop = flop;
+    g.matmul_efficiency.points.emplace_back(flop, fraction);
+  }
+  if (g.matmul_efficiency.points.empty()) r.fail("matmul_efficiency", "needs at least one point");
+  if (r.has("copy_engines")) g.copy_engines = static_cast<int>(r.integer("copy_engines", 1));
+  r.finish();
+  return g;
+}
+
+HostSpec read_host(MapReader r) {
+  HostSpec h;
+  h.memory_bytes = r.bytes("memory");
+  if (h.memory_bytes <= 0) r.fail("memory", "must be positive");
+  if (r.has("reserved")) h.reserved_bytes = r.bytes("reserved");
+  if (h.reserved_bytes >= h.memory_bytes) r.fail("reserved", "must be smaller than memory");
+  h.memory_bandwidth_Bps = r.rate("memory_bandwidth");
+  if (h.memory_bandwidth_Bps <= 0) r.fail("memory_bandwidth", "must be positive");
+  h.cpu_cores = static_cast<int>(r.integer("cpu_cores", 1));
+  h.cpu_adam_params_per_s = r.real("cpu_adam_params_per_s", 1, 1e15);
+  r.finish();
+  return h;
+}
+
+NvmeSpec read_nvme(MapReader r) {
+  NvmeSpec n;
+  n.capacity_bytes = r.bytes("capacity");
+  if (n.capacity_bytes <= 0) r.fail("capacity", "must be positive");
+  n.read_Bps = r.rate("read");
+  n.write_Bps = r.rate("write");
+  if (n.read_Bps <= 0) r.fail("read", "must be positive");
+  if (n.write_Bps <= 0) r.fail("write", "must be positive");
+  if (r.has("latency")) n.latency_s = r.seconds("latency");
+  r.finish();
+  return n;
+}
+
+PcieSpec read_pcie(MapReader r) {
+  PcieSpec p;
+  p.generation = static_cast<int>(r.integer("generation", 1));
+  if (p.generation > 6) r.fail("generation", "PCIe generations 1 to 6 are known, got " + std::to_string(p.generation));
+  p.lanes = static_cast<int>(r.integer("lanes", 1));
+  if (p.lanes != 1 && p.lanes != 2 && p.lanes != 4 && p.lanes != 8 && p.lanes != 16)
+    r.fail("lanes", "must be 1, 2, 4, 8 or 16");
+  if (r.has("efficiency")) p.efficiency = r.real("efficiency", 0.05, 1.0);
+  if (r.has("latency")) p.latency_s = r.seconds("latency");
+  if (r.has("gpus_per_root")) p.gpus_per_root = static_cast<int>(r.integer("gpus_per_root", 1));
+  r.finish();
+  return p;
+}
+
+NvlinkSpec read_nvlink(MapReader r) {
+  NvlinkSpec n;
+  n.bandwidth_Bps = r.rate("bandwidth");
+  if (n.bandwidth_Bps <= 0) r.fail("bandwidth", "must be positive");
+  if (r.has("latency")) n.latency_s = r.seconds("latency");
+  if (r.has("switched")) n.switched = r.boolean("switched");
+  r.finish();
+  return n;
+}
+
+NicSpec read_nic(MapReader r) {
+  NicSpec n;
+  n.count = static_cast<int>(r.integer("count", 1));
+  n.bandwidth_Bps = r.rate("bandwidth");
+  if (n.bandwidth_Bps <= 0) r.fail("bandwidth", "must be positive");
+  if (r.has("latency")) n.latency_s = r.seconds("latency");
+  r.finish();
+  return n;
+}
+
+NodeSpec read_node(MapReader r) {
+  NodeSpec n;
+  if (r.has("name")) n.name = r.text("name");
+  n.gpus = static_cast<int>(r.integer("gpus", 1));
+  n.gpu = read_gpu(r.map("gpu"));
+  n.host = read_host(r.map("host"));
+  if (r.has("nvme")) n.nvme = read_nvme(r.map("nvme"));
+  n.pcie = read_pcie(r.map("pcie"));
+  if (r.has("nvlink")) n.nvlink = read_nvlink(r.map("nvlink"));
+  if (r.has("nic")) n.nic = read_nic(r.map("nic"));
+  if (n.pcie.gpus_per_root > n.gpus) r.fail("pcie", "gpus_per_root exceeds the node's GPUs");
+  r.finish();
+  return n;
+}
+
+// ---------------------------------------------------------------- emit helpers
+
+// The shortest decimal text that reads back as exactly `value`.
+std::string shortest_real(double value) {
+  char buf[40];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
+}
+
+void emit_kv(YAML::Emitter& e, const char* key, const std::string& value) { e << YAML::Key << key << YAML::Value << value; }
+template <typename T>
+void emit_num(YAML::Emitter& e, const char* key, T value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    e << YAML::Key << key << YAML::Value << shortest_real(value);
+  } else {
+    e << YAML::Key << key << YAML::Value << value;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public: parse
+
+Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
+  Cluster c;
+  c.provenance.file = file;
+  MapReader r(root, c.provenance, "");
+  c.name = r.text("name");
+  if (r.has("description")) c.description = r.text("description");
+  c.nodes = static_cast<int>(r.integer("nodes", 1));
+  if (r.has("price_per_gpu_hour")) c.price_per_gpu_hour = r.real("price_per_gpu_hour", 0, 1e6);
+  c.node = read_node(r.map("node"));
+  if (c.nodes > 1 && !c.node.nic) r.fail("nodes", "more than one node needs node.nic for the inter-node fabric");
+  r.finish();
+  return c;
+}
+
+Model parse_model(const YAML::Node& root, const std::string& file) {
+  Model m;
+  m.provenance.file = file;
+  MapReader r(root, m.provenance, "");
+  m.name = r.text("name");
+  if (r.has("family")) m.family = r.choice<std::string>("family", {{"gpt", "gpt"}, {"llama", "llama"}});
+  m.layers = static_cast<int>(r.integer("layers", 1));
+  m.hidden = static_cast<int>(r.integer("hidden", 1));
+  m.heads = static_cast<int>(r.integer("heads", 1));
+  m.kv_heads = r.has("kv_heads") ? static_cast<int>(r.integer("kv_heads", 1)) : m.heads;
+  m.seq_len = static_cast<int>(r.integer("seq_len", 1));
+  m.vocab = static_cast<int>(r.integer("vocab", 1));
+  if (r.has("activation"))
+    m.activation = r.choice<Activation>("activation", {{"gelu", Activation::gelu}, {"swiglu", Activation::swiglu}});
+  if (r.has("ffn_hidden")) {
+    m.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1));
+  } else if (m.activation == Activation::gelu) {
+    m.ffn_hidden = 4 * m.hidden;  // the GPT convention
+  } else {
+    r.fail("ffn_hidden", "required with activation swiglu (LLaMA sizes are not 4*hidden)");
+  }
+  if (r.has("norm")) m.norm = r.choice<Norm>("norm", {{"layernorm", Norm::layernorm}, {"rmsnorm", Norm::rmsnorm}});
+  if (r.has("position"))
+    m.position = r.choice<PositionEmbedding>("position", {{"learned", PositionEmbedding::learned}, {"rope", PositionEmbedding::rope}});
+  if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
+  if (r.has("bias")) m.bias = r.boolean("bias");
+  if (m.hidden % m.heads != 0)
+    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    r.fail("kv_heads", std::to_string(m.kv_heads) + " must divide heads " + std::to_string(m.heads));
+  r.finish();
+  return m;
+}
+
+PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
+  PlanFile p;
+  Provenance& prov = p.plan.provenance;
+  prov.file = file;
+  p.training.provenance.file = file;
+  MapReader r(root, prov, "");
+  p.model_path = r.text_or_none("model");
+  p.hardware_path = r.text_or_none("hardware");
+  {
+    MapReader t(r.node("training"), p.training.provenance, "training");
+    Training& tr = p.training;
+    tr.global_batch = t.integer("global_batch", 1);
+    if (t.has("dtype")) tr.dtype = t.choice<DType>("dtype", kDTypes);
+    if (t.has("optimizer"))
+      tr.optimizer = t.choice<Optimizer>("optimizer", {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}});
+    if (t.has("learning_rate")) tr.learning_rate = t.real("learning_rate", 0, 10);
+    if (t.has("weight_decay")) tr.weight_decay = t.real("weight_decay", 0, 10);
+    if (t.has("grad_clip")) tr.grad_clip = t.real("grad_clip", 0, 1e9);
+    if (t.has("iterations")) tr.iterations = t.integer("iterations", 1);
+    if (t.has("seed")) tr.seed = static_cast<uint64_t>(t.integer("seed", 0));
+    t.finish();
+  }
+  if (r.has("plan")) {
+    MapReader q = r.map("plan");
+    Plan& pl = p.plan;
+    if (q.has("tensor_parallel")) pl.tp = static_cast<int>(q.integer("tensor_parallel", 1));
+    if (q.has("pipeline_parallel")) pl.pp = static_cast<int>(q.integer("pipeline_parallel", 1));
+    if (q.has("data_parallel")) pl.dp = static_cast<int>(q.integer("data_parallel", 1));
+    if (q.has("virtual_stages")) pl.virtual_stages = static_cast<int>(q.integer("virtual_stages", 1));
+    if (q.has("micro_batch")) pl.micro_batch = static_cast<int>(q.integer("micro_batch", 1));
+    if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
+    if (q.has("schedule"))
+      pl.schedule = q.choice<Schedule>(
+          "schedule", {{"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b}, {"interleaved", Schedule::interleaved}});
+    if (q.has("zero_stage")) {
+      pl.zero_stage = static_cast<int>(q.integer("zero_stage", 0));
+      if (pl.zero_stage > 3) q.fail("zero_stage", "ZeRO stages are 0, 1, 2 and 3, got " + std::to_string(pl.zero_stage));
+    }
+    if (q.has("recompute"))
+      pl.recompute = q.choice<Recompute>(
+          "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
+    if (q.has("offload")) {
+      MapReader o = q.map("offload");
+      if (o.has("params")) pl.offload.params = o.choice<Tier>("params", kTiers);
+      if (o.has("grads")) pl.offload.grads = o.choice<Tier>("grads", kTiers);
+      if (o.has("optimizer")) pl.offload.optimizer = o.choice<Tier>("optimizer", kTiers);
+      o.finish();
+    }
+    if (q.has("chunk_size")) pl.chunk_elements = q.count("chunk_size");
+    q.finish();
+  }
+  r.finish();
+  return p;
+}
+
+Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_file(path), path); }
+Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), path); }
+PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), path); }
+
+namespace {
+YAML::Node parse_text(const std::string& yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                    ": invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw SpecError(file + ":1:1: expected a mapping of fields at the top level");
+  return root;
+}
+}  // namespace
+
+Cluster parse_cluster_text(const std::string& yaml, const std::string& file) { return parse_cluster(parse_text(yaml, file), file); }
+Model parse_model_text(const std::string& yaml, const std::string& file) { return parse_model(parse_text(yaml, file), file); }
+PlanFile parse_plan_file_text(const std::string& yaml, const std::string& file) {
+  return parse_plan_file(parse_text(yaml, file), file);
+}
+
+// ---------------------------------------------------------------- public: save
+
+std::string to_yaml(const Cluster& c) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  emit_kv(e, "name", c.name);
+  if (!c.description.empty()) emit_kv(e, "description", c.description);
+  emit_num(e, "nodes", c.nodes);
+  if (c.price_per_gpu_hour > 0) emit_num(e, "price_per_gpu_hour", c.price_per_gpu_hour);
+  const NodeSpec& n = c.node;
+  e << YAML::Key << "node" << YAML::Value << YAML::BeginMap;
+  if (!n.name.empty()) emit_kv(e, "name", n.name);
+  emit_num(e, "gpus", n.gpus);
+  e << YAML::Key << "gpu" << YAML::Value << YAML::BeginMap;
+  emit_kv(e, "name", n.gpu.name);
+  emit_kv(e, "memory", units::format_bytes(n.gpu.memory_bytes));
+  if (n.gpu.reserved_bytes) emit_kv(e, "reserved", units::format_bytes(n.gpu.reserved_bytes));
+  emit_kv(e, "hbm_bandwidth", units::format_rate(n.gpu.hbm_bandwidth_Bps));
+  emit_num(e, "hbm_efficiency", n.gpu.hbm_efficiency);
+  e << YAML::Key << "peak" << YAML::Value << YAML::BeginMap;
+  for (const auto& [t, v] : n.gpu.peak_flops) emit_kv(e, to_string(t), units::format_flops(v));
+  e << YAML::EndMap;
+  e << YAML::Key << "matmul_efficiency" << YAML::Value << YAML::BeginSeq;
+  for (const auto& [flop, fraction] : n.gpu.matmul_efficiency.points) {
+    e << YAML::Flow << YAML::BeginSeq << units::format_flop_count(flop) << shortest_real(fraction) << YAML::EndSeq;
+  }
+  e << YAML::EndSeq;
+  emit_num(e, "copy_engines", n.gpu.copy_engines);
+  e << YAML::EndMap;
+  e << YAML::Key << "host" << YAML::Value << YAML::BeginMap;
+  emit_kv(e, "memory", units::format_bytes(n.host.memory_bytes));
+  if (n.host.reserved_bytes) emit_kv(e, "reserved", units::format_bytes(n.host.reserved_bytes));
+  emit_kv(e, "memory_bandwidth", units::format_rate(n.host.memory_bandwidth_Bps));
+  emit_num(e, "cpu_cores", n.host.cpu_cores);
+  emit_num(e, "cpu_adam_params_per_s", n.host.cpu_adam_params_per_s);
+  e << YAML::EndMap;
+  if (n.nvme) {
+    e << YAML::Key << "nvme" << YAML::Value << YAML::BeginMap;
+    emit_kv(e, "capacity", units::format_bytes(n.nvme->capacity_bytes));
+    emit_kv(e, "read", units::format_rate(n.nvme->read_Bps));
+    emit_kv(e, "write", units::format_rate(n.nvme->write_Bps));
+    if (n.nvme->latency_s) emit_kv(e, "latency", units::format_seconds(n.nvme->latency_s));
+    e << YAML::EndMap;
+  }
+  e << YAML::Key << "pcie" << YAML::Value << YAML::BeginMap;
+  emit_num(e, "generation", n.pcie.generation);
+  emit_num(e, "lanes", n.pcie.lanes);
+  emit_num(e, "efficiency", n.pcie.efficiency);
+  emit_kv(e, "latency", units::format_seconds(n.pcie.latency_s));
+  emit_num(e, "gpus_per_root", n.pcie.gpus_per_root);
+  e << YAML::EndMap;
+  if (n.nvlink) {
+    e << YAML::Key << "nvlink" << YAML::Value << YAML::BeginMap;
+    emit_kv(e, "bandwidth", units::format_rate(n.nvlink->bandwidth_Bps));
+    emit_kv(e, "latency", units::format_seconds(n.nvlink->latency_s));
+    e << YAML::Key << "switched" << YAML::Value << n.nvlink->switched;
+    e << YAML::EndMap;
+  }
+  if (n.nic) {
+    e << YAML::Key << "nic" << YAML::Value << YAML::BeginMap;
+    emit_num(e, "count", n.nic->count);
+    emit_kv(e, "bandwidth", units::format_rate(n.nic->bandwidth_Bps));
+    emit_kv(e, "latency", units::format_seconds(n.nic->latency_s));
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;  // node
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+std::string to_yaml(const Model& m) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  emit_kv(e, "name", m.name);
+  emit_kv(e, "family", m.family);
+  emit_num(e, "layers", m.layers);
+  emit_num(e, "hidden", m.hidden);
+  emit_num(e, "heads", m.heads);
+  emit_num(e, "kv_heads", m.kv_heads);
+  emit_num(e, "ffn_hidden", m.ffn_hidden);
+  emit_num(e, "seq_len", m.seq_len);
+  emit_num(e, "vocab", m.vocab);
+  emit_kv(e, "activation", m.activation == Activation::gelu ? "gelu" : "swiglu");
+  emit_kv(e, "norm", m.norm == Norm::layernorm ? "layernorm" : "rmsnorm");
+  emit_kv(e, "position", m.position == PositionEmbedding::learned ? "learned" : "rope");
+  e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
+  e << YAML::Key << "bias" << YAML::Value << m.bias;
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+std::string to_yaml(const PlanFile& p) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  if (p.model_path) emit_kv(e, "model", *p.model_path);
+  if (p.hardware_path) emit_kv(e, "hardware", *p.hardware_path);
+  const Training& t = p.training;
+  e << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
+  emit_num(e, "global_batch", t.global_batch);
+  emit_kv(e, "dtype", to_string(t.dtype));
+  emit_kv(e, "optimizer", to_string(t.optimizer));
+  emit_num(e, "learning_rate", t.learning_rate);
+  emit_num(e, "weight_decay", t.weight_decay);
+  emit_num(e, "grad_clip", t.grad_clip);
+  emit_num(e, "iterations", t.iterations);
+  emit_num(e, "seed", t.seed);
+  e << YAML::EndMap;
+  const Plan& q = p.plan;
+  e << YAML::Key << "plan" << YAML::Value << YAML::BeginMap;
+  emit_num(e, "tensor_parallel", q.tp);
+  emit_num(e, "pipeline_parallel", q.pp);
+  if (q.dp > 0) emit_num(e, "data_parallel", q.dp);
+  emit_num(e, "virtual_stages", q.virtual_stages);
+  emit_num(e, "micro_batch", q.micro_batch);
+  emit_kv(e, "schedule", to_string(q.schedule));
+  e << YAML::Key << "sequence_parallel" << YAML::Value << q.sequence_parallel;
+  emit_num(e, "zero_stage", q.zero_stage);
+  emit_kv(e, "recompute", to_string(q.recompute));
+  e << YAML::Key << "offload" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  emit_kv(e, "params", to_string(q.offload.params));
+  emit_kv(e, "grads", to_string(q.offload.grads));
+  emit_kv(e, "optimizer", to_string(q.offload.optimizer));
+  e << YAML::EndMap;
+  emit_kv(e, "chunk_size", units::format_count(q.chunk_elements));
+  e << YAML::EndMap;
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+void save_text_file(const std::string& path, const std::string& text, bool overwrite) {
+  namespace fs = std::filesystem;
+  if (!overwrite && fs::exists(path)) throw SpecError(path + ": already exists (refusing to overwrite it)");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw SpecError(path + ": cannot write file");
+    out << text;
+    out.flush();
+    if (!out) throw SpecError(path + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw SpecError(path + ": cannot replace file: " + ec.message());
+  }
+}
+
+}  // namespace starfish
