@@ -174,6 +174,7 @@ std::string format_with(double value, const std::array<Suffix, N>& suffixes, std
 double parse_bytes_d(std::string_view t) { return static_cast<double>(parse_bytes(t)); }
 
 std::string human(double value, const std::array<std::pair<double, const char*>, 5>& steps) {
+  if (value == 0) return "0";
   char buf[64];
   for (auto [scale, name] : steps) {
     if (std::fabs(value) >= scale || scale == steps.back().first) {

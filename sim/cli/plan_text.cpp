@@ -1,0 +1,42 @@
+#include "sim/cli/plan_text.h"
+
+#include "sim/spec/units.h"
+
+namespace starfish::cli {
+
+std::string plan_summary(const Job& job) {
+  const Plan& p = job.plan;
+  std::string s = "TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) + " DP" + std::to_string(p.dp) + " " +
+                  to_string(p.schedule);
+  if (p.virtual_stages > 1) s += " v" + std::to_string(p.virtual_stages);
+  if (p.sequence_parallel) s += " SP";
+  s += ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(job.micro_batches()) +
+       ", global batch " + std::to_string(job.training.global_batch);
+  s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + to_string(p.recompute);
+  const Offload& o = p.offload;
+  if (o.params != Tier::gpu || o.grads != Tier::gpu || o.optimizer != Tier::gpu)
+    s += std::string(", offload params/grads/optimizer -> ") + to_string(o.params) + "/" + to_string(o.grads) + "/" +
+         to_string(o.optimizer);
+  if (p.chunked()) s += ", chunks of " + units::format_count(p.chunk_elements) + " elements";
+  s += std::string(", ") + to_string(job.training.dtype) + " " + to_string(job.training.optimizer);
+  return s;
+}
+
+void write_plan_json(JsonWriter& w, const Job& job) {
+  const Plan& p = job.plan;
+  w.begin_object();
+  w.field("tensor_parallel", p.tp).field("pipeline_parallel", p.pp).field("data_parallel", p.dp);
+  w.field("virtual_stages", p.virtual_stages).field("micro_batch", p.micro_batch);
+  w.field("micro_batches", job.micro_batches()).field("global_batch", job.training.global_batch);
+  w.field("schedule", to_string(p.schedule)).field("sequence_parallel", p.sequence_parallel);
+  w.field("zero_stage", p.zero_stage).field("recompute", to_string(p.recompute));
+  w.key("offload").begin_object();
+  w.field("params", to_string(p.offload.params)).field("grads", to_string(p.offload.grads));
+  w.field("optimizer", to_string(p.offload.optimizer));
+  w.end_object();
+  w.field("chunk_elements", p.chunk_elements);
+  w.field("dtype", to_string(job.training.dtype)).field("optimizer", to_string(job.training.optimizer));
+  w.end_object();
+}
+
+}  // namespace starfish::cli

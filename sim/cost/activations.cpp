@@ -1,0 +1,79 @@
+#include "sim/cost/activations.h"
+
+#include <algorithm>
+
+namespace starfish {
+
+double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
+  const double sb = static_cast<double>(m.seq_len) * micro_batch;
+  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, a = m.heads, s = m.seq_len;
+  const double t = o.tp, B = static_cast<double>(o.act_bytes), mask = 1.0;
+  const double sp = o.sequence_parallel ? t : 1.0;  // SP splits the otherwise replicated parts
+
+  if (o.recompute == Recompute::full) return B * sb * h / sp;  // only the layer input is kept
+
+  // Parts replicated across TP ranks without SP (divided by t with SP): the inputs of the two
+  // norms and of the two TP regions (QKV and MLP-in GEMMs), and the two output dropout masks.
+  const double replicated = 4 * B * sb * h + 2 * mask * sb * h;
+
+  // Parts split across TP ranks (heads and FFN columns are divided).
+  double split = B * sb * (h + 2 * kv);  // Q, K, V kept for the score and context GEMMs
+  split += B * sb * h;             // attention output projection input (context)
+  if (m.activation == Activation::swiglu) split += 3 * B * sb * f;  // gate, up, and their product
+  else split += 2 * B * sb * f;    // GELU input and output
+  if (o.recompute != Recompute::selective) {
+    const double scores = a * s * sb;  // a * s^2 * b elements
+    split += B * scores;               // softmax output
+    split += mask * scores;            // attention dropout mask
+    split += B * scores;               // dropout output (input of the context GEMM)
+  }
+  return replicated / sp + split / t;
+}
+
+double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOptions& o) {
+  const double s = m.seq_len, h = m.hidden, a = m.heads, t = o.tp;
+  const double sbh = s * b * h;
+  const bool sp = o.sequence_parallel;
+  switch (o.recompute) {
+    case Recompute::full: return sp ? 2 * sbh / t : 2 * sbh;
+    case Recompute::selective: return sp ? 34 * sbh / t : sbh * (10 + 24 / t);
+    case Recompute::none: return sp ? sbh / t * (34 + 5 * a * s / h) : sbh * (10 + 24 / t + 5 * a * s / (h * t));
+  }
+  return 0;
+}
+
+StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
+                                        int stage) {
+  const int p = plan.pp, v = plan.virtual_stages;
+  const ActivationOptions o{plan.tp, plan.sequence_parallel, plan.recompute, act_bytes};
+  const double per_layer = layer_activation_bytes(m, plan.micro_batch, o);
+  const double layers_per_stage = static_cast<double>(m.layers) / p;
+  const double mb = static_cast<double>(micro_batches);
+
+  StageActivations out;
+  // Micro-batches whose activations a stage holds at its peak.
+  double in_flight = 0;
+  switch (plan.schedule) {
+    case Schedule::gpipe: in_flight = mb; break;  // all forwards before any backward
+    case Schedule::one_f_one_b: in_flight = std::min<double>(mb, p - stage); break;
+    case Schedule::interleaved:
+      // Korthikanti sec. 4.2.3 / Narayanan: the first stage holds p micro-batches of its layers
+      // times (1 + (p-1)/(p v)) in the interleaved schedule.
+      in_flight = std::min<double>(mb * 1.0, (p - stage) * (1.0 + (p - 1.0) / (p * v)));
+      break;
+  }
+  out.in_flight_micro_batches = in_flight;
+  out.layers_bytes = in_flight * layers_per_stage * per_layer;
+
+  const double sbh = static_cast<double>(m.seq_len) * plan.micro_batch * m.hidden;
+  const double sp = plan.sequence_parallel ? plan.tp : 1.0;
+  if (stage == 0) out.embedding_bytes = in_flight * (1.0 * sbh / sp);  // embedding dropout mask (1 byte)
+  if (stage == p - 1) {
+    // Final norm input and head input (act_bytes each), fp32 logits for the softmax/cross-entropy.
+    out.output_bytes = 2.0 * act_bytes * sbh / sp +
+                       4.0 * static_cast<double>(m.seq_len) * plan.micro_batch * m.vocab / plan.tp;
+  }
+  return out;
+}
+
+}  // namespace starfish

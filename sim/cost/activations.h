@@ -1,0 +1,45 @@
+#pragma once
+// Activation memory per Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+// Transformer Models"), generalised to any FFN width, grouped-query attention and SwiGLU by
+// counting the stored tensors one by one (their Table 2 / eq. 1-5 are the special case
+// f = 4h, kv = h, 2-byte activations and 1-byte dropout masks; tests check that case exactly).
+#include <cstdint>
+
+#include "sim/spec/model.h"
+#include "sim/spec/plan.h"
+#include "sim/spec/training.h"
+
+namespace starfish {
+
+struct ActivationOptions {
+  int tp = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::none;
+  int64_t act_bytes = 2;  // bytes per activation element (2 for fp16/bf16, 4 for fp32)
+};
+
+// Bytes one transformer layer keeps for backward, per micro-batch of `micro_batch` sequences.
+double layer_activation_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
+
+// Korthikanti's closed forms (f = 4h, kv = h, 2-byte activations), for cross-checking:
+//   none:      s b h (10 + 24/t + 5 a s / (h t))      (SP: s b h / t (34 + 5 a s / h))
+//   selective: s b h (10 + 24/t)                       (SP: 34 s b h / t)
+//   full:      2 s b h                                 (SP: 2 s b h / t)
+double korthikanti_layer_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
+
+// Activation bytes held at the peak by the most loaded pipeline stage (the first one under 1F1B
+// or interleaving, every stage under GPipe), including the embedding output on the first stage
+// and the output layer (final norm, head input, fp32 logits for the loss) on the last.
+struct StageActivations {
+  double layers_bytes = 0;     // in-flight micro-batches x layers x per-layer bytes
+  double embedding_bytes = 0;  // first stage: embedding output / dropout mask in flight
+  double output_bytes = 0;     // last stage: one micro-batch's output layer
+  double in_flight_micro_batches = 0;
+  double total() const { return layers_bytes + embedding_bytes + output_bytes; }
+};
+
+// `micro_batches` = micro-batches per pipeline per iteration.
+StageActivations peak_stage_activations(const Model& model, const Plan& plan, int64_t micro_batches,
+                                        int64_t act_bytes, int stage);
+
+}  // namespace starfish

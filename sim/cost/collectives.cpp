@@ -1,0 +1,77 @@
+#include "sim/cost/collectives.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace starfish {
+
+double collective_bytes_sent_per_rank(CollectiveKind kind, int n, double bytes) {
+  if (n <= 1) return 0;
+  const double frac = static_cast<double>(n - 1) / n;
+  switch (kind) {
+    case CollectiveKind::all_reduce: return 2 * frac * bytes;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::all_to_all: return frac * bytes;
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce:
+    case CollectiveKind::send_recv: return bytes;
+  }
+  return 0;
+}
+
+double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algo, int n, double bytes, const LinkParams& link) {
+  if (kind == CollectiveKind::send_recv) return link.latency_s + bytes / link.bandwidth_Bps;
+  if (n <= 1 || bytes <= 0) return 0;
+  const double a = link.latency_s, bw = link.bandwidth_Bps;
+  if (algo == CollectiveAlgorithm::tree && (kind == CollectiveKind::all_reduce || kind == CollectiveKind::broadcast ||
+                                            kind == CollectiveKind::reduce)) {
+    // Pipelined (double binary) tree: log2(n) steps of latency each way, full bytes at link rate.
+    const double depth = std::ceil(std::log2(static_cast<double>(n)));
+    const double passes = kind == CollectiveKind::all_reduce ? 2 : 1;
+    return passes * (depth * a + bytes / bw);
+  }
+  const double steps_rs = n - 1;
+  switch (kind) {
+    case CollectiveKind::all_reduce: return 2 * steps_rs * (a + bytes / n / bw);
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter: return steps_rs * (a + bytes / n / bw);
+    case CollectiveKind::all_to_all: return steps_rs * a + (n - 1.0) / n * bytes / bw;
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce: return steps_rs * a + bytes / bw;  // pipelined ring
+    case CollectiveKind::send_recv: break;
+  }
+  return 0;
+}
+
+LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
+  const int per_node = c.node.gpus;
+  // Members of the group that share a node.
+  const int members_per_node = std::clamp(per_node / std::max(1, stride), 1, ranks);
+  LinkParams link;
+  if (members_per_node >= ranks) {
+    link.bandwidth_Bps = c.intra_node_bandwidth_Bps();
+    link.latency_s = c.intra_node_latency_s();
+    return link;
+  }
+  link.inter_node = true;
+  link.bandwidth_Bps =
+      std::min(c.intra_node_bandwidth_Bps(), c.inter_node_bandwidth_per_gpu_Bps() * members_per_node);
+  link.latency_s = c.inter_node_latency_s();
+  return link;
+}
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::send_recv: return "send_recv";
+  }
+  return "?";
+}
+
+}  // namespace starfish

@@ -1,0 +1,35 @@
+#pragma once
+// Alpha-beta times of collectives over the link that carries them (Thakur et al. 2005 for the
+// ring algorithms; NCCL's double binary tree for the tree all-reduce). `bytes` is always the
+// size of the whole buffer on one rank; `bandwidth_Bps` the per-rank, per-direction bandwidth.
+#include <cstdint>
+
+#include "sim/spec/hardware.h"
+
+namespace starfish {
+
+enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv };
+enum class CollectiveAlgorithm { ring, tree };
+
+struct LinkParams {
+  double bandwidth_Bps = 0;  // per rank, per direction
+  double latency_s = 0;      // per step (alpha)
+  bool inter_node = false;
+};
+
+double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algorithm, int ranks, double bytes,
+                         const LinkParams& link);
+
+// Bytes each rank sends for a collective (ring): all-reduce 2(n-1)/n B, all-gather and
+// reduce-scatter (n-1)/n B, broadcast/reduce B, all-to-all (n-1)/n B, send/recv B.
+double collective_bytes_sent_per_rank(CollectiveKind kind, int ranks, double bytes);
+
+// The link a group of `ranks` GPUs uses when its members are `stride` GPUs apart in the global
+// rank order (Megatron's order: TP innermost, then DP, then PP). A group inside one node uses
+// NVLink (or PCIe); a group across nodes is bounded by the per-GPU share of the NICs, times the
+// members per node that drive parallel rings (NCCL channels), and by the intra-node link.
+LinkParams link_for_group(const Cluster& cluster, int ranks, int stride);
+
+const char* to_string(CollectiveKind k);
+
+}  // namespace starfish

@@ -1,0 +1,158 @@
+#include "sim/cost/estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "sim/cost/activations.h"
+#include "sim/cost/collectives.h"
+#include "sim/cost/flops.h"
+#include "sim/cost/op_time.h"
+#include "sim/spec/units.h"
+
+namespace starfish {
+namespace {
+
+std::string overflow(const char* tier, const TierUse& u) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s)", tier,
+                units::human_bytes(u.total()).c_str(), units::human_bytes(u.capacity_bytes).c_str(),
+                units::human_bytes(u.params_bytes).c_str(), units::human_bytes(u.grads_bytes).c_str(),
+                units::human_bytes(u.optimizer_bytes).c_str(), units::human_bytes(u.activations_bytes).c_str());
+  return buf;
+}
+
+}  // namespace
+
+Estimate estimate(const Job& job) {
+  const Model& m = job.model;
+  const Cluster& c = job.cluster;
+  const Plan& p = job.plan;
+  const Training& t = job.training;
+  const GpuSpec& gpu = c.node.gpu;
+  const int dp = job.dp();
+  const int64_t act_bytes = bytes_of(t.dtype);
+
+  Estimate e;
+  e.params = count_parameters(m);
+  e.micro_batches = job.micro_batches();
+  const IterationFlops fl = iteration_flops(m, t.global_batch, p.recompute);
+  e.model_flops = fl.model;
+  e.hardware_flops = fl.hardware;
+
+  // ---- memory: every stage, keep the most loaded one
+  const double chunk_bytes = static_cast<double>(p.chunk_elements) * act_bytes;
+  const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
+  double worst_gpu = -1;
+  ModelStates worst_states;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    const Shard shard{p.tp, p.pp, stage, p.virtual_stages};
+    const double n = static_cast<double>(shard_parameters(m, shard));
+    const ModelStates ms = model_states(t, p, dp, n, layer_params, chunk_bytes);
+    const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
+    // Buffers: pipeline send/receive of one micro-batch's boundary activation each way.
+    const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
+    const double total = ms.total_gpu() + act.total() + p2p;
+    if (total > worst_gpu) {
+      worst_gpu = total;
+      worst_states = ms;
+      e.peak_stage = stage;
+      e.params_per_gpu = n;
+      e.gpu.params_bytes = ms.params.gpu;
+      e.gpu.grads_bytes = ms.grads.gpu;
+      e.gpu.optimizer_bytes = ms.optimizer.gpu;
+      e.gpu.activations_bytes = act.total();
+      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p;
+    }
+  }
+  e.gpu.capacity_bytes = static_cast<double>(gpu.memory_bytes - gpu.reserved_bytes);
+  // Every GPU of a node is assumed as loaded as the worst stage (conservative for the host).
+  const double g = c.node.gpus;
+  e.cpu.params_bytes = worst_states.params.cpu * g;
+  e.cpu.grads_bytes = worst_states.grads.cpu * g;
+  e.cpu.optimizer_bytes = worst_states.optimizer.cpu * g;
+  e.cpu.capacity_bytes = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
+  e.nvme.params_bytes = worst_states.params.nvme * g;
+  e.nvme.grads_bytes = worst_states.grads.nvme * g;
+  e.nvme.optimizer_bytes = worst_states.optimizer.nvme * g;
+  e.nvme.capacity_bytes = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
+  if (!e.gpu.fits()) e.why_not = overflow("GPU", e.gpu);
+  else if (!e.cpu.fits()) e.why_not = overflow("CPU (per node)", e.cpu);
+  else if (!e.nvme.fits()) e.why_not = overflow("NVMe (per node)", e.nvme);
+  e.fits = e.why_not.empty();
+
+  // ---- time of one micro-batch on the slowest stage (the last: it also runs the output layer)
+  const LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
+  const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
+                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp);
+  const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
+  double tp_comm = 0;
+  if (p.tp > 1) {
+    // Megatron: 2 all-reduces in forward and 2 in backward per layer (SP: all-gather +
+    // reduce-scatter pairs of the same total volume); full recompute repeats the forward ones.
+    const LinkParams link = link_for_group(c, p.tp, 1);
+    const double ar = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes, link);
+    const double per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * ar;
+    tp_comm = layers_per_stage * per_layer;
+  }
+  double pp_comm = 0;
+  if (p.pp > 1) {
+    // One activation forward and one gradient backward per micro-batch and model chunk; with
+    // TP, Megatron's scatter/gather sends 1/tp of it over the inter-stage link.
+    const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
+    pp_comm = 2.0 * p.virtual_stages *
+              collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, boundary_bytes / p.tp, link);
+  }
+  const double per_micro_batch = stage_compute + tp_comm + pp_comm;
+  const double mb = static_cast<double>(e.micro_batches);
+  e.time.compute_s = mb * stage_compute;
+  e.time.tp_comm_s = mb * tp_comm;
+  e.time.pp_comm_s = mb * pp_comm;
+  e.time.bubble_s = (p.pp - 1.0) / p.virtual_stages * per_micro_batch;
+
+  // ---- data parallelism: grads of this stage's params once per iteration
+  const StateBytes sb = state_bytes_per_param(t, p.chunked());
+  const double grad_bytes = e.params_per_gpu * static_cast<double>(act_bytes);
+  if (dp > 1) {
+    const LinkParams link = link_for_group(c, dp, p.tp);
+    double dp_time = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, dp, grad_bytes, link);
+    // ZeRO-3 all-gathers the params before forward and again before backward.
+    if (p.zero_stage == 3)
+      dp_time += 2 * collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, grad_bytes, link);
+    e.time.dp_comm_s = dp_time;
+  }
+
+  // ---- optimizer step where the optimizer states live
+  const double opt_params = e.params_per_gpu / (p.zero_stage >= 1 ? dp : 1);
+  if (p.offload.optimizer == Tier::gpu) {
+    // Read master, moments and grad, write master, moments and param: HBM bound.
+    const double bytes_per_param = 2 * sb.optimizer + 2 * static_cast<double>(act_bytes);
+    e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * bytes_per_param);
+  } else {
+    // CPU Adam over the node's share; every GPU of the node shares the host's CPU Adam rate.
+    e.time.optimizer_s = opt_params * g / c.node.host.cpu_adam_params_per_s;
+    if (p.offload.optimizer == Tier::nvme && c.node.nvme) {
+      const double node_bytes = opt_params * g * sb.optimizer;
+      e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
+    }
+    // Grads down to the host, updated params back up, over each GPU's PCIe share.
+    const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
+    e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
+  }
+  if (p.offload.params != Tier::gpu) {
+    // Params fetched for forward and again for backward.
+    const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
+    e.time.offload_s += 2 * e.params_per_gpu / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
+  }
+
+  e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
+                       e.time.optimizer_s + e.time.offload_s;
+  const double gpus = c.total_gpus();
+  e.tokens_per_s = static_cast<double>(t.global_batch) * m.seq_len / e.time.iteration_s;
+  e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
+  e.mfu = e.model_flops / e.time.iteration_s / gpus / gpu.peak(t.dtype);
+  e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
+  return e;
+}
+
+}  // namespace starfish

@@ -1,0 +1,53 @@
+#pragma once
+// The analytic model of one training iteration: memory per tier and time per component, from
+// closed forms and the hwprofile (no event simulation). It is the search's fast first tier and
+// the cross-check of the discrete-event simulator.
+#include <string>
+#include <vector>
+
+#include "sim/cost/memory.h"
+#include "sim/cost/params.h"
+#include "sim/spec/job.h"
+
+namespace starfish {
+
+struct TierUse {
+  double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0, buffers_bytes = 0;
+  double capacity_bytes = 0;  // usable (after the hwprofile's reserved bytes)
+  double total() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + buffers_bytes; }
+  bool fits() const { return total() <= capacity_bytes; }
+};
+
+struct TimeBreakdown {
+  double compute_s = 0;        // forward + backward + recompute of all micro-batches, slowest stage
+  double bubble_s = 0;         // pipeline fill and drain
+  double tp_comm_s = 0;        // tensor-parallel collectives (not overlapped)
+  double pp_comm_s = 0;        // pipeline sends and receives
+  double dp_comm_s = 0;        // gradient all-reduce / ZeRO collectives (not overlapped)
+  double optimizer_s = 0;      // optimizer step (GPU or CPU Adam), NVMe state traffic
+  double offload_s = 0;        // PCIe traffic of offloaded params and grads
+  double iteration_s = 0;
+};
+
+struct Estimate {
+  ParamCount params;
+  double params_per_gpu = 0;          // of the most loaded stage
+  int peak_stage = 0;                 // the stage with the most GPU memory
+  double model_flops = 0;             // per iteration, no recompute
+  double hardware_flops = 0;          // per iteration, with recompute
+  int64_t micro_batches = 0;          // per pipeline per iteration
+  TierUse gpu;                        // per GPU, most loaded stage
+  TierUse cpu;                        // per node
+  TierUse nvme;                       // per node
+  bool fits = false;
+  std::string why_not;                // empty when it fits: the first tier that overflows and by how much
+  TimeBreakdown time;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;          // hardware FLOP/s per GPU (Megatron's reporting convention)
+  double mfu = 0;                     // model FLOP/s over peak
+  double bubble_fraction = 0;         // bubble / iteration
+};
+
+Estimate estimate(const Job& job);
+
+}  // namespace starfish

@@ -1,0 +1,42 @@
+#include "sim/cost/flops.h"
+
+namespace starfish {
+
+LayerForwardFlops layer_forward_flops(const Model& m, int64_t micro_batch) {
+  const double T = static_cast<double>(micro_batch) * m.seq_len;
+  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, s = m.seq_len;
+  const double in_mats = m.activation == Activation::swiglu ? 2 : 1;
+  LayerForwardFlops x;
+  x.qkv = 2 * T * h * (h + 2 * kv);
+  x.scores = 2 * T * s * h;
+  x.context = 2 * T * s * h;
+  x.attn_out = 2 * T * h * h;
+  x.mlp_in = 2 * T * h * f * in_mats;
+  x.mlp_out = 2 * T * f * h;
+  return x;
+}
+
+double logits_forward_flops(const Model& m, int64_t micro_batch) {
+  return 2.0 * static_cast<double>(micro_batch) * m.seq_len * m.hidden * m.vocab;
+}
+
+IterationFlops iteration_flops(const Model& m, int64_t global_batch, Recompute recompute) {
+  const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
+  const double layers_fwd = layer.total() * m.layers;
+  const double logits_fwd = logits_forward_flops(m, global_batch);
+  IterationFlops out;
+  out.model = 3 * (layers_fwd + logits_fwd);
+  double extra = 0;
+  if (recompute == Recompute::full) extra = layers_fwd;  // the whole layer forward again
+  if (recompute == Recompute::selective) extra = layer.attention_core() * m.layers;
+  out.hardware = out.model + extra;
+  return out;
+}
+
+double narayanan_iteration_flops(const Model& m, int64_t B, bool full_recompute) {
+  const double s = m.seq_len, L = m.layers, h = m.hidden, V = m.vocab;
+  if (full_recompute) return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+  return 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+}
+
+}  // namespace starfish
