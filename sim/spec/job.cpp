@@ -45,7 +45,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                  std::to_string(plan.micro_batch) + " x data_parallel " + std::to_string(plan.dp));
   const int64_t m = training.global_batch / per_step;
   if (plan.schedule == Schedule::interleaved) {
-    if (plan.virtual_stages < 2) pp.fail("plan.virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
+    if (plan.virtual_stages < 2) pp.fail("plan.schedule", "the interleaved schedule needs virtual_stages >= 2");
     if (m % plan.pp != 0)
       pp.fail("plan.schedule", "the interleaved schedule needs the " + std::to_string(m) +
                                    " micro-batches to be a multiple of pipeline_parallel " + std::to_string(plan.pp));

@@ -11,9 +11,14 @@
 namespace starfish::units {
 namespace {
 
+// value_in_base_units = number * scale / divisor. Sub-unit suffixes divide by an exact
+// integer (5us = 5 / 1e6 s) so that decimal text maps to the nearest double, as it should.
 struct Suffix {
   std::string_view text;
   double scale;
+  double divisor = 1;
+  double apply(double v) const { return v * scale / divisor; }
+  double unapply(double v) const { return v * divisor / scale; }
 };
 
 std::string_view trim(std::string_view s) {
@@ -53,7 +58,7 @@ template <size_t N>
 double parse_with(std::string_view text, const std::array<Suffix, N>& suffixes, std::string_view what) {
   auto [value, suffix] = split(text);
   for (const Suffix& s : suffixes)
-    if (suffix == s.text) return value * s.scale;
+    if (suffix == s.text) return s.apply(value);
   std::string allowed;
   for (const Suffix& s : suffixes) {
     if (s.text.empty()) continue;
@@ -88,16 +93,16 @@ constexpr std::array<Suffix, 20> kRateSuffixes{{{"", 1},
                                                 {"MiB/s", kKi * kKi},
                                                 {"GiB/s", kKi * kKi * kKi},
                                                 {"TiB/s", kKi * kKi * kKi * kKi},
-                                                {"b/s", 1.0 / 8},
-                                                {"Kb/s", 1e3 / 8},
-                                                {"Mb/s", 1e6 / 8},
-                                                {"Gb/s", 1e9 / 8},
-                                                {"Tb/s", 1e12 / 8},
-                                                {"bps", 1.0 / 8},
-                                                {"Kbps", 1e3 / 8},
-                                                {"Mbps", 1e6 / 8},
-                                                {"Gbps", 1e9 / 8},
-                                                {"Tbps", 1e12 / 8}}};
+                                                {"b/s", 1, 8},
+                                                {"Kb/s", 1e3, 8},
+                                                {"Mb/s", 1e6, 8},
+                                                {"Gb/s", 1e9, 8},
+                                                {"Tb/s", 1e12, 8},
+                                                {"bps", 1, 8},
+                                                {"Kbps", 1e3, 8},
+                                                {"Mbps", 1e6, 8},
+                                                {"Gbps", 1e9, 8},
+                                                {"Tbps", 1e12, 8}}};
 constexpr std::array<Suffix, 13> kFlopsSuffixes{{{"", 1},
                                                  {"FLOPS", 1},
                                                  {"GFLOPS", 1e9},
@@ -121,9 +126,9 @@ constexpr std::array<Suffix, 8> kFlopCountSuffixes{{{"", 1},
                                                     {"EFLOP", 1e18}}};
 constexpr std::array<Suffix, 9> kTimeSuffixes{{{"", 1},
                                                {"s", 1},
-                                               {"ms", 1e-3},
-                                               {"us", 1e-6},
-                                               {"ns", 1e-9},
+                                               {"ms", 1, 1e3},
+                                               {"us", 1, 1e6},
+                                               {"ns", 1, 1e9},
                                                {"min", 60},
                                                {"h", 3600},
                                                {"d", 86400},
@@ -145,30 +150,36 @@ int64_t to_integer(double value, std::string_view text) {
   return static_cast<int64_t>(rounded);
 }
 
-std::string shortest(double value, std::string_view suffix, double scale,
-                     double (*parse)(std::string_view)) {
+// The shortest "<number><suffix>" that parses back to exactly `value`, or "" if none does.
+std::string exact_text(double value, const Suffix& suffix, double (*parse)(std::string_view)) {
   char buf[64];
+  const double v = suffix.unapply(value);
   for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g%.*s", precision, value / scale, static_cast<int>(suffix.size()),
-                  suffix.data());
+    std::snprintf(buf, sizeof buf, "%.*g%.*s", precision, v, static_cast<int>(suffix.text.size()), suffix.text.data());
+    if (std::string_view(buf).find('e') != std::string_view::npos) continue;  // no "8e+01GiB"
     if (parse(buf) == value) return buf;
   }
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  return buf;
+  return "";
 }
 
-// Picks the largest suffix whose scale is not above the value, prints the shortest exact form.
+// Among the suffixes (by index), those whose unit is not above the value, the shortest exact text.
 template <size_t N>
 std::string format_with(double value, const std::array<Suffix, N>& suffixes, std::initializer_list<int> order,
                         double (*parse)(std::string_view)) {
   if (value == 0) return "0";
-  const Suffix* best = nullptr;
+  std::string best;
   for (int i : order) {
     const Suffix& s = suffixes[static_cast<size_t>(i)];
-    if (value >= s.scale && (!best || s.scale > best->scale)) best = &s;
+    if (s.apply(1) > value && i != *order.begin()) continue;
+    const std::string text = exact_text(value, s, parse);
+    if (!text.empty() && (best.empty() || text.size() < best.size())) best = text;
   }
-  if (!best) return shortest(value, "", 1, parse);
-  return shortest(value, best->text, best->scale, parse);
+  if (best.empty()) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", value);  // exact, in exponent form if it must be
+    best = buf;
+  }
+  return best;
 }
 
 double parse_bytes_d(std::string_view t) { return static_cast<double>(parse_bytes(t)); }
@@ -202,37 +213,15 @@ double parse_number(std::string_view text) {
 }
 
 std::string format_bytes(int64_t bytes) {
-  if (bytes == 0) return "0";
-  // Prefer an exact binary unit (memory sizes), then an exact decimal one (disk sizes).
-  static constexpr std::array<std::pair<int64_t, const char*>, 5> binary{
-      {{int64_t{1} << 50, "PiB"}, {int64_t{1} << 40, "TiB"}, {int64_t{1} << 30, "GiB"}, {int64_t{1} << 20, "MiB"}, {int64_t{1} << 10, "KiB"}}};
-  static constexpr std::array<std::pair<int64_t, const char*>, 5> decimal{
-      {{1'000'000'000'000'000, "PB"}, {1'000'000'000'000, "TB"}, {1'000'000'000, "GB"}, {1'000'000, "MB"}, {1'000, "KB"}}};
-  for (auto [scale, name] : binary)
-    if (bytes >= scale && bytes % scale == 0) return std::to_string(bytes / scale) + name;
-  for (auto [scale, name] : decimal)
-    if (bytes >= scale && bytes % scale == 0) return std::to_string(bytes / scale) + name;
-  // Not a whole unit: a fractional GiB/MiB that still parses back exactly, else plain bytes.
-  for (auto [scale, name] : binary) {
-    if (bytes < scale) continue;
-    std::string s = shortest(static_cast<double>(bytes), name, static_cast<double>(scale), parse_bytes_d);
-    if (s.size() < std::to_string(bytes).size()) return s;
-    break;
-  }
-  return std::to_string(bytes) + "B";
+  // Memory sizes read best in binary units, disk sizes in decimal ones: take the shortest exact.
+  return format_with(static_cast<double>(bytes), kByteSuffixes, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, parse_bytes_d);
 }
 std::string format_rate(double v) { return format_with(v, kRateSuffixes, {2, 3, 4, 5}, parse_rate); }
 std::string format_flops(double v) { return format_with(v, kFlopsSuffixes, {2, 3, 4, 5, 11}, parse_flops); }
 std::string format_flop_count(double v) {
   return format_with(v, kFlopCountSuffixes, {2, 3, 4, 5, 6, 7}, parse_flop_count);
 }
-std::string format_seconds(double v) {
-  if (v == 0) return "0";
-  if (v >= 1) return shortest(v, "s", 1, parse_seconds);
-  if (v >= 1e-3) return shortest(v, "ms", 1e-3, parse_seconds);
-  if (v >= 1e-6) return shortest(v, "us", 1e-6, parse_seconds);
-  return shortest(v, "ns", 1e-9, parse_seconds);
-}
+std::string format_seconds(double v) { return format_with(v, kTimeSuffixes, {4, 3, 2, 1}, parse_seconds); }
 std::string format_count(int64_t count) {
   static constexpr std::array<std::pair<int64_t, const char*>, 6> units{{{int64_t{1} << 30, "Gi"},
                                                                           {int64_t{1} << 20, "Mi"},

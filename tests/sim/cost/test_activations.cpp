@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include "sim/cost/activations.h"
+#include "test_support.h"
+
+namespace starfish {
+namespace {
+
+// The tensor-by-tensor count must equal Korthikanti et al.'s closed forms where they apply.
+TEST(Activations, EqualKorthikantiClosedFormsForGptLayers) {
+  const Model m = testing::gpt(96, 12288, 96, 2048, 51200);
+  for (int t : {1, 2, 4, 8})
+    for (bool sp : {false, true})
+      for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        if (sp && t == 1) continue;
+        const ActivationOptions o{t, sp, r, 2};
+        EXPECT_NEAR(layer_activation_bytes(m, 1, o) / korthikanti_layer_bytes(m, 1, o), 1.0, 1e-12)
+            << "t=" << t << " sp=" << sp << " r=" << to_string(r);
+      }
+}
+
+TEST(Activations, Gpt3LayerWithoutParallelismIsHandComputed) {
+  // s b h (34 + 5 a s / h) = 2048 * 12288 * (34 + 5 * 96 * 2048 / 12288) = 2048*12288*114 bytes.
+  const Model m = testing::gpt(96, 12288, 96, 2048, 51200);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, ActivationOptions{}), 2048.0 * 12288 * 114);
+}
+
+TEST(Activations, OneFOneBFirstStageHoldsPipelineDepthMicroBatches) {
+  const Model m = testing::gpt(16, 1024, 16, 1024, 1000);
+  Plan p;
+  p.pp = 4;
+  p.recompute = Recompute::full;
+  const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::full, 2});
+  const StageActivations first = peak_stage_activations(m, p, 32, 2, 0);
+  EXPECT_DOUBLE_EQ(first.in_flight_micro_batches, 4);
+  EXPECT_DOUBLE_EQ(first.layers_bytes, 4 * 4 * per_layer);  // p micro-batches x L/p layers
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 32, 2, 3).in_flight_micro_batches, 1);
+  p.schedule = Schedule::gpipe;
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 32, 2, 3).in_flight_micro_batches, 32);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  // (1 + (p-1)/(p v)) = 1 + 3/8 times p micro-batches.
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 32, 2, 0).in_flight_micro_batches, 4 * (1 + 3.0 / 8));
+}
+
+TEST(Activations, LastStageHoldsFp32Logits) {
+  const Model m = testing::gpt(2, 64, 4, 128, 50000);
+  Plan p;
+  p.tp = 1;
+  const StageActivations a = peak_stage_activations(m, p, 1, 2, 0);
+  EXPECT_DOUBLE_EQ(a.output_bytes, 2.0 * 2 * 128 * 64 + 4.0 * 128 * 50000);
+}
+
+}  // namespace
+}  // namespace starfish

@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "sim/cost/estimate.h"
+#include "sim/cost/op_time.h"
+#include "test_support.h"
+
+namespace starfish {
+namespace {
+
+Job job_of(Model m, Cluster c, int64_t batch, Plan p) {
+  Training t;
+  t.global_batch = batch;
+  t.dtype = DType::bf16;
+  return make_job(std::move(m), std::move(c), t, p);
+}
+
+TEST(Estimate, SingleGpuIterationIsComputePlusOptimizer) {
+  Cluster c = testing::dgx(1);
+  c.node.gpus = 1;
+  const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
+  const Estimate e = estimate(job_of(m, c, 4, Plan{}));
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  const double per_mb = 4 * (lt.forward_s + lt.backward_s) + output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1);
+  EXPECT_DOUBLE_EQ(e.time.compute_s, 4 * per_mb);
+  EXPECT_DOUBLE_EQ(e.time.dp_comm_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.offload_s, 0);
+  EXPECT_DOUBLE_EQ(e.time.iteration_s, e.time.compute_s + e.time.optimizer_s);
+  EXPECT_TRUE(e.fits);
+}
+
+TEST(Estimate, PipelineBubbleIsPMinusOneOverVMicroBatches) {
+  const Model m = testing::gpt(16, 1024, 16, 1024, 1000);
+  Plan p;
+  p.pp = 4;
+  const Estimate e = estimate(job_of(m, testing::dgx(1), 32, p));
+  EXPECT_EQ(e.micro_batches, 16);
+  const double per_mb = (e.time.compute_s + e.time.pp_comm_s) / 16;
+  EXPECT_NEAR(e.time.bubble_s, 3 * per_mb, 1e-12);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  const Estimate i = estimate(job_of(m, testing::dgx(1), 32, p));
+  EXPECT_NEAR(i.time.bubble_s, 1.5 * (i.time.compute_s + i.time.pp_comm_s) / 16, 1e-12);
+}
+
+TEST(Estimate, TooBigModelSaysWhichTierOverflows) {
+  const Estimate e = estimate(job_of(testing::gpt(96, 12288, 96, 2048, 50257), testing::dgx(1), 8, Plan{}));
+  EXPECT_FALSE(e.fits);
+  EXPECT_EQ(e.why_not.rfind("GPU memory: needs 2.79 TiB of 80.0 GiB", 0), 0u) << e.why_not;
+}
+
+TEST(Estimate, ZeroThreeWithCpuOffloadFitsWhereDataParallelDoesNot) {
+  const Model m = testing::gpt(40, 4096, 32, 1024, 50257);  // ~8B
+  Plan p;
+  EXPECT_FALSE(estimate(job_of(m, testing::dgx(1), 8, p)).fits);
+  p.zero_stage = 3;
+  p.offload.optimizer = Tier::cpu;
+  const Estimate e = estimate(job_of(m, testing::dgx(1), 8, p));
+  EXPECT_TRUE(e.fits) << e.why_not;
+  EXPECT_GT(e.cpu.optimizer_bytes, 0);
+  EXPECT_GT(e.time.offload_s, 0);
+}
+
+}  // namespace
+}  // namespace starfish

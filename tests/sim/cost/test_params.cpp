@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "sim/cost/params.h"
+#include "test_support.h"
+
+namespace starfish {
+namespace {
+
+// GPT with learned positions, LayerNorm, biases, tied head: 12 L h^2 + 13 L h + (V + s) h + 2 h.
+int64_t gpt_closed_form(const Model& m) {
+  const int64_t L = m.layers, h = m.hidden, V = m.vocab, s = m.seq_len;
+  return 12 * L * h * h + 13 * L * h + (V + s) * h + 2 * h;
+}
+
+TEST(Params, GptMatchesClosedFormExactly) {
+  for (const Model& m : {testing::gpt(96, 12288, 96, 2048, 50257), testing::gpt(12, 768, 12, 1024, 50257),
+                         testing::gpt(24, 2304, 24, 2048, 51200)}) {
+    EXPECT_EQ(count_parameters(m).total, gpt_closed_form(m)) << m.layers;
+  }
+}
+
+TEST(Params, Gpt3Is175BillionWithinOnePercent) {
+  const double n = static_cast<double>(count_parameters(testing::gpt(96, 12288, 96, 2048, 50257)).total);
+  EXPECT_NEAR(n / 175e9, 1.0, 0.01);
+}
+
+TEST(Params, Llama2SevenBillionExactly) {
+  // 32 x (4 h^2 + 3 h f + 2 h) + 2 V h + h (untied head, RMSNorm, no biases): 6,738,415,616.
+  EXPECT_EQ(count_parameters(testing::llama2_7b()).total, 6'738'415'616);
+}
+
+TEST(Params, GroupedQueryAttentionShrinksKeyValueProjections) {
+  Model m = testing::llama2_7b();
+  const int64_t mha = count_parameters(m).per_layer;
+  m.kv_heads = 8;  // kv dim 1024 instead of 4096
+  EXPECT_EQ(mha - count_parameters(m).per_layer, 2LL * 4096 * (4096 - 1024));
+}
+
+TEST(Params, TensorParallelShardsSumToTheWholeLayer) {
+  const Model m = testing::gpt(4, 1024, 16, 512, 1000);
+  const auto whole = parameter_tensors(m);
+  const auto shard = parameter_tensors(m, Shard{4, 1, 0, 1});
+  ASSERT_EQ(whole.size(), shard.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(shard[i].name, whole[i].name);
+    EXPECT_EQ(shard[i].elements, whole[i].tp_split ? whole[i].elements / 4 : whole[i].elements) << whole[i].name;
+  }
+}
+
+TEST(Params, PipelineStagesCoverEveryLayerOnceAndCopyTheTiedHead) {
+  const Model m = testing::gpt(8, 256, 4, 128, 1000);
+  int64_t sum = 0;
+  std::vector<int> seen;
+  for (int stage = 0; stage < 4; ++stage) {
+    const Shard s{1, 4, stage, 2};
+    sum += shard_parameters(m, s);
+    for (int l : stage_layers(m, s)) seen.push_back(l);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Interleaved v=2: stage 0 holds chunks 0 and 4, i.e. layers 0 and 4.
+  EXPECT_EQ(stage_layers(m, Shard{1, 4, 0, 2}), (std::vector<int>{0, 4}));
+  // The last stage holds its own copy of the tied word embedding.
+  EXPECT_EQ(sum, count_parameters(m).total + int64_t{m.vocab} * m.hidden);
+}
+
+TEST(Params, TensorsComeInOrderOfFirstUse) {
+  const auto t = parameter_tensors(testing::gpt(2, 64, 4, 16, 100));
+  EXPECT_EQ(t.front().name, "embed.word.weight");
+  EXPECT_EQ(t[2].name, "layers.0.attn_norm.weight");
+  EXPECT_EQ(t.back().name, "final_norm.bias");
+}
+
+}  // namespace
+}  // namespace starfish

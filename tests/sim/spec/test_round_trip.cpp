@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/spec/spec_io.h"
+
+namespace starfish {
+namespace {
+
+TEST(RoundTrip, ClusterSavesAndLoadsToTheSameValue) {
+  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  const std::string text = to_yaml(c);
+  const Cluster back = parse_cluster_text(text, "saved.yaml");
+  EXPECT_EQ(back, c) << text;
+  EXPECT_EQ(to_yaml(back), text);
+}
+
+TEST(RoundTrip, ModelAndPlanFile) {
+  Model m;
+  m.name = "llama-ish";
+  m.family = "llama";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 11008;
+  m.seq_len = 4096;
+  m.vocab = 32000;
+  m.activation = Activation::swiglu;
+  m.norm = Norm::rmsnorm;
+  m.position = PositionEmbedding::rope;
+  m.tied_embeddings = false;
+  m.bias = false;
+  EXPECT_EQ(parse_model_text(to_yaml(m)), m);
+
+  PlanFile p;
+  p.model_path = "../models/x.yaml";
+  p.training.global_batch = 512;
+  p.training.learning_rate = 3e-4;
+  p.plan.tp = 8;
+  p.plan.pp = 4;
+  p.plan.dp = 16;
+  p.plan.virtual_stages = 2;
+  p.plan.schedule = Schedule::interleaved;
+  p.plan.zero_stage = 1;
+  p.plan.offload.optimizer = Tier::cpu;
+  p.plan.chunk_elements = 64LL << 20;
+  p.plan.recompute = Recompute::selective;
+  p.plan.sequence_parallel = true;
+  const PlanFile back = parse_plan_file_text(to_yaml(p));
+  EXPECT_EQ(back, p) << to_yaml(p);
+}
+
+TEST(RoundTrip, SaveRefusesToOverwriteAndWritesAtomically) {
+  const auto dir = std::filesystem::temp_directory_path() / ("starfish_rt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "a.yaml").string();
+  save_text_file(path, "one\n", false);
+  EXPECT_THROW(save_text_file(path, "two\n", false), SpecError);
+  std::ifstream in(path);
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "one\n");  // the user's file is untouched
+  save_text_file(path, "two\n", true);
+  std::ifstream in2(path);
+  std::string content2((std::istreambuf_iterator<char>(in2)), {});
+  EXPECT_EQ(content2, "two\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace starfish

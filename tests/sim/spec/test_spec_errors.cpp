@@ -1,0 +1,160 @@
+// Every class of bad input gives one line naming file:line:column and the field.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/spec/job.h"
+#include "sim/spec/spec_io.h"
+
+namespace starfish {
+namespace {
+
+const char* kModel = R"(name: m
+layers: 24
+hidden: 1024
+heads: 16
+seq_len: 1024
+vocab: 50257
+)";
+
+const char* kCluster = R"(name: box
+nodes: 1
+node:
+  gpus: 8
+  gpu:
+    name: G
+    memory: 80GiB
+    hbm_bandwidth: 2TB/s
+    peak: {bf16: 312TFLOPS}
+    matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]
+  host:
+    memory: 1TiB
+    memory_bandwidth: 200GB/s
+    cpu_cores: 64
+    cpu_adam_params_per_s: 1e9
+  pcie: {generation: 4, lanes: 16}
+  nvlink: {bandwidth: 300GB/s}
+)";
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(SpecErrors, ValidInputsParse) {
+  const Model m = parse_model_text(kModel, "m.yaml");
+  EXPECT_EQ(m.ffn_hidden, 4096);
+  EXPECT_EQ(m.kv_heads, 16);
+  const Cluster c = parse_cluster_text(kCluster, "hw.yaml");
+  EXPECT_EQ(c.total_gpus(), 8);
+  EXPECT_DOUBLE_EQ(c.node.gpu.matmul_efficiency.at(1e9), 0.5);
+}
+
+TEST(SpecErrors, MissingField) {
+  EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "vocab: 50257\n", ""), "m.yaml"); }),
+            "m.yaml:1:1: field 'vocab': missing required field");
+  EXPECT_EQ(error_of([] { parse_cluster_text(replace(kCluster, "    memory: 80GiB\n", ""), "hw.yaml"); }),
+            "hw.yaml:6:5: field 'node.gpu.memory': missing required field");
+}
+
+TEST(SpecErrors, WrongType) {
+  EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "layers: 24", "layers: many"), "m.yaml"); }),
+            "m.yaml:2:1: field 'layers': expected a whole number, got 'many' (no number in 'many')");
+  EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "layers: 24", "layers: [1, 2]"), "m.yaml"); }),
+            "m.yaml:2:1: field 'layers': expected a single value, got a sequence");
+  EXPECT_EQ(error_of([] { parse_cluster_text(replace(kCluster, "80GiB", "eighty"), "hw.yaml"); }),
+            "hw.yaml:7:5: field 'node.gpu.memory': expected a size like 80GiB, got 'eighty' (no number in 'eighty')");
+}
+
+TEST(SpecErrors, NegativeSize) {
+  EXPECT_EQ(error_of([] { parse_cluster_text(replace(kCluster, "80GiB", "-80GiB"), "hw.yaml"); }),
+            "hw.yaml:7:5: field 'node.gpu.memory': expected a size like 80GiB, got '-80GiB' (negative value '-80GiB')");
+  EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "hidden: 1024", "hidden: -1024"), "m.yaml"); }),
+            "m.yaml:3:1: field 'hidden': must be at least 1, got -1024");
+}
+
+TEST(SpecErrors, UnknownKey) {
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "layres: 3\n", "m.yaml"); }).substr(0, 52),
+            "m.yaml:7:1: field 'layres': unknown field (expected ");
+  const std::string e = error_of([] { parse_cluster_text(replace(kCluster, "memory: 1TiB", "memroy: 1TiB"), "hw.yaml"); });
+  EXPECT_EQ(e.substr(0, 40), "hw.yaml:12:5: field 'node.host.memory': ") << e;
+}
+
+TEST(SpecErrors, UnknownUnitAndChoice) {
+  EXPECT_EQ(error_of([] { parse_cluster_text(replace(kCluster, "300GB/s", "300GB"), "hw.yaml"); }),
+            "hw.yaml:17:12: field 'node.nvlink.bandwidth': expected a bandwidth like 900GB/s, got '300GB' (unknown unit "
+            "'GB' for a bandwidth (use B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, b/s, Kb/s, Mb/s, Gb/s, "
+            "Tb/s, bps, Kbps, Mbps, Gbps, Tbps))");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: relu\n", "m.yaml"); }),
+            "m.yaml:7:1: field 'activation': 'relu' is not one of: gelu, swiglu");
+}
+
+TEST(SpecErrors, SyntaxError) {
+  EXPECT_EQ(error_of([] { parse_model_text("name: [unclosed\n", "m.yaml"); }).substr(0, 24), "m.yaml:2:1: invalid YAML");
+  EXPECT_EQ(error_of([] { load_model("/nonexistent/m.yaml"); }), "/nonexistent/m.yaml: cannot open file");
+}
+
+TEST(SpecErrors, ModelConsistency) {
+  EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "heads: 16", "heads: 15"), "m.yaml"); }),
+            "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "kv_heads: 3\n", "m.yaml"); }),
+            "m.yaml:7:1: field 'kv_heads': 3 must divide heads 16");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: swiglu\n", "m.yaml"); }),
+            "m.yaml:1:1: field 'ffn_hidden': required with activation swiglu (LLaMA sizes are not 4*hidden)");
+}
+
+struct JobParts {
+  Model model = parse_model_text(kModel, "m.yaml");
+  Cluster cluster = parse_cluster_text(kCluster, "hw.yaml");
+};
+
+std::string job_error(const std::string& plan_yaml) {
+  JobParts parts;
+  return error_of([&] {
+    const PlanFile p = parse_plan_file_text(plan_yaml, "plan.yaml");
+    make_job(parts.model, parts.cluster, p.training, p.plan);
+  });
+}
+
+TEST(SpecErrors, PlanAgainstModelAndCluster) {
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {tensor_parallel: 3}\n"),
+            "plan.yaml:2:8: field 'plan.tensor_parallel': 3 does not divide the 16 attention heads of model m (m.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 5}\n"),
+            "plan.yaml:2:8: field 'plan.pipeline_parallel': pipeline_parallel 5 x virtual_stages 1 does not divide the "
+            "24 layers of model m (m.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {tensor_parallel: 2, data_parallel: 2}\n"),
+            "plan.yaml:2:28: field 'plan.data_parallel': tensor_parallel x pipeline_parallel x data_parallel = 4 but "
+            "the cluster has 8 GPUs of cluster box (hw.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 12}\n"),
+            "plan.yaml:1:12: field 'training.global_batch': 12 is not a multiple of micro_batch 1 x data_parallel 8");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {offload: {optimizer: nvme}}\n"),
+            "plan.yaml:2:8: field 'plan.offload': offload to nvme, but the hardware has no node.nvme of cluster box "
+            "(hw.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {zero_stage: 4}\n"),
+            "plan.yaml:2:8: field 'plan.zero_stage': ZeRO stages are 0, 1, 2 and 3, got 4");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {schedule: interleaved}\n"),
+            "plan.yaml:2:8: field 'plan.schedule': the interleaved schedule needs virtual_stages >= 2");
+  EXPECT_EQ(job_error("training: {global_batch: 8, dtype: fp8}\n"),
+            "plan.yaml:1:29: field 'training.dtype': GPU G has no peak for fp8 of cluster box (hw.yaml)");
+}
+
+TEST(SpecErrors, DataParallelIsDerived) {
+  JobParts parts;
+  const PlanFile p = parse_plan_file_text("training: {global_batch: 64}\nplan: {tensor_parallel: 2, pipeline_parallel: 2}\n");
+  const Job job = make_job(parts.model, parts.cluster, p.training, p.plan);
+  EXPECT_EQ(job.plan.dp, 2);
+  EXPECT_EQ(job.micro_batches(), 32);
+}
+
+}  // namespace
+}  // namespace starfish
