@@ -94,7 +94,8 @@ class Backend {
   // Throws std::runtime_error when the tier cannot hold `bytes` more (the runtime keeps within
   // its budgets, so this signals a real out-of-memory, not a policy choice).
   virtual Buffer allocate(Tier tier, int64_t bytes) = 0;
-  // The buffer must not be used by queued work the caller has not waited for.
+  // The runtime never uses `buffer` again. Work already queued on it (e.g. the copy that
+  // evicted it) may still be running: the backend frees the memory once that work is done.
   virtual void release(const Buffer& buffer) = 0;
   // Copies the first `bytes` of src into the first `bytes` of dst.
   virtual Completion copy(const Buffer& src, const Buffer& dst, int64_t bytes, const MoveTag& tag) = 0;
