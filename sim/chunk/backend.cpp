@@ -35,15 +35,5 @@ bool parse_move_reason(const std::string& text, MoveReason& out) {
   return false;
 }
 
-const char* to_string(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_gather: return "all-gather";
-    case CollectiveKind::reduce_scatter: return "reduce-scatter";
-    case CollectiveKind::broadcast: return "broadcast";
-    case CollectiveKind::reduce: return "reduce";
-    case CollectiveKind::all_reduce: return "all-reduce";
-  }
-  return "?";
-}
 
 }  // namespace starfish

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/collectives.h"  // CollectiveKind
 #include "sim/spec/dtype.h"
 #include "sim/spec/plan.h"  // Tier { gpu, cpu, nvme }
 
@@ -65,7 +66,8 @@ struct MoveTag {
   Queue queue = Queue::compute;
 };
 
-enum class CollectiveKind { all_gather, reduce_scatter, broadcast, reduce, all_reduce };
+// CollectiveKind (all_gather, reduce_scatter, broadcast, reduce, all_reduce, ...) is the one enum of
+// sim/cost/collectives.h, shared with the cost model and the simulator.
 
 // A set of ranks working together. `id` is stable for the run (the executor caches its c10d
 // group by it); `ranks` are global ranks in group order; `index` is this rank's position in
@@ -108,7 +110,6 @@ class Backend {
 
 const char* to_string(Queue q);
 const char* to_string(MoveReason r);
-const char* to_string(CollectiveKind k);
 bool parse_move_reason(const std::string& text, MoveReason& out);  // false when unknown
 
 }  // namespace starfish

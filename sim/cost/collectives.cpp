@@ -63,13 +63,13 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
 
 const char* to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::all_reduce: return "all-reduce";
+    case CollectiveKind::all_gather: return "all-gather";
+    case CollectiveKind::reduce_scatter: return "reduce-scatter";
     case CollectiveKind::broadcast: return "broadcast";
     case CollectiveKind::reduce: return "reduce";
-    case CollectiveKind::all_to_all: return "all_to_all";
-    case CollectiveKind::send_recv: return "send_recv";
+    case CollectiveKind::all_to_all: return "all-to-all";
+    case CollectiveKind::send_recv: return "send-recv";
   }
   return "?";
 }
