@@ -1,0 +1,57 @@
+#include "sim/schedule/pipeline_order.h"
+
+#include <algorithm>
+
+namespace starfish::schedule {
+namespace {
+
+// Megatron-LM's mapping of the k-th forward (or backward) of a stage to (micro-batch, chunk)
+// in the interleaved schedule: micro-batches go in groups of p through each chunk in turn.
+PipelineOp interleaved_op(int k, int p, int v, bool forward) {
+  const int in_group = k % (p * v);
+  int chunk = in_group / p;
+  if (!forward) chunk = v - 1 - chunk;
+  const int micro_batch = (k / (p * v)) * p + k % p;
+  return PipelineOp{forward, micro_batch, chunk};
+}
+
+}  // namespace
+
+std::vector<PipelineOp> stage_order(Schedule schedule, int p, int s, int m, int v) {
+  std::vector<PipelineOp> ops;
+  ops.reserve(static_cast<size_t>(2 * m * v));
+  switch (schedule) {
+    case Schedule::gpipe:
+      for (int c = 0; c < v; ++c)
+        for (int i = 0; i < m; ++i) ops.push_back({true, i, c});
+      for (int c = v - 1; c >= 0; --c)
+        for (int i = 0; i < m; ++i) ops.push_back({false, i, c});
+      break;
+    case Schedule::one_f_one_b: {
+      const int warmup = std::min(p - s - 1, m);
+      int f = 0, b = 0;
+      for (; f < warmup; ++f) ops.push_back({true, f, 0});
+      while (f < m) {
+        ops.push_back({true, f++, 0});
+        ops.push_back({false, b++, 0});
+      }
+      while (b < m) ops.push_back({false, b++, 0});
+      break;
+    }
+    case Schedule::interleaved: {
+      const int total = m * v;
+      const int warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+      int f = 0, b = 0;
+      for (; f < warmup; ++f) ops.push_back(interleaved_op(f, p, v, true));
+      while (f < total) {
+        ops.push_back(interleaved_op(f++, p, v, true));
+        ops.push_back(interleaved_op(b++, p, v, false));
+      }
+      while (b < total) ops.push_back(interleaved_op(b++, p, v, false));
+      break;
+    }
+  }
+  return ops;
+}
+
+}  // namespace starfish::schedule
