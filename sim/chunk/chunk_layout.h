@@ -1,0 +1,106 @@
+#pragma once
+// Packs a model shard's parameter tensors, in order of first use, into chunks of one size
+// (PatrickStar). Param chunks hold the working dtype (fp16/bf16, or fp32 without mixed
+// precision); mirror chunks of the same capacity hold the optimizer's fp32 states one to one:
+//   mixed precision + Adam: param (2 B, reused for the grads) + master 4 + momentum 4 + variance 4
+//                            = 14 B/param;
+//   fp32 + Adam:            param 4 + grad 4 (a separate chunk: the params are still needed
+//                            after their grads exist) + momentum 4 + variance 4 = 16 B/param;
+//   SGD (no moments):       param (+ master in mixed precision, + grad in fp32).
+// Chunk ids are dense: param chunks 0..P-1, then one block of P per mirror kind.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost/params.h"
+#include "sim/spec/dtype.h"
+#include "sim/spec/training.h"
+
+namespace starfish {
+
+enum class ChunkKind { param, grad, master, momentum, variance };
+const char* to_string(ChunkKind k);
+
+struct TensorPlace {
+  int chunk = -1;               // param chunk holding the tensor (its grad/state mirrors share offsets)
+  int64_t offset_elements = 0;  // first element within the chunk
+  int64_t elements = 0;
+};
+
+struct Chunk {
+  int id = 0;
+  ChunkKind kind = ChunkKind::param;
+  int param_chunk = 0;       // the param chunk this one mirrors (== id for param chunks)
+  int64_t elements = 0;      // capacity
+  int64_t used_elements = 0; // sum of its tensors' elements
+  DType dtype = DType::fp16;
+  int64_t bytes() const { return elements * bytes_of(dtype); }
+};
+
+struct LayoutOptions {
+  int64_t chunk_elements = 0;
+  DType dtype = DType::bf16;            // the training's compute dtype
+  Optimizer optimizer = Optimizer::adam;
+  int world = 1;  // ZeRO group size: param chunks padded to a multiple, each group one capacity
+  static LayoutOptions of(const Training& t, int64_t chunk_elements, int world = 1) {
+    return {chunk_elements, t.dtype, t.optimizer, world};
+  }
+};
+
+class ChunkLayout {
+ public:
+  // Throws SpecError on a non-positive chunk size or world, or an empty tensor list.
+  static ChunkLayout build(const std::vector<ParamTensor>& tensors, const LayoutOptions& options);
+
+  const LayoutOptions& options() const { return options_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  const std::vector<Chunk>& chunks() const { return chunks_; }
+  const Chunk& chunk(int id) const { return chunks_[id]; }
+  const TensorPlace& place(int tensor) const { return places_[tensor]; }
+  int param_chunks() const { return param_chunks_; }
+  // Tensors of a param chunk, by offset.
+  const std::vector<int>& tensors_of(int param_chunk) const { return chunk_tensors_[param_chunk]; }
+  // The kinds mirroring each param chunk (grad, master, momentum, variance as the training needs).
+  const std::vector<ChunkKind>& mirror_kinds() const { return mirror_kinds_; }
+  // The chunk of `kind` mirroring `param_chunk`; -1 when the training has none. For mixed
+  // precision the grad chunk IS the param chunk (grads overwrite the fp16 params).
+  int mirror(int param_chunk, ChunkKind kind) const;
+  int grad_chunk(int param_chunk) const { return mirror(param_chunk, ChunkKind::grad); }
+  bool mixed_precision() const { return mixed_; }
+
+  int64_t param_elements() const { return param_elements_; }     // sum of tensor elements
+  int64_t padding_elements() const { return padding_elements_; } // unused capacity of param chunks
+  int64_t total_bytes() const;                                   // all chunks, all kinds
+  int64_t waste_bytes() const;                                   // padding over all kinds
+  double bytes_per_param() const;                                // of used elements, no padding
+  double waste_fraction() const { return double(padding_elements_) / double(padding_elements_ + param_elements_); }
+
+ private:
+  LayoutOptions options_;
+  bool mixed_ = true;
+  std::vector<ParamTensor> tensors_;
+  std::vector<TensorPlace> places_;
+  std::vector<Chunk> chunks_;
+  std::vector<std::vector<int>> chunk_tensors_;
+  std::vector<ChunkKind> mirror_kinds_;
+  int param_chunks_ = 0;
+  int64_t param_elements_ = 0, padding_elements_ = 0;
+};
+
+// Chunk size search (PatrickStar searches the size that wastes least): the chunk size in
+// [min_elements, max_elements] (steps of step_elements) whose layout has the least padding
+// among those whose model states fit `total_bytes` (GPU + CPU + NVMe for chunks) and whose two
+// largest chunks fit `gpu_bytes` (a moment may span two chunks). Ties go to the larger chunk
+// (fewer, larger moves). Throws SpecError naming the smallest need when no size fits.
+struct ChunkSizeChoice {
+  int64_t chunk_elements = 0;
+  int64_t padding_elements = 0;
+  int64_t waste_bytes = 0;
+  int64_t total_bytes = 0;
+  int candidates = 0;  // sizes evaluated
+};
+ChunkSizeChoice search_chunk_size(const std::vector<ParamTensor>& tensors, const LayoutOptions& base,
+                                  int64_t min_elements, int64_t max_elements, int64_t step_elements,
+                                  int64_t gpu_bytes, int64_t total_bytes);
+
+}  // namespace starfish

@@ -1,0 +1,84 @@
+#include "sim/chunk/iteration_driver.h"
+
+#include <map>
+
+namespace starfish {
+namespace {
+
+// Sets each tensor's release state: `last` at its final use within `steps`, HOLD before.
+void mark_last_uses(std::vector<Step>& steps, size_t begin, size_t end, TensorState last, size_t tensor_count) {
+  std::vector<long> final_step(tensor_count, -1);
+  for (size_t s = begin; s < end; ++s)
+    for (int t : steps[s].tensors) final_step[t] = static_cast<long>(s);
+  for (size_t s = begin; s < end; ++s) {
+    steps[s].release_to.clear();
+    for (int t : steps[s].tensors)
+      steps[s].release_to.push_back(final_step[t] == static_cast<long>(s) ? last : TensorState::hold);
+  }
+}
+
+}  // namespace
+
+std::vector<Step> iteration_steps(const ChunkLayout& layout, bool tied, const std::vector<int>& optimizer_chunks) {
+  const auto& tensors = layout.tensors();
+  // Layers in order of first appearance (the tensors are in order of first use).
+  std::vector<int> order;
+  std::map<int, std::vector<int>> by_layer;
+  int word_embedding = -1, last_layer = INT32_MIN;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const int l = tensors[t].layer;
+    if (!by_layer.count(l)) order.push_back(l);
+    by_layer[l].push_back(static_cast<int>(t));
+    if (tensors[t].role == ParamRole::word_embedding) word_embedding = static_cast<int>(t);
+    if (tensors[t].role == ParamRole::output_head) tied = false;  // the shard has its own head matrix
+    last_layer = std::max(last_layer, l);
+  }
+  // A tied head on the stage that holds the embedding reuses it after the final norm.
+  const bool head_reuses_embedding = tied && word_embedding >= 0 && last_layer > tensors[word_embedding].layer &&
+                                     tensors[by_layer[last_layer].front()].role == ParamRole::norm;
+  if (head_reuses_embedding) by_layer[last_layer].push_back(word_embedding);
+
+  std::vector<Step> steps;
+  for (int l : order) steps.push_back(Step{Phase::forward, l, by_layer[l], {}});
+  const size_t forward_end = steps.size();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    std::vector<int> ts = by_layer[*it];
+    std::vector<int> reversed(ts.rbegin(), ts.rend());  // backward meets a layer's tensors last-first
+    steps.push_back(Step{Phase::backward, *it, reversed, {}});
+  }
+  const size_t backward_end = steps.size();
+  mark_last_uses(steps, 0, forward_end, TensorState::hold_after_fwd, tensors.size());
+  mark_last_uses(steps, forward_end, backward_end, TensorState::hold_after_bwd, tensors.size());
+  for (int c : optimizer_chunks)
+    if (!layout.tensors_of(c).empty()) steps.push_back(Step{Phase::optimizer, c, {}, {}});
+  return steps;
+}
+
+IterationDriver::IterationDriver(ChunkRuntime& runtime, bool tied)
+    : runtime_(&runtime), steps_(iteration_steps(runtime.layout(), tied, runtime.optimizer_chunks())) {}
+
+void IterationDriver::run_iteration(StepHooks& hooks) {
+  ChunkRuntime& rt = *runtime_;
+  rt.begin_iteration();
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    rt.enter_moment(s.signature(), hooks.non_model_bytes(s, static_cast<int>(i)));
+    if (s.phase == Phase::optimizer) {
+      const OptimizerWork work = rt.begin_optimizer(s.index);
+      hooks.optimizer_step(s, work);
+      hooks.after(s, rt);
+      rt.end_optimizer(s.index);
+    } else {
+      rt.access(s.tensors);
+      hooks.compute(s, rt);
+      hooks.after(s, rt);
+      // Release tensor by tensor: a tensor used twice in one step is impossible, but the
+      // release states differ per tensor.
+      for (size_t k = 0; k < s.tensors.size(); ++k) rt.release({s.tensors[k]}, s.release_to[k]);
+    }
+    rt.end_moment();
+  }
+  rt.end_iteration();
+}
+
+}  // namespace starfish
