@@ -1,0 +1,348 @@
+#include "sim/des/topology.h"
+
+#include <algorithm>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <cmath>
+
+#include "sim/spec/error.h"
+
+namespace starfish::des {
+
+const char* to_string(VertexKind k) {
+  switch (k) {
+    case VertexKind::Gpu: return "gpu";
+    case VertexKind::PcieSwitch: return "pcie-switch";
+    case VertexKind::HostCpu: return "host-cpu";
+    case VertexKind::HostMemory: return "host-memory";
+    case VertexKind::Nvme: return "nvme";
+    case VertexKind::NvSwitch: return "nvswitch";
+    case VertexKind::Nic: return "nic";
+    case VertexKind::Fabric: return "fabric";
+  }
+  return "?";
+}
+
+const char* to_string(LinkKind k) {
+  switch (k) {
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::PcieUplink: return "pcie-uplink";
+    case LinkKind::HostMemory: return "host-memory";
+    case LinkKind::Nvme: return "nvme";
+    case LinkKind::Nvlink: return "nvlink";
+    case LinkKind::NicPcie: return "nic-pcie";
+    case LinkKind::Network: return "network";
+  }
+  return "?";
+}
+
+namespace {
+
+void require_positive(double v, const std::string& what) {
+  if (!(v > 0) || !std::isfinite(v))
+    throw SpecError("topology: " + what + " must be a positive number, got " + std::to_string(v));
+}
+
+void require_nonnegative(double v, const std::string& what) {
+  if (!(v >= 0) || !std::isfinite(v))
+    throw SpecError("topology: " + what + " must be >= 0, got " + std::to_string(v));
+}
+
+}  // namespace
+
+Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
+  const NodeSpec& n = cluster_.node;
+  if (cluster_.nodes < 1) throw SpecError("topology: cluster '" + cluster_.name + "' has no nodes");
+  if (n.gpus < 1) throw SpecError("topology: node '" + n.name + "' has no GPUs");
+  if (cluster_.nodes > 1 && !n.nic)
+    throw SpecError("topology: cluster '" + cluster_.name + "' has " + std::to_string(cluster_.nodes) +
+                    " nodes but node.nic is absent: the nodes cannot talk");
+  if (n.pcie.gpus_per_root < 1)
+    throw SpecError("topology: pcie.gpus_per_root must be >= 1, got " + std::to_string(n.pcie.gpus_per_root));
+  require_positive(n.pcie.bandwidth_Bps(), "pcie bandwidth");
+  require_nonnegative(n.pcie.latency_s, "pcie.latency");
+  require_positive(n.host.memory_bandwidth_Bps, "host.memory_bandwidth");
+  if (n.nvme) {
+    require_positive(n.nvme->read_Bps, "nvme.read");
+    require_positive(n.nvme->write_Bps, "nvme.write");
+    require_nonnegative(n.nvme->latency_s, "nvme.latency");
+  }
+  if (n.nvlink) {
+    require_positive(n.nvlink->bandwidth_Bps, "nvlink.bandwidth");
+    require_nonnegative(n.nvlink->latency_s, "nvlink.latency");
+  }
+  if (n.nic) {
+    if (n.nic->count < 1) throw SpecError("topology: nic.count must be >= 1, got " + std::to_string(n.nic->count));
+    require_positive(n.nic->bandwidth_Bps, "nic.bandwidth");
+    require_nonnegative(n.nic->latency_s, "nic.latency");
+  }
+
+  gpus_per_root_ = n.pcie.gpus_per_root;
+  switches_ = (n.gpus + gpus_per_root_ - 1) / gpus_per_root_;
+  nics_ = n.nic ? n.nic->count : 0;
+  const bool nvswitch = n.nvlink && n.nvlink->switched && n.gpus > 1;
+
+  // Vertices: every node's block in the same local order, then the fabric.
+  for (int k = 0; k < cluster_.nodes; ++k) {
+    const std::string p = "n" + std::to_string(k) + ".";
+    for (int g = 0; g < n.gpus; ++g) add_vertex(VertexKind::Gpu, k, g, p + "gpu" + std::to_string(g));
+    for (int s = 0; s < switches_; ++s) {
+      DeviceId v = add_vertex(VertexKind::PcieSwitch, k, s, p + "pcie" + std::to_string(s));
+      if (k == 0 && s == 0) local_switch0_ = v;
+    }
+    DeviceId cpu = add_vertex(VertexKind::HostCpu, k, 0, p + "host");
+    DeviceId dram = add_vertex(VertexKind::HostMemory, k, 0, p + "dram");
+    DeviceId nvme = n.nvme ? add_vertex(VertexKind::Nvme, k, 0, p + "nvme") : kNone;
+    DeviceId nvs = nvswitch ? add_vertex(VertexKind::NvSwitch, k, 0, p + "nvswitch") : kNone;
+    DeviceId nic0 = kNone;
+    for (int j = 0; j < nics_; ++j) {
+      DeviceId v = add_vertex(VertexKind::Nic, k, j, p + "nic" + std::to_string(j));
+      if (j == 0) nic0 = v;
+    }
+    if (k == 0) {
+      local_cpu_ = cpu;
+      local_dram_ = dram;
+      local_nvme_ = nvme;
+      local_nvswitch_ = nvs;
+      local_nic0_ = nic0;
+      vertices_per_node_ = static_cast<uint32_t>(boost::num_vertices(graph_));
+    }
+  }
+  if (cluster_.nodes > 1) fabric_ = add_vertex(VertexKind::Fabric, -1, 0, "fabric");
+
+  // Links, node by node (each node's block has the same local layout).
+  const double pcie_Bps = n.pcie.bandwidth_Bps();
+  const double pcie_half_s = n.pcie.latency_s / 2;
+  for (int k = 0; k < cluster_.nodes; ++k) {
+    const DeviceId base = static_cast<DeviceId>(k) * vertices_per_node_;
+    const size_t first_link = links_.size();
+    auto gpu_v = [&](int g) { return base + static_cast<DeviceId>(g); };
+    for (int g = 0; g < n.gpus; ++g)
+      add_link(LinkKind::Pcie, gpu_v(g), base + local_switch0_ + switch_of_gpu(g), pcie_Bps, pcie_Bps, pcie_half_s);
+    for (int s = 0; s < switches_; ++s)
+      add_link(LinkKind::PcieUplink, base + local_switch0_ + s, base + local_cpu_, pcie_Bps, pcie_Bps, pcie_half_s);
+    add_link(LinkKind::HostMemory, base + local_cpu_, base + local_dram_, n.host.memory_bandwidth_Bps,
+             n.host.memory_bandwidth_Bps, 0);
+    if (n.nvme)
+      add_link(LinkKind::Nvme, base + local_nvme_, base + local_cpu_, n.nvme->read_Bps, n.nvme->write_Bps,
+               n.nvme->latency_s);
+    if (n.nvlink && n.gpus > 1) {
+      const double bw = n.nvlink->bandwidth_Bps, lat = n.nvlink->latency_s;
+      if (nvswitch) {
+        for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), base + local_nvswitch_, bw, bw, lat / 2);
+      } else if (n.gpus == 2) {
+        add_link(LinkKind::Nvlink, gpu_v(0), gpu_v(1), bw, bw, lat);
+      } else {
+        for (int g = 0; g < n.gpus; ++g)
+          add_link(LinkKind::Nvlink, gpu_v(g), gpu_v((g + 1) % n.gpus), bw / 2, bw / 2, lat);
+      }
+    }
+    for (int j = 0; j < nics_; ++j) {
+      const DeviceId nic_v = base + local_nic0_ + j;
+      const int sw = static_cast<int>(static_cast<int64_t>(j) * switches_ / nics_);
+      add_link(LinkKind::NicPcie, base + local_switch0_ + sw, nic_v, pcie_Bps, pcie_Bps, pcie_half_s);
+    }
+    for (int j = 0; j < nics_ && fabric_ != kNone; ++j) {
+      if (k == 0) nic_uplink_.push_back(static_cast<LinkId>(links_.size() - first_link));
+      add_link(LinkKind::Network, base + local_nic0_ + j, fabric_, n.nic->bandwidth_Bps, n.nic->bandwidth_Bps,
+               n.nic->latency_s / 2);
+    }
+    if (k == 0) links_per_node_ = static_cast<uint32_t>(links_.size());
+  }
+  compute_node_routes();
+}
+
+DeviceId Topology::add_vertex(VertexKind kind, int node, int index, std::string name) {
+  return static_cast<DeviceId>(boost::add_vertex(VertexInfo{kind, node, index, std::move(name)}, graph_));
+}
+
+void Topology::add_link(LinkKind kind, DeviceId a, DeviceId b, double ab_Bps, double ba_Bps, double latency_s) {
+  for (int dir = 0; dir < 2; ++dir) {
+    const DeviceId from = dir == 0 ? a : b, to = dir == 0 ? b : a;
+    const LinkId id = static_cast<LinkId>(links_.size());
+    links_.push_back(LinkInfo{kind, from, to, dir == 0 ? ab_Bps : ba_Bps, latency_s,
+                              graph_[from].name + "->" + graph_[to].name});
+    boost::add_edge(from, to, EdgeInfo{id}, graph_);
+  }
+}
+
+void Topology::compute_node_routes() {
+  // Node 0's own links (no fabric) as a small weighted graph. Weight = 1 hop + latency scaled
+  // so that a path's whole latency weighs less than one hop: fewest hops first, then latency.
+  struct W {
+    double weight;
+    LinkId link;
+  };
+  using Local = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, W>;
+  const uint32_t V = vertices_per_node_;
+  double max_latency_s = 0;
+  for (uint32_t l = 0; l < links_per_node_; ++l) max_latency_s = std::max(max_latency_s, links_[l].latency_s);
+  const double scale = max_latency_s > 0 ? 1.0 / (max_latency_s * (V + 1)) : 0.0;
+  Local g(V);
+  for (uint32_t l = 0; l < links_per_node_; ++l) {
+    if (links_[l].kind == LinkKind::Network) continue;
+    boost::add_edge(links_[l].from, links_[l].to, W{1.0 + links_[l].latency_s * scale, l}, g);
+  }
+  local_routes_.assign(static_cast<size_t>(V) * V, LocalRoute{});
+  std::vector<Local::vertex_descriptor> pred(V);
+  std::vector<double> dist(V);
+  std::vector<LinkId> path;
+  for (uint32_t s = 0; s < V; ++s) {
+    boost::dijkstra_shortest_paths(
+        g, s,
+        boost::predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
+            .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
+            .weight_map(boost::get(&W::weight, g)));
+    for (uint32_t d = 0; d < V; ++d) {
+      LocalRoute& r = local_routes_[static_cast<size_t>(s) * V + d];
+      if (d == s) {
+        r.reachable = true;
+        continue;
+      }
+      if (pred[d] == d) continue;  // unreachable
+      path.clear();
+      for (uint32_t v = d; v != s; v = static_cast<uint32_t>(pred[v])) {
+        // The cheapest edge pred[v] -> v (parallel edges do not occur, but be exact anyway).
+        LinkId best = kNone;
+        double best_w = 0;
+        for (auto [e, end] = boost::out_edges(pred[v], g); e != end; ++e) {
+          if (boost::target(*e, g) != v) continue;
+          if (best == kNone || g[*e].weight < best_w) best = g[*e].link, best_w = g[*e].weight;
+        }
+        path.push_back(best);
+      }
+      std::reverse(path.begin(), path.end());
+      r.begin = static_cast<uint32_t>(local_route_links_.size());
+      r.count = static_cast<uint32_t>(path.size());
+      for (LinkId l : path) r.latency_s += links_[l].latency_s;
+      r.reachable = true;
+      local_route_links_.insert(local_route_links_.end(), path.begin(), path.end());
+    }
+  }
+}
+
+const VertexInfo& Topology::vertex(DeviceId v) const {
+  if (v >= boost::num_vertices(graph_))
+    throw SpecError("topology: device " + std::to_string(v) + " does not exist (the graph has " +
+                    std::to_string(boost::num_vertices(graph_)) + " vertices)");
+  return graph_[v];
+}
+
+const LinkInfo& Topology::link(LinkId l) const {
+  if (l >= links_.size())
+    throw SpecError("topology: link " + std::to_string(l) + " does not exist (there are " +
+                    std::to_string(links_.size()) + " links)");
+  return links_[l];
+}
+
+DeviceId Topology::gpu(int global_gpu) const {
+  if (global_gpu < 0 || global_gpu >= total_gpus())
+    throw SpecError("GPU " + std::to_string(global_gpu) + " does not exist (the cluster has " +
+                    std::to_string(total_gpus()) + " GPUs)");
+  const int k = global_gpu / gpus_per_node(), g = global_gpu % gpus_per_node();
+  return static_cast<DeviceId>(k) * vertices_per_node_ + static_cast<DeviceId>(g);
+}
+
+namespace {
+void check_node(int node, int nodes) {
+  if (node < 0 || node >= nodes)
+    throw SpecError("node " + std::to_string(node) + " does not exist (the cluster has " + std::to_string(nodes) +
+                    " nodes)");
+}
+}  // namespace
+
+DeviceId Topology::host(int node) const {
+  check_node(node, nodes());
+  return static_cast<DeviceId>(node) * vertices_per_node_ + local_dram_;
+}
+
+DeviceId Topology::host_cpu(int node) const {
+  check_node(node, nodes());
+  return static_cast<DeviceId>(node) * vertices_per_node_ + local_cpu_;
+}
+
+DeviceId Topology::nvme(int node) const {
+  check_node(node, nodes());
+  if (local_nvme_ == kNone) throw SpecError("node " + std::to_string(node) + " has no NVMe in its hwprofile");
+  return static_cast<DeviceId>(node) * vertices_per_node_ + local_nvme_;
+}
+
+DeviceId Topology::pcie_switch(int node, int index) const {
+  check_node(node, nodes());
+  if (index < 0 || index >= switches_)
+    throw SpecError("PCIe switch " + std::to_string(index) + " does not exist (a node has " +
+                    std::to_string(switches_) + ")");
+  return static_cast<DeviceId>(node) * vertices_per_node_ + local_switch0_ + static_cast<DeviceId>(index);
+}
+
+DeviceId Topology::nic(int node, int index) const {
+  check_node(node, nodes());
+  if (index < 0 || index >= nics_)
+    throw SpecError("NIC " + std::to_string(index) + " does not exist (a node has " + std::to_string(nics_) + ")");
+  return static_cast<DeviceId>(node) * vertices_per_node_ + local_nic0_ + static_cast<DeviceId>(index);
+}
+
+DeviceId Topology::nvswitch(int node) const {
+  check_node(node, nodes());
+  if (local_nvswitch_ == kNone) throw SpecError("node " + std::to_string(node) + " has no NVSwitch");
+  return static_cast<DeviceId>(node) * vertices_per_node_ + local_nvswitch_;
+}
+
+int Topology::gpu_index(DeviceId v) const {
+  const VertexInfo& info = vertex(v);
+  return info.kind == VertexKind::Gpu ? info.node * gpus_per_node() + info.index : -1;
+}
+
+int Topology::nic_of_gpu(int local_gpu) const {
+  if (nics_ == 0) return -1;
+  return static_cast<int>(static_cast<int64_t>(local_gpu) * nics_ / gpus_per_node());
+}
+
+DeviceId Topology::local_nic_for(DeviceId local) const {
+  const VertexInfo& info = graph_[local];
+  if (info.kind == VertexKind::Nic) return local;
+  if (info.kind == VertexKind::Gpu) return local_nic0_ + static_cast<DeviceId>(nic_of_gpu(info.index));
+  return local_nic0_;  // host, NVMe, switches: the node's first NIC
+}
+
+LinkId Topology::find_link(DeviceId from, DeviceId to) const {
+  vertex(from);
+  vertex(to);
+  for (auto [e, end] = boost::out_edges(from, graph_); e != end; ++e)
+    if (boost::target(*e, graph_) == to) return graph_[*e].link;
+  throw SpecError("topology: no link " + graph_[from].name + " -> " + graph_[to].name);
+}
+
+Route Topology::route(DeviceId src, DeviceId dst) const {
+  Route r;
+  r.latency_s = append_route(src, dst, r.links);
+  return r;
+}
+
+double Topology::append_route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const {
+  const VertexInfo& a = vertex(src);
+  const VertexInfo& b = vertex(dst);
+  if (a.kind == VertexKind::Fabric || b.kind == VertexKind::Fabric)
+    throw SpecError("topology: the fabric switch is not an endpoint (route " + a.name + " -> " + b.name + ")");
+  const uint32_t V = vertices_per_node_;
+  auto local_leg = [&](int node, DeviceId ls, DeviceId ld) {
+    const LocalRoute& r = local_routes_[static_cast<size_t>(ls) * V + ld];
+    if (!r.reachable)
+      throw SpecError("topology: no route " + graph_[node * V + ls].name + " -> " + graph_[node * V + ld].name);
+    const LinkId shift = static_cast<LinkId>(node) * links_per_node_;
+    for (uint32_t i = 0; i < r.count; ++i) out.push_back(local_route_links_[r.begin + i] + shift);
+    return r.latency_s;
+  };
+  const DeviceId ls = src - static_cast<DeviceId>(a.node) * V, ld = dst - static_cast<DeviceId>(b.node) * V;
+  if (a.node == b.node) return local_leg(a.node, ls, ld);
+  const DeviceId nic_a = local_nic_for(ls), nic_b = local_nic_for(ld);
+  double latency_s = local_leg(a.node, ls, nic_a);
+  const LinkId up = nic_uplink_[nic_a - local_nic0_] + static_cast<LinkId>(a.node) * links_per_node_;
+  const LinkId down = nic_uplink_[nic_b - local_nic0_] + 1 + static_cast<LinkId>(b.node) * links_per_node_;
+  out.push_back(up);
+  out.push_back(down);
+  latency_s += links_[up].latency_s + links_[down].latency_s;
+  latency_s += local_leg(b.node, nic_b, ld);
+  return latency_s;
+}
+
+}  // namespace starfish::des

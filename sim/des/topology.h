@@ -1,0 +1,144 @@
+#pragma once
+// The cluster as a graph of devices and directed links (Boost.Graph), built from a Cluster.
+//
+// Per node (local vertex order, the same on every node):
+//   GPUs, PCIe switches (one per PcieSpec::gpus_per_root GPUs), the host CPU (root complex),
+//   host memory (DRAM), NVMe (when present), an NVSwitch (when NVLink is switched), NICs.
+// One fabric vertex (a non-blocking switch) joins the NICs of all nodes when nodes > 1.
+//
+// Every physical link is two directed links (full duplex), with consecutive ids. Latencies are
+// split over a route's hops so that the usual end-to-end numbers come out:
+//   GPU -> host memory          = pcie.latency_s   (GPU-switch and switch-host each half)
+//   GPU -> GPU over NVSwitch    = nvlink.latency_s (GPU-NVSwitch and NVSwitch-GPU each half)
+//   GPU -> GPU over PCIe        = 2 * pcie.latency_s through the host, 1x behind one switch
+//   GPU -> GPU on another node  = 2 * pcie.latency_s (GPU -> switch -> NIC on each side)
+//                                 + nic.latency_s (NIC -> fabric -> NIC)
+// Bandwidths: each GPU has its own x16 link to its switch; the GPUs behind one switch share its
+// one x16 uplink to the host; host memory is a link of host.memory_bandwidth_Bps (per direction,
+// a simplification: DRAM reads and writes really share one budget); NVMe reads are the
+// NVMe->host direction at read_Bps, writes host->NVMe at write_Bps; NVLink without a switch is a
+// direct link for 2 GPUs, else a ring of direct links (each GPU's bandwidth split over its two
+// neighbours; traffic to non-neighbours is forwarded, as NCCL does); NIC j sits on PCIe switch
+// j * switches / nics and GPU g uses NIC g * nics / gpus (DGX A100: GPU g and NIC g share switch
+// g/2), through which all its inter-node traffic goes.
+//
+// Routes: within a node, shortest paths by fewest hops, then least latency (Dijkstra over the
+// node's links, computed once for node 0 and shifted: all nodes are identical); across nodes,
+// source -> its NIC -> fabric -> destination's NIC -> destination. The Topology is immutable
+// after construction and safe to share between threads.
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/hardware.h"
+
+namespace starfish::des {
+
+using DeviceId = uint32_t;  // a vertex of the topology graph
+using LinkId = uint32_t;    // a directed link (an edge of the graph)
+inline constexpr uint32_t kNone = 0xffffffffu;
+
+enum class VertexKind : uint8_t { Gpu, PcieSwitch, HostCpu, HostMemory, Nvme, NvSwitch, Nic, Fabric };
+enum class LinkKind : uint8_t { Pcie, PcieUplink, HostMemory, Nvme, Nvlink, NicPcie, Network };
+
+const char* to_string(VertexKind k);
+const char* to_string(LinkKind k);
+
+struct VertexInfo {
+  VertexKind kind = VertexKind::Gpu;
+  int node = -1;   // -1 for the fabric
+  int index = 0;   // index among the node's vertices of this kind (GPU: local GPU index)
+  std::string name;  // "n3.gpu5", "n0.pcie1", "n2.host", "n2.dram", "n1.nvme", "n0.nvswitch", "n4.nic7", "fabric"
+};
+
+struct LinkInfo {
+  LinkKind kind = LinkKind::Pcie;
+  DeviceId from = 0, to = 0;
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+  std::string name;  // "n0.gpu1->n0.pcie0"
+};
+
+struct EdgeInfo {
+  LinkId link = 0;
+};
+
+using TopologyGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, EdgeInfo>;
+
+// A route: the directed links from source to destination, and their summed latency.
+struct Route {
+  std::vector<LinkId> links;
+  double latency_s = 0;
+};
+
+class Topology {
+ public:
+  // Throws SpecError when the cluster cannot be modelled (no GPUs, a link without bandwidth,
+  // several nodes but no NIC).
+  explicit Topology(const Cluster& cluster);
+
+  const Cluster& cluster() const { return cluster_; }
+  const TopologyGraph& graph() const { return graph_; }
+  int nodes() const { return cluster_.nodes; }
+  int gpus_per_node() const { return cluster_.node.gpus; }
+  int total_gpus() const { return cluster_.total_gpus(); }
+  int pcie_switches_per_node() const { return switches_; }
+
+  size_t vertex_count() const { return boost::num_vertices(graph_); }
+  size_t link_count() const { return links_.size(); }
+  const VertexInfo& vertex(DeviceId v) const;
+  const LinkInfo& link(LinkId l) const;
+
+  // Endpoints. Each throws SpecError naming the request when the device does not exist.
+  DeviceId gpu(int global_gpu) const;
+  DeviceId host(int node) const;  // host memory: where copies and NVMe reads land
+  DeviceId host_cpu(int node) const;
+  DeviceId nvme(int node) const;
+  DeviceId pcie_switch(int node, int index) const;
+  DeviceId nic(int node, int index) const;
+  DeviceId nvswitch(int node) const;
+  bool has_nvme() const { return local_nvme_ != kNone; }
+
+  int node_of(DeviceId v) const { return vertex(v).node; }
+  int gpu_index(DeviceId v) const;  // global GPU index, or -1 when v is not a GPU
+  int nic_of_gpu(int local_gpu) const;  // the NIC a GPU's inter-node traffic uses
+  int switch_of_gpu(int local_gpu) const { return local_gpu / gpus_per_root_; }
+
+  // The directed link from -> to; throws SpecError when there is none.
+  LinkId find_link(DeviceId from, DeviceId to) const;
+
+  // The route src -> dst (empty when src == dst). Throws SpecError when there is none.
+  Route route(DeviceId src, DeviceId dst) const;
+  // Same, appending to `out`; returns the route's latency.
+  double append_route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const;
+
+ private:
+  DeviceId add_vertex(VertexKind kind, int node, int index, std::string name);
+  void add_link(LinkKind kind, DeviceId a, DeviceId b, double ab_Bps, double ba_Bps, double latency_s);
+  void compute_node_routes();
+  DeviceId local_nic_for(DeviceId local) const;
+
+  Cluster cluster_;
+  TopologyGraph graph_;
+  std::vector<LinkInfo> links_;
+  int switches_ = 0, gpus_per_root_ = 1, nics_ = 0;
+  uint32_t vertices_per_node_ = 0, links_per_node_ = 0;
+  DeviceId fabric_ = kNone;
+  // Local vertex indices (node 0) of the per-node devices.
+  DeviceId local_switch0_ = kNone, local_cpu_ = kNone, local_dram_ = kNone, local_nvme_ = kNone;
+  DeviceId local_nvswitch_ = kNone, local_nic0_ = kNone;
+  // nic_uplink_[j]: local link id of NIC j -> fabric; the reverse is that id + 1.
+  std::vector<LinkId> nic_uplink_;
+  // Intra-node routes of node 0, all pairs: route_[src * V + dst] indexes route_links_.
+  struct LocalRoute {
+    uint32_t begin = 0, count = 0;
+    double latency_s = 0;
+    bool reachable = false;
+  };
+  std::vector<LocalRoute> local_routes_;
+  std::vector<LinkId> local_route_links_;
+};
+
+}  // namespace starfish::des
