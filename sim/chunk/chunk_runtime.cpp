@@ -34,15 +34,19 @@ ChunkRuntime::ChunkRuntime(const ChunkLayout& layout, RuntimeOptions options, Ba
   gathered_.assign(zero_.mode() == ZeroMode::sharded_memory_saving ? P : P / std::max(1, zero_.world()) + 1, 0);
   for (int c = 0; c < P; ++c)
     if (zero_.keeps(c)) kept_.push_back(c);
-  // Start like PatrickStar's warm-up: kept param chunks and optimizer states on the CPU,
-  // spilling to NVMe; nothing on the GPU until a moment needs it.
+  // Start like PatrickStar's warm-up: nothing on the GPU until a moment needs it; kept param
+  // chunks on the CPU and optimizer states placed as if the GPU had no margin (CPU, else NVMe,
+  // with CPU room kept for the params and the NVMe staging of the warm-up's optimizer steps).
+  PlacementInput in;
   for (int c : kept_) {
-    allocate(c, spill_tier(c));
-    for (ChunkKind k : layout.mirror_kinds())
-      if (k != ChunkKind::grad) allocate(layout.mirror(c, k), spill_tier(layout.mirror(c, k)));
+    in.param_bytes += bytes(c) + (layout.grad_chunk(c) != c ? bytes(layout.grad_chunk(c)) : 0);
+    in.units.push_back(c);
   }
-  placement_.tier.assign(P, Tier::cpu);
-  for (int c : kept_) placement_.tier[c] = unit_tier(c);
+  placement_ = place_optimizer_states(layout, MemoryBudget{0, options_.budget.cpu_bytes, options_.budget.nvme_bytes}, in);
+  for (int c : kept_) allocate(c, spill_tier(c));
+  for (int c : kept_)
+    for (ChunkKind k : layout.mirror_kinds())
+      if (k != ChunkKind::grad) allocate(layout.mirror(c, k), placement_.tier[c]);
 }
 
 ChunkRuntime::~ChunkRuntime() {
@@ -55,12 +59,6 @@ int ChunkRuntime::rank() const { return options_.dp_ranks[options_.dp_index]; }
 ChunkState ChunkRuntime::chunk_state(int c) const { return states_.chunk_state(c, slot_[c].buffer.valid()); }
 
 int64_t ChunkRuntime::gpu_budget(Moment t) const { return options_.budget.gpu_bytes - tracer_.non_model_bytes(t); }
-
-Tier ChunkRuntime::unit_tier(int c) const {
-  for (ChunkKind k : layout_->mirror_kinds())
-    if (k != ChunkKind::grad) return slot_[layout_->mirror(c, k)].buffer.tier;
-  return slot_[c].buffer.valid() ? slot_[c].buffer.tier : Tier::cpu;  // SGD in fp32: no states
-}
 
 void ChunkRuntime::log(int chunk, const char* op, Tier from, Tier to, int64_t b, MoveReason reason) {
   ++moves_decided_;

@@ -133,7 +133,6 @@ class ChunkRuntime {
   std::vector<int> gpu_need(Moment t) const;  // chunks moment t needs on the GPU (from the trace)
   void record_peak();
   void place_states_after_warmup();
-  Tier unit_tier(int param_chunk) const;
 
   const ChunkLayout* layout_;
   RuntimeOptions options_;

@@ -78,3 +78,118 @@ TEST(ChunkRuntimeMoves, WarmUpIsLruAndLaterIterationsEvictFarthestNextUseAndPref
 
 }  // namespace
 }  // namespace starfish
+
+namespace starfish {
+namespace {
+
+TEST(ChunkRuntimeMoves, SmallCpuPushesOptimizerStatesToNvmeAndStagesTheirSteps) {
+  // CPU 3200: 600 for params, 2600 left < 3600 of states, so one 1200-byte unit of staging is
+  // kept: unit 0 fits the CPU (1400 left), units 1 and 2 go to NVMe.
+  const ChunkLayout layout = three_chunks();
+  ReferenceBackend backend(400, 3200, 1 << 20);
+  ChunkRuntime rt(layout, budget(400, 3200, 1 << 20), backend);
+  IterationDriver driver(rt, false);
+  FixedNonModel hooks(0);
+  driver.run_iteration(hooks);
+  EXPECT_EQ(rt.placement().tier[0], C);
+  EXPECT_EQ(rt.placement().tier[1], N);
+  EXPECT_EQ(rt.placement().tier[2], N);
+  const int64_t read = backend.copied(N, C), written = backend.copied(C, N);
+  driver.run_iteration(hooks);
+  // Each NVMe unit is read for its step and written back: 2 units x 1200 bytes each way.
+  EXPECT_EQ(backend.copied(N, C) - read, 2 * 1200);
+  EXPECT_EQ(backend.copied(C, N) - written, 2 * 1200);
+  EXPECT_EQ(rt.in_use(N), 2 * 1200);
+  EXPECT_LE(backend.peak(C), 3200);
+}
+
+TEST(ChunkRuntimeMoves, OptimizerStatesGoToTheGpuAsFarAsTheMarginAllows) {
+  // GPU 1900 - 600 of params = 1300 margin: unit 0 (1200) fits, unit 1 does not.
+  const ChunkLayout layout = three_chunks();
+  ReferenceBackend backend(1900, 100000);
+  ChunkRuntime rt(layout, budget(1900, 100000), backend);
+  IterationDriver driver(rt, false);
+  FixedNonModel hooks(0);
+  driver.run_iteration(hooks);
+  EXPECT_EQ(rt.placement().gpu_margin_bytes, 1300);
+  EXPECT_EQ(rt.placement().tier[0], G);
+  EXPECT_EQ(rt.placement().tier[1], C);
+  // The placement moves after the warm-up: master, momentum, variance of chunk 0 (ids 3, 6, 9).
+  const std::vector<Move> tail(rt.moves().end() - 3, rt.moves().end());
+  EXPECT_EQ(tail, (std::vector<Move>{mv(9, 3, C, G, 400, MoveReason::placement), mv(9, 6, C, G, 400, MoveReason::placement),
+                                     mv(9, 9, C, G, 400, MoveReason::placement)}));
+  const size_t before = rt.moves().size();
+  driver.run_iteration(hooks);
+  // Everything fits: params come once (access, then prefetch) and chunk 0 is stepped on the GPU.
+  EXPECT_EQ(moves_of_iteration(rt.moves(), before),
+            (std::vector<Move>{mv(0, 0, C, G, 200, MoveReason::access), mv(0, 1, C, G, 200, MoveReason::prefetch),
+                               mv(1, 2, C, G, 200, MoveReason::prefetch), mv(7, 1, G, C, 200, MoveReason::optimizer),
+                               mv(8, 2, G, C, 200, MoveReason::optimizer)}));
+}
+
+TEST(ChunkRuntimeMoves, GpuBudgetBelowTwoChunksFailsNamingTheMinimum) {
+  const ChunkLayout layout = three_chunks();
+  ReferenceBackend backend;
+  try {
+    ChunkRuntime rt(layout, budget(399, 100000), backend);
+    FAIL() << "expected SpecError";
+  } catch (const SpecError& e) {
+    EXPECT_STREQ(e.what(), "chunk runtime: the GPU budget of 399 bytes cannot hold two chunks (200 + 200 bytes); "
+                           "the minimum is 400 bytes");
+  }
+}
+
+TEST(ChunkRuntimeMoves, MomentThatCannotFitFailsNamingTheMinimum) {
+  // One layer of two 100-element tensors spans two chunks: 400 bytes + 100 of activations.
+  std::vector<ParamTensor> ts = test::one_tensor_layers(2, 100);
+  ts[1].layer = 0;
+  const ChunkLayout layout = ChunkLayout::build(ts, LayoutOptions{100, DType::bf16, Optimizer::adam, 1});
+  ReferenceBackend backend;
+  ChunkRuntime rt(layout, budget(400, 100000), backend);
+  IterationDriver driver(rt, false);
+  FixedNonModel hooks(100);
+  try {
+    driver.run_iteration(hooks);
+    FAIL() << "expected SpecError";
+  } catch (const SpecError& e) {
+    EXPECT_STREQ(e.what(), "chunk runtime: GPU budget too small at moment 0 ('forward layer 0'): its chunks need 400 "
+                           "bytes and the non-model memory 100 bytes, but the GPU budget is 400 bytes; the minimum is "
+                           "500 bytes");
+  }
+}
+
+TEST(ChunkRuntimeMoves, ADifferentMomentSequenceAfterTheWarmUpThrows) {
+  const ChunkLayout layout = three_chunks();
+  ReferenceBackend backend;
+  ChunkRuntime rt(layout, budget(400, 100000), backend);
+  IterationDriver driver(rt, false);
+  FixedNonModel hooks(0);
+  driver.run_iteration(hooks);
+  rt.begin_iteration();
+  rt.enter_moment({Phase::forward, 0}, 0);
+  rt.access({0});
+  rt.release({0}, TensorState::hold_after_fwd);
+  rt.end_moment();
+  try {
+    rt.enter_moment({Phase::forward, 2}, 0);
+    FAIL() << "expected std::logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "memory tracer: moment sequence differs from the warm-up: iteration 1 moment 1 is 'forward "
+                           "layer 2' but the warm-up recorded 'forward layer 1'");
+  }
+}
+
+TEST(ChunkRuntimeMoves, TensorsTellTheExecutorWhereTheyLive) {
+  std::vector<ParamTensor> ts = test::one_tensor_layers(3, 60);  // 60 + 60 > 100: best fit puts
+  const ChunkLayout layout = ChunkLayout::build(ts, LayoutOptions{100, DType::bf16, Optimizer::adam, 1});
+  ReferenceBackend backend;
+  ChunkRuntime rt(layout, budget(1 << 20, 1 << 20), backend);
+  EXPECT_EQ(rt.where(2).chunk, 2);  // each 60-element tensor in its own chunk (40 left in each)
+  EXPECT_EQ(rt.where(2).offset_elements, 0);
+  EXPECT_TRUE(rt.on(0, C));
+  EXPECT_EQ(rt.buffer(0).bytes, 200);
+  EXPECT_EQ(rt.chunk_state(0), ChunkState::free);  // before the first iteration tensors are FREE
+}
+
+}  // namespace
+}  // namespace starfish
