@@ -20,7 +20,8 @@ ChunkRuntime::ChunkRuntime(const ChunkLayout& layout, RuntimeOptions options, Ba
       states_(layout),
       tracer_(static_cast<int>(layout.chunks().size())),
       policy_(make_eviction_policy(options_.eviction, tracer_, static_cast<int>(layout.chunks().size()))),
-      slot_(layout.chunks().size()) {
+      slot_(layout.chunks().size()),
+      gpu_pos_(layout.chunks().size(), -1) {
   const int P = layout.param_chunks();
   int64_t largest = 0, second = 0;
   for (int c = 0; c < P; ++c) {
@@ -66,7 +67,21 @@ void ChunkRuntime::log(int chunk, const char* op, Tier from, Tier to, int64_t b,
   if (options_.record_moves) moves_.push_back(Move{rank(), moment_, chunk, op, from, to, b, reason});
 }
 
+void ChunkRuntime::track(int c, bool gpu) {
+  if (gpu && gpu_pos_[c] < 0) {
+    gpu_pos_[c] = static_cast<int>(on_gpu_.size());
+    on_gpu_.push_back(c);
+  } else if (!gpu && gpu_pos_[c] >= 0) {
+    const int last = on_gpu_.back();
+    on_gpu_[gpu_pos_[c]] = last;
+    gpu_pos_[last] = gpu_pos_[c];
+    on_gpu_.pop_back();
+    gpu_pos_[c] = -1;
+  }
+}
+
 void ChunkRuntime::allocate(int c, Tier t) {
+  track(c, t == Tier::gpu);
   slot_[c].buffer = backend_->allocate(t, bytes(c));
   slot_[c].pending = {};
   used_[tier_index(t)] += bytes(c);
@@ -77,6 +92,7 @@ void ChunkRuntime::drop(int c) {
   if (!s.buffer.valid()) return;
   used_[tier_index(s.buffer.tier)] -= bytes(c);
   backend_->release(s.buffer);
+  track(c, false);
   s.buffer = {};
   s.pending = {};
   s.dirty = false;
@@ -103,6 +119,7 @@ void ChunkRuntime::move(int c, Tier to, MoveReason reason, Queue queue) {
   used_[tier_index(src.tier)] -= bytes(c);
   s.buffer = dst;
   s.pending = done;
+  track(c, to == Tier::gpu);
   log(c, "copy", src.tier, to, bytes(c), reason);
 }
 
@@ -127,9 +144,8 @@ void ChunkRuntime::make_room(int64_t need, Moment budget_moment, MoveReason reas
   while (used_[tier_index(Tier::gpu)] + need > budget) {
     candidates.clear();
     for (int pass = 0; pass < 2 && candidates.empty(); ++pass)
-      for (size_t c = 0; c < slot_.size(); ++c)
-        if (on(static_cast<int>(c), Tier::gpu) && slot_[c].pins == 0 && is_state(static_cast<int>(c)) == (pass == 1))
-          candidates.push_back(static_cast<int>(c));
+      for (int c : on_gpu_)
+        if (slot_[c].pins == 0 && is_state(c) == (pass == 1)) candidates.push_back(c);
     if (candidates.empty()) {
       if (!for_access) return;  // pre-emptive: the access itself will report it
       int64_t pinned = 0;

@@ -146,6 +146,9 @@ class ChunkRuntime {
   std::vector<char> gathered_;  // per group (sharded) or per param chunk (memory-saving)
   std::vector<int> kept_;
   std::vector<int> pinned_;     // chunks pinned this moment
+  std::vector<int> on_gpu_;     // chunks with a GPU buffer (any order), for eviction scans
+  std::vector<int> gpu_pos_;    // index in on_gpu_, -1 when not there
+  void track(int chunk, bool on_gpu);
   std::array<int64_t, 3> used_{};
   std::array<int64_t, 8> reason_bytes_{};
   std::vector<TierUse> peaks_;

@@ -18,7 +18,7 @@ class FarthestNextUse final : public EvictionPolicy {
     Moment far = -1;
     for (int c : candidates) {
       const Moment next = tracer_->next_use(c, t);
-      if (next > far) {
+      if (next > far || (next == far && c < best)) {
         far = next;
         best = c;
       }
@@ -37,7 +37,7 @@ const char* to_string(EvictionKind k) { return k == EvictionKind::lru ? "lru" : 
 int EvictionPolicy::lru(const std::vector<int>& candidates) const {
   int best = candidates.front();
   for (int c : candidates)
-    if (last_use_[c] < last_use_[best]) best = c;
+    if (last_use_[c] < last_use_[best] || (last_use_[c] == last_use_[best] && c < best)) best = c;
   return best;
 }
 
