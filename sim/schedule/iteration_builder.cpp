@@ -1,0 +1,344 @@
+#include "sim/schedule/iteration_builder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "sim/cost/activations.h"
+#include "sim/cost/memory.h"
+#include "sim/cost/op_time.h"
+#include "sim/cost/params.h"
+#include "sim/schedule/pipeline_order.h"
+
+namespace starfish::schedule {
+namespace {
+
+using des::TaskId;
+using des::kNone;
+
+// Parameters of one GPU of stage `s`, per model chunk (embedding with chunk 0, head and final
+// norm with the last chunk).
+std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
+  const Shard shard{p.tp, p.pp, s, p.virtual_stages};
+  const int per_chunk = m.layers / (p.pp * p.virtual_stages);
+  std::vector<double> out(static_cast<size_t>(p.virtual_stages), 0.0);
+  for (const ParamTensor& t : parameter_tensors(m, shard)) {
+    int c = 0;
+    if (t.layer < 0) c = 0;
+    else if (t.layer >= m.layers) c = p.virtual_stages - 1;
+    else c = (t.layer / per_chunk) / p.pp;
+    out[static_cast<size_t>(c)] += static_cast<double>(t.elements);
+  }
+  return out;
+}
+
+// How many GPUs of the lead's node the lead of stage `s` stands for (its TP peers and the DP
+// replicas that share the node): node-wide resources (CPU Adam, NVMe) serve all of them.
+int gpus_represented_on_node(const Job& job, int lead, int s) {
+  const int g = job.cluster.node.gpus, node = lead / g, per_stage = job.plan.tp * job.dp();
+  int n = 0;
+  for (int r = node * g; r < (node + 1) * g; ++r)
+    if (r / per_stage == s) ++n;
+  return n;
+}
+
+class Builder {
+ public:
+  Builder(const Job& job, des::Engine& eng, const BuildOptions& opt) : job_(job), eng_(eng), opt_(opt) {}
+
+  BuiltIteration build() {
+    out_.fwd = eng_.category(category::forward);
+    out_.bwd = eng_.category(category::backward);
+    out_.recompute = eng_.category(category::recompute);
+    out_.tp = eng_.category(category::tp);
+    out_.pp = eng_.category(category::pp);
+    out_.dp = eng_.category(category::dp);
+    out_.optimizer = eng_.category(category::optimizer);
+    out_.offload = eng_.category(category::offload);
+    setup_costs();
+    const int P = job_.plan.pp, V = job_.plan.virtual_stages, M = static_cast<int>(job_.micro_batches());
+    first_f_.assign(static_cast<size_t>(P * V * M), kNone);
+    last_f_ = first_f_;
+    first_b_ = first_f_;
+    last_b_ = first_f_;
+    out_.stages.resize(static_cast<size_t>(P));
+    for (int s = 0; s < P; ++s) build_stage(s);
+    connect_pipeline();
+    for (int s = 0; s < P; ++s) build_data_parallel_and_optimizer(s);
+    return std::move(out_);
+  }
+
+ private:
+  void setup_costs() {
+    const Model& m = job_.model;
+    const Plan& p = job_.plan;
+    const GpuSpec& gpu = job_.cluster.node.gpu;
+    act_bytes_ = bytes_of(job_.training.dtype);
+    layer_ = layer_time(gpu, job_.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+    output_s_ = output_layer_time_s(gpu, job_.training.dtype, m, p.micro_batch, p.tp);
+    boundary_bytes_ = static_cast<double>(act_bytes_) * m.seq_len * p.micro_batch * m.hidden;
+    stored_ = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, act_bytes_});
+    full_ = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, act_bytes_});
+    const StageActivations last = peak_stage_activations(m, p, 1, act_bytes_, p.pp - 1);
+    output_bytes_ = last.output_bytes;
+    layers_per_chunk_ = m.layers / (p.pp * p.virtual_stages);
+  }
+
+  size_t at(int gv, int mb) const { return static_cast<size_t>(gv) * static_cast<size_t>(job_.micro_batches()) + mb; }
+
+  // A task label; the name is formatted into a scratch buffer the engine copies.
+  template <typename... Args>
+  des::Label label(des::CategoryId c, const char* fmt, Args... args) {
+    std::snprintf(name_, sizeof name_, fmt, args...);
+    return des::Label{c, name_};
+  }
+
+  // Appends `t` to the stage's chain: it runs after the previous task of the chain.
+  void chain(TaskId t) {
+    if (chain_last_ != kNone) eng_.depends(t, chain_last_);
+    if (op_first_ == kNone) op_first_ = t;
+    chain_last_ = t;
+  }
+
+  void tp_collective(des::GroupId group, int s, int mb, int layer, des::CategoryId c) {
+    if (job_.plan.tp == 1) return;
+    des::CollectiveOptions o;
+    o.algo = opt_.tp_algo;
+    chain(eng_.collective(des::CollectiveKind::AllReduce, group, 2 * boundary_bytes_,
+                          label(c, "tp s%d mb%d L%d", s, mb, layer), o));
+  }
+
+  void build_stage(int s) {
+    const Plan& p = job_.plan;
+    const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
+    StageInfo& st = out_.stages[static_cast<size_t>(s)];
+    st.lead_gpu = global_rank(job_, 0, 0, s);
+    for (int t = 0; t < p.tp; ++t) st.tp_group.push_back(st.lead_gpu + t);
+    const des::GroupId tpg = eng_.group(st.tp_group);
+    const int lead = st.lead_gpu;
+
+    // Resident model states (and the pipeline's boundary buffers).
+    const Shard shard{p.tp, p.pp, s, p.virtual_stages};
+    const double n = static_cast<double>(shard_parameters(job_.model, shard));
+    const ModelStates ms = model_states(job_.training, p, job_.dp(), n,
+                                        static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
+                                        static_cast<double>(p.chunk_elements) * act_bytes_);
+    st.model_state_bytes = ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0);
+    stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
+    stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
+
+    const std::vector<double> params = chunk_params(job_.model, p, s);
+    const bool gather_params = p.zero_stage >= 3 && job_.dp() > 1;
+    const bool fetch_params = p.offload.params != Tier::gpu;
+    des::ResourceId zero_stream = kNone;
+    if (gather_params) zero_stream = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / job_.cluster.node.gpus, lead);
+    TaskId prev_op_first = kNone, prev_prefetch = kNone;
+
+    chain_last_ = kNone;
+    for (const PipelineOp& op : stage_order(p.schedule, P, s, M, V)) {
+      const int gv = op.model_chunk * P + s;
+      const int mb = op.micro_batch;
+      const bool last_virtual = gv == P * V - 1;
+      op_first_ = kNone;
+
+      // Params not resident on the GPU arrive one op ahead: ZeRO-3 gathers them over DP,
+      // offloaded ones are copied from the host.
+      TaskId prefetch = kNone;
+      const double chunk_param_bytes = params[static_cast<size_t>(op.model_chunk)] * act_bytes_;
+      if (gather_params) {
+        des::CollectiveOptions o;
+        o.stream = zero_stream;
+        prefetch = eng_.collective(des::CollectiveKind::AllGather, dp_group(0, s), chunk_param_bytes,
+                                   label(out_.dp, "zero3 gather s%d c%d mb%d", s, op.model_chunk, mb), o);
+      } else if (fetch_params) {
+        prefetch = eng_.copy(lead, des::CopyDir::H2D, chunk_param_bytes,
+                             label(out_.offload, "fetch params s%d c%d mb%d", s, op.model_chunk, mb));
+      }
+      if (prefetch != kNone) {
+        if (prev_op_first != kNone) eng_.depends(prefetch, prev_op_first);
+        if (prev_prefetch != kNone) eng_.depends(prefetch, prev_prefetch);
+      }
+
+      if (op.forward) {
+        for (int l = 0; l < layers_per_chunk_; ++l) {
+          const TaskId x = eng_.compute(lead, layer_.forward_s, label(out_.fwd, "F s%d c%d mb%d L%d", s, op.model_chunk, mb, l));
+          chain(x);
+          st.memory.push_back({x, stored_});
+          tp_collective(tpg, s, mb, l, out_.tp);
+        }
+        if (last_virtual) {
+          const TaskId x = eng_.compute(lead, output_s_ / 3, label(out_.fwd, "F s%d head mb%d", s, mb));
+          chain(x);
+          st.memory.push_back({x, output_bytes_});
+        }
+      } else {
+        if (last_virtual) {
+          const TaskId x = eng_.compute(lead, 2 * output_s_ / 3, label(out_.bwd, "B s%d head mb%d", s, mb));
+          chain(x);
+          st.memory.push_back({x, -output_bytes_});
+        }
+        for (int l = layers_per_chunk_ - 1; l >= 0; --l) {
+          if (p.recompute != Recompute::none) {
+            const TaskId r =
+                eng_.compute(lead, layer_.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", s, op.model_chunk, mb, l));
+            chain(r);
+            st.memory.push_back({r, full_ - stored_});  // the layer's activations, rebuilt
+            if (p.recompute == Recompute::full) tp_collective(tpg, s, mb, l, out_.tp);
+          }
+          const TaskId b = eng_.compute(lead, layer_.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", s, op.model_chunk, mb, l));
+          chain(b);
+          st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_)});
+          tp_collective(tpg, s, mb, l, out_.tp);
+        }
+      }
+      if (prefetch != kNone) eng_.depends(op_first_, prefetch);
+      if (st.first_task == kNone) st.first_task = op_first_;
+      const size_t i = at(gv, mb);
+      (op.forward ? first_f_ : first_b_)[i] = op_first_;
+      (op.forward ? last_f_ : last_b_)[i] = chain_last_;
+      if (!op.forward) chunk_last_backward_[{s, op.model_chunk}] = chain_last_;
+      prev_op_first = op_first_;
+      prev_prefetch = prefetch;
+    }
+    st.last_backward = chain_last_;
+  }
+
+  // The DP group of TP rank `t` of stage `s`.
+  des::GroupId dp_group(int t, int s) {
+    std::vector<int> gpus;
+    for (int d = 0; d < job_.dp(); ++d) gpus.push_back(global_rank(job_, t, d, s));
+    return eng_.group(std::move(gpus));
+  }
+
+  des::CollectiveAlgo dp_algo() const {
+    if (!opt_.hierarchical_dp) return des::CollectiveAlgo::Ring;
+    // DP members are tp apart; several per node and several nodes: hierarchical.
+    const int per_node = std::max(1, job_.cluster.node.gpus / job_.plan.tp);
+    const bool several_per_node = per_node > 1 && job_.dp() % per_node == 0;
+    const bool several_nodes = job_.dp() > per_node;
+    return several_per_node && several_nodes ? des::CollectiveAlgo::Hierarchical : des::CollectiveAlgo::Ring;
+  }
+
+  void connect_pipeline() {
+    const Plan& p = job_.plan;
+    const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
+    const des::Topology& topo = eng_.topology();
+    const double bytes = boundary_bytes_ / p.tp;  // Megatron's scatter/gather over the TP ranks
+    auto link = [&](TaskId from_last, TaskId to_first, int from_stage, int to_stage, const char* what, int mb, int gv) {
+      if (from_stage == to_stage) {
+        eng_.depends(to_first, from_last);
+        return;
+      }
+      const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
+      const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
+      const TaskId x = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
+      eng_.depends(x, from_last);
+      eng_.depends(to_first, x);
+    };
+    for (int gv = 1; gv < P * V; ++gv)
+      for (int mb = 0; mb < M; ++mb)
+        link(last_f_[at(gv - 1, mb)], first_f_[at(gv, mb)], (gv - 1) % P, gv % P, "act v%d mb%d", mb, gv);
+    for (int gv = P * V - 2; gv >= 0; --gv)
+      for (int mb = 0; mb < M; ++mb)
+        link(last_b_[at(gv + 1, mb)], first_b_[at(gv, mb)], (gv + 1) % P, gv % P, "grad v%d mb%d", mb, gv);
+  }
+
+  void build_data_parallel_and_optimizer(int s) {
+    const Plan& p = job_.plan;
+    const Training& tr = job_.training;
+    const Cluster& c = job_.cluster;
+    const StageInfo& st = out_.stages[static_cast<size_t>(s)];
+    const int lead = st.lead_gpu, DP = job_.dp(), node = lead / c.node.gpus;
+    const std::vector<double> params = chunk_params(job_.model, p, s);
+    double stage_params = 0;
+    for (double x : params) stage_params += x;
+
+    // Gradient reduction per model chunk after its last backward; every TP rank's DP group.
+    std::vector<TaskId> reduced;
+    std::vector<des::ResourceId> streams;
+    for (int t = 0; t < p.tp && DP > 1; ++t)
+      streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / c.node.gpus, lead + t));
+    for (int ch = p.virtual_stages - 1; ch >= 0; --ch) {
+      const TaskId after = chunk_last_backward_.at({s, ch});
+      if (DP == 1) {
+        reduced.push_back(after);
+        continue;
+      }
+      for (int t = 0; t < p.tp; ++t) {
+        des::CollectiveOptions o;
+        o.algo = dp_algo();
+        o.stream = streams[static_cast<size_t>(t)];
+        const auto kind = p.zero_stage >= 1 ? des::CollectiveKind::ReduceScatter : des::CollectiveKind::AllReduce;
+        const TaskId x = eng_.collective(kind, dp_group(t, s), params[static_cast<size_t>(ch)] * act_bytes_,
+                                         label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
+        eng_.depends(x, after);
+        if (t == 0) reduced.push_back(x);
+      }
+    }
+
+    // The optimizer step where the optimizer states live.
+    const StateBytes sb = state_bytes_per_param(tr, p.chunked());
+    const double opt_params = stage_params / (p.zero_stage >= 1 ? DP : 1);
+    const int represented = gpus_represented_on_node(job_, lead, s);
+    TaskId last = kNone;
+    auto then = [&](TaskId x) {
+      if (last == kNone) for (TaskId r : reduced) eng_.depends(x, r);
+      else eng_.depends(x, last);
+      last = x;
+    };
+    if (p.offload.optimizer == Tier::gpu) {
+      const double bytes = opt_params * (2 * sb.optimizer + 2 * static_cast<double>(act_bytes_));
+      then(eng_.compute(lead, memory_bound_time_s(c.node.gpu, bytes), label(out_.optimizer, "adam s%d", s)));
+    } else {
+      if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
+      if (cpu_adam_[static_cast<size_t>(node)] == kNone)
+        cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
+      then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_, label(out_.offload, "grads to host s%d", s)));
+      const double node_params = opt_params * represented;
+      if (p.offload.optimizer == Tier::nvme)
+        then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s%d", s)));
+      then(eng_.delay(node_params / c.node.host.cpu_adam_params_per_s, label(out_.optimizer, "cpu adam s%d", s),
+                      cpu_adam_[static_cast<size_t>(node)]));
+      if (p.offload.optimizer == Tier::nvme)
+        then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s%d", s)));
+      if (p.offload.params == Tier::gpu)
+        then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s%d", s)));
+    }
+    // ZeRO-1/2 (and 3 with resident shards) all-gather the updated params.
+    if (p.zero_stage >= 1 && p.zero_stage < 3 && DP > 1) {
+      for (int t = 0; t < p.tp; ++t) {
+        des::CollectiveOptions o;
+        o.algo = dp_algo();
+        o.stream = streams[static_cast<size_t>(t)];
+        const TaskId x = eng_.collective(des::CollectiveKind::AllGather, dp_group(t, s), stage_params * act_bytes_,
+                                         label(out_.dp, "params s%d t%d", s, t), o);
+        eng_.depends(x, last);
+      }
+    }
+    out_.cpu_bytes_per_node = std::max(out_.cpu_bytes_per_node, stage_cpu_bytes_[static_cast<size_t>(s)] * c.node.gpus);
+    out_.nvme_bytes_per_node = std::max(out_.nvme_bytes_per_node, stage_nvme_bytes_[static_cast<size_t>(s)] * c.node.gpus);
+  }
+
+  const Job& job_;
+  des::Engine& eng_;
+  BuildOptions opt_;
+  BuiltIteration out_;
+  int64_t act_bytes_ = 2;
+  LayerTime layer_;
+  double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, output_bytes_ = 0;
+  int layers_per_chunk_ = 1;
+  std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
+  std::map<std::pair<int, int>, TaskId> chunk_last_backward_;
+  std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;
+  std::vector<des::ResourceId> cpu_adam_;
+  TaskId chain_last_ = kNone, op_first_ = kNone;
+  char name_[96] = {};
+};
+
+}  // namespace
+
+BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {
+  return Builder(job, engine, options).build();
+}
+
+}  // namespace starfish::schedule

@@ -1,0 +1,192 @@
+#include "sim/schedule/simulate.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+
+#include "sim/cost/flops.h"
+#include "sim/des/engine.h"
+#include "sim/des/trace.h"
+#include "sim/schedule/iteration_builder.h"
+#include "sim/spec/json_writer.h"
+
+namespace starfish::schedule {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Results& r, int points) {
+  StageMemoryReport out;
+  out.stage = stage;
+  out.gpu = st.lead_gpu;
+  out.model_state_bytes = st.model_state_bytes;
+  std::vector<std::pair<double, double>> ev;
+  ev.reserve(st.memory.size());
+  for (const MemoryEvent& e : st.memory) ev.emplace_back(r.end_s[e.task], e.delta_bytes);
+  // Frees before allocations at the same instant: a peak is never an artefact of ordering.
+  std::stable_sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) {
+    return a.first < b.first || (a.first == b.first && a.second < b.second);
+  });
+  double level = st.model_state_bytes;
+  out.peak_bytes = level;
+  const double span = std::max(r.makespan_s, 1e-30);
+  const double step = span / std::max(1, points - 1);
+  double next_sample = 0;
+  out.timeline.push_back({0, level});
+  for (const auto& [t, d] : ev) {
+    level += d;
+    if (level > out.peak_bytes) {
+      out.peak_bytes = level;
+      out.peak_time_s = t;
+    }
+    if (t >= next_sample) {
+      out.timeline.push_back({t, level});
+      next_sample = t + step;
+    }
+  }
+  out.timeline.push_back({r.makespan_s, level});
+  return out;
+}
+
+}  // namespace
+
+SimReport simulate(const Job& job, const SimOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const des::Topology topo(job.cluster);
+  des::Engine engine(topo);
+  const BuiltIteration it = build_iteration(job, engine, {});
+  SimReport rep;
+  rep.build_wall_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  const des::Results& r = engine.run();
+  rep.run_wall_s = seconds_since(t1);
+
+  rep.model = job.model.name;
+  rep.hardware = job.cluster.name;
+  rep.gpus = job.cluster.total_gpus();
+  rep.tasks = engine.task_count();
+  rep.events = r.events;
+  rep.iteration_s = r.makespan_s;
+  const IterationFlops fl = iteration_flops(job.model, job.training.global_batch, job.plan.recompute);
+  rep.tokens_per_s = static_cast<double>(job.training.global_batch) * job.model.seq_len / rep.iteration_s;
+  rep.tflops_per_gpu = fl.hardware / rep.iteration_s / rep.gpus / 1e12;
+  rep.mfu = fl.model / rep.iteration_s / rep.gpus / job.cluster.node.gpu.peak(job.training.dtype);
+
+  // Pipeline window: from 0 to the last backward of any stage. A stage's bubble is the time in
+  // the window its lead GPU neither computed nor ran its own communication.
+  double window = 0;
+  for (const StageInfo& st : it.stages) window = std::max(window, r.end_s[st.last_backward]);
+  const std::array<des::CategoryId, 3> compute{it.fwd, it.bwd, it.recompute};
+  const std::array<des::CategoryId, 8> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload};
+  double bubble = 0;
+  for (const StageInfo& st : it.stages) bubble += window - r.busy_union_s(st.lead_gpu, everything, 0, window);
+  rep.bubble_fraction = bubble / it.stages.size() / rep.iteration_s;
+
+  const std::pair<const char*, des::CategoryId> groups[] = {{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
+  for (const auto& [name, cat] : groups) {
+    CommGroupReport g;
+    g.group = name;
+    const std::array<des::CategoryId, 1> c{cat};
+    for (const StageInfo& st : it.stages) {
+      g.comm_s += r.busy_union_s(st.lead_gpu, c, 0, r.makespan_s);
+      g.exposed_s += r.exposed_s(st.lead_gpu, c, compute, 0, r.makespan_s);
+      g.compute_s += r.busy_union_s(st.lead_gpu, compute, 0, r.makespan_s);
+    }
+    const double n = static_cast<double>(it.stages.size());
+    g.comm_s /= n;
+    g.exposed_s /= n;
+    g.compute_s /= n;
+    g.ratio = g.comm_s > 0 ? g.compute_s / g.comm_s : INFINITY;
+    rep.comm.push_back(g);
+  }
+
+  for (size_t s = 0; s < it.stages.size(); ++s) {
+    rep.memory.push_back(stage_memory(it.stages[s], static_cast<int>(s), r, options.timeline_points));
+    rep.peak_gpu_bytes = std::max(rep.peak_gpu_bytes, rep.memory.back().peak_bytes);
+  }
+  const Cluster& c = job.cluster;
+  rep.gpu_capacity_bytes = static_cast<double>(c.node.gpu.memory_bytes - c.node.gpu.reserved_bytes);
+  rep.cpu_bytes_per_node = it.cpu_bytes_per_node;
+  rep.cpu_capacity_bytes = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
+  rep.nvme_bytes_per_node = it.nvme_bytes_per_node;
+  rep.nvme_capacity_bytes = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
+
+  for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+    switch (engine.task_kind(t)) {
+      case des::TaskKind::Copy:
+        (engine.resource(engine.task_resource(t)).kind == des::ResourceKind::CopyH2D ? rep.h2d_bytes : rep.d2h_bytes) +=
+            engine.task_bytes(t);
+        break;
+      case des::TaskKind::NvmeRead: rep.nvme_read_bytes += engine.task_bytes(t); break;
+      case des::TaskKind::NvmeWrite: rep.nvme_write_bytes += engine.task_bytes(t); break;
+      default: break;
+    }
+  }
+
+  for (des::LinkId l = 0; l < topo.link_count(); ++l) {
+    if (r.link_bytes[l] <= 0) continue;
+    const des::LinkInfo& info = topo.link(l);
+    LinkReport lr;
+    lr.name = info.name;
+    lr.kind = des::to_string(info.kind);
+    lr.bytes = r.link_bytes[l];
+    lr.busy_s = r.link_busy_s[l];
+    lr.utilisation = lr.bytes / (engine.link_bandwidth(l) * rep.iteration_s);
+    rep.links.push_back(std::move(lr));
+  }
+  std::stable_sort(rep.links.begin(), rep.links.end(), [](const LinkReport& a, const LinkReport& b) { return a.bytes > b.bytes; });
+  if (rep.links.size() > options.max_links) rep.links.resize(options.max_links);
+
+  if (!options.trace_path.empty()) des::write_chrome_trace_file(options.trace_path, engine, r);
+  return rep;
+}
+
+std::string to_json(const SimReport& r) {
+  JsonWriter w(true);
+  w.begin_object();
+  w.field("kind", "starfish.simulation");
+  w.field("model", r.model).field("hardware", r.hardware).field("gpus", r.gpus);
+  w.field("iteration_s", r.iteration_s).field("tokens_per_s", r.tokens_per_s);
+  w.field("tflops_per_gpu", r.tflops_per_gpu).field("mfu", r.mfu).field("bubble_fraction", r.bubble_fraction);
+  w.key("communication").begin_array();
+  for (const auto& g : r.comm) {
+    w.begin_object().field("group", g.group).field("comm_s", g.comm_s).field("exposed_s", g.exposed_s);
+    w.field("compute_s", g.compute_s).key("compute_to_comm");
+    if (std::isfinite(g.ratio)) w.value(g.ratio);
+    else w.null();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("memory").begin_object();
+  w.field("peak_gpu_bytes", r.peak_gpu_bytes).field("gpu_capacity_bytes", r.gpu_capacity_bytes);
+  w.field("cpu_bytes_per_node", r.cpu_bytes_per_node).field("cpu_capacity_bytes", r.cpu_capacity_bytes);
+  w.field("nvme_bytes_per_node", r.nvme_bytes_per_node).field("nvme_capacity_bytes", r.nvme_capacity_bytes);
+  w.key("stages").begin_array();
+  for (const auto& s : r.memory) {
+    w.begin_object().field("stage", s.stage).field("gpu", s.gpu).field("model_state_bytes", s.model_state_bytes);
+    w.field("peak_bytes", s.peak_bytes).field("peak_time_s", s.peak_time_s);
+    w.key("timeline").begin_array();
+    for (const auto& p : s.timeline) w.begin_array().value(p.time_s).value(p.bytes).end_array();
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+  w.key("bytes").begin_object();
+  w.field("h2d", r.h2d_bytes).field("d2h", r.d2h_bytes).field("nvme_read", r.nvme_read_bytes).field("nvme_write", r.nvme_write_bytes);
+  w.end_object();
+  w.key("links").begin_array();
+  for (const auto& l : r.links)
+    w.begin_object().field("name", l.name).field("kind", l.kind).field("bytes", l.bytes).field("busy_s", l.busy_s)
+        .field("utilisation", l.utilisation).end_object();
+  w.end_array();
+  w.key("simulator").begin_object();
+  w.field("tasks", static_cast<int64_t>(r.tasks)).field("events", static_cast<int64_t>(r.events));
+  w.field("build_wall_s", r.build_wall_s).field("run_wall_s", r.run_wall_s);
+  w.end_object();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace starfish::schedule

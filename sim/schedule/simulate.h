@@ -1,0 +1,77 @@
+#pragma once
+// Simulates one training iteration of a Job with the discrete-event engine and reports what the
+// DESIGN's "Simulation" section promises: iteration time, tokens/s, TFLOP/s per GPU and MFU,
+// the pipeline-bubble fraction, compute-to-communication ratios per group (TP, PP, DP,
+// offload), per-device memory over time and its peak per tier, bytes over each link, and a
+// Chrome-trace timeline on request.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/job.h"
+
+namespace starfish::schedule {
+
+struct CommGroupReport {
+  std::string group;         // "tp", "pp", "dp", "offload"
+  double comm_s = 0;         // time the group's tasks ran on a stage's lead GPU (mean over stages)
+  double exposed_s = 0;      // of which no compute ran alongside
+  double compute_s = 0;      // compute time of the lead GPU (mean over stages)
+  double ratio = 0;          // compute_s / comm_s (infinite when comm_s = 0: written as null)
+};
+
+struct MemorySample {
+  double time_s = 0;
+  double bytes = 0;
+};
+
+struct StageMemoryReport {
+  int stage = 0;
+  int gpu = 0;                          // the stage's lead GPU (global index)
+  double model_state_bytes = 0;
+  double peak_bytes = 0;                // model states + peak activations
+  double peak_time_s = 0;
+  std::vector<MemorySample> timeline;   // at most SimOptions::timeline_points samples
+};
+
+struct LinkReport {
+  std::string name;   // "n0.gpu1->n0.nvswitch"
+  std::string kind;   // pcie, nvlink, network, ...
+  double bytes = 0;
+  double busy_s = 0;
+  double utilisation = 0;  // bytes / (bandwidth * iteration)
+};
+
+struct SimReport {
+  std::string model, hardware;
+  int gpus = 0;
+  double iteration_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;     // hardware FLOP/s (with recompute) per GPU
+  double mfu = 0;                // model FLOP/s over peak
+  double bubble_fraction = 0;    // mean over stages of idle pipeline time / iteration
+  std::vector<CommGroupReport> comm;
+  std::vector<StageMemoryReport> memory;
+  double peak_gpu_bytes = 0, gpu_capacity_bytes = 0;
+  double cpu_bytes_per_node = 0, cpu_capacity_bytes = 0;
+  double nvme_bytes_per_node = 0, nvme_capacity_bytes = 0;
+  double h2d_bytes = 0, d2h_bytes = 0, nvme_read_bytes = 0, nvme_write_bytes = 0;  // lead GPUs
+  std::vector<LinkReport> links;  // links that carried bytes, busiest first
+  // Simulator statistics.
+  size_t tasks = 0;
+  uint64_t events = 0;
+  double build_wall_s = 0, run_wall_s = 0;
+};
+
+struct SimOptions {
+  std::string trace_path;       // write a Chrome-trace JSON here when not empty
+  int timeline_points = 256;    // memory timeline samples per stage
+  size_t max_links = 64;        // links listed in the report
+};
+
+SimReport simulate(const Job& job, const SimOptions& options = {});
+
+// The report as JSON (the format `starfish-run` writes too, so `starfish compare` reads both).
+std::string to_json(const SimReport& report);
+
+}  // namespace starfish::schedule

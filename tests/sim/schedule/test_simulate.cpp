@@ -1,0 +1,147 @@
+// Predictions of the simulated iteration against closed forms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/cost/activations.h"
+#include "sim/cost/op_time.h"
+#include "sim/des/engine.h"
+#include "sim/schedule/iteration_builder.h"
+#include "sim/schedule/simulate.h"
+
+namespace starfish::schedule {
+namespace {
+
+Model gpt(int layers, int hidden, int heads, int seq) {
+  Model m;
+  m.name = "gpt-test";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.seq_len = seq;
+  m.vocab = 8;  // a negligible output layer: every stage does the same work
+  return m;
+}
+
+// A node whose links and memory are so fast that communication, element-wise kernels and the
+// optimizer step take no time: only the GEMMs do.
+Cluster ideal_node(int gpus) {
+  Cluster c;
+  c.name = "ideal";
+  c.node.gpus = gpus;
+  c.node.gpu.name = "G";
+  c.node.gpu.memory_bytes = 80LL << 30;
+  c.node.gpu.hbm_bandwidth_Bps = 1e21;
+  c.node.gpu.peak_flops[DType::bf16] = 312e12;
+  c.node.gpu.matmul_efficiency.points = {{1e9, 0.5}, {1e12, 0.9}};
+  c.node.host.memory_bytes = 1LL << 40;
+  c.node.host.memory_bandwidth_Bps = 400e9;
+  c.node.host.cpu_adam_params_per_s = 1e9;
+  c.node.pcie.gpus_per_root = 1;
+  c.node.nvlink = NvlinkSpec{1e18, 0, true};
+  return c;
+}
+
+Job job(const Model& m, const Cluster& c, int64_t batch, Plan p) {
+  Training t;
+  t.global_batch = batch;
+  return make_job(m, c, t, p);
+}
+
+TEST(Simulate, OneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
+  const Model m = gpt(8, 1024, 16, 1024);
+  for (int p : {2, 4, 8})
+    for (int mb : {4, 8, 16}) {
+      Plan plan;
+      plan.pp = p;
+      const SimReport r = simulate(job(m, ideal_node(p), mb, plan));
+      const double expected = (p - 1.0) / (mb + p - 1.0);
+      EXPECT_NEAR(r.bubble_fraction / expected, 1.0, 0.01) << "p=" << p << " m=" << mb;
+    }
+}
+
+TEST(Simulate, InterleavedBubbleIsPMinusOneOverVMPlusPMinusOne) {
+  const Model m = gpt(16, 1024, 16, 1024);
+  for (int v : {2, 4}) {
+    Plan plan;
+    plan.pp = 4;
+    plan.virtual_stages = v;
+    plan.schedule = Schedule::interleaved;
+    const int mb = 8;
+    const SimReport r = simulate(job(m, ideal_node(4), mb, plan));
+    const double expected = 3.0 / (v * mb + 3.0);
+    EXPECT_NEAR(r.bubble_fraction / expected, 1.0, 0.01) << "v=" << v;
+  }
+}
+
+TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
+  const Model m = gpt(4, 1024, 16, 1024);
+  const Cluster c = ideal_node(1);
+  const Job j = job(m, c, 4, Plan{});
+  des::Topology topo(c);
+  des::Engine engine(topo);
+  build_iteration(j, engine);
+  double sum = 0;
+  for (des::TaskId t = 0; t < engine.task_count(); ++t) sum += engine.task_duration_s(t);
+  EXPECT_DOUBLE_EQ(engine.run().makespan_s, sum);
+  // And the compute itself is what the cost model says: 4 micro-batches of 4 layers + head.
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  const double per_mb = 4 * (lt.forward_s + lt.backward_s) + output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1);
+  EXPECT_NEAR(sum - 4 * per_mb, engine.task_duration_s(engine.task_count() - 1), 1e-12);  // + the optimizer
+}
+
+TEST(Simulate, HalvingALinkSlowsOnlyTheTasksOnIt) {
+  // Two stages on two nodes: only the pipeline transfers cross the network.
+  Cluster c = ideal_node(1);
+  c.nodes = 2;
+  c.node.nic = NicSpec{1, 10e9, 5e-6};
+  const Job j = job(gpt(4, 1024, 16, 1024), c, 8, [] {
+    Plan p;
+    p.pp = 2;
+    return p;
+  }());
+  des::Topology topo(c);
+  des::Engine engine(topo);
+  const BuiltIteration it = build_iteration(j, engine);
+  const des::Results before = engine.run();
+  const des::LinkId nic_up = topo.find_link(topo.nic(0, 0), topo.route(topo.nic(0, 0), topo.nic(1, 0)).links.empty()
+                                                                ? topo.nic(1, 0)
+                                                                : topo.link(topo.route(topo.nic(0, 0), topo.nic(1, 0)).links[0]).to);
+  engine.set_link_bandwidth(nic_up, engine.link_bandwidth(nic_up) / 2);
+  const des::Results after = engine.run();
+  int slowed = 0;
+  for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+    const double d0 = before.end_s[t] - before.start_s[t], d1 = after.end_s[t] - after.start_s[t];
+    if (engine.task_category(t) == it.pp && engine.task_name(t).rfind("act", 0) == 0) {
+      EXPECT_GT(d1, d0);  // forward activations go node 0 -> node 1, over the halved link
+      ++slowed;
+    } else if (engine.task_kind(t) == des::TaskKind::Compute) {
+      EXPECT_NEAR(d1, d0, 1e-12 * after.makespan_s);  // unchanged, up to rounding of end - start
+    }
+  }
+  EXPECT_EQ(slowed, 8);
+  EXPECT_GT(after.makespan_s, before.makespan_s);
+}
+
+TEST(Simulate, MemoryPeaksFollowTheOneFOneBInFlightCount) {
+  // Stage s of 1F1B holds p - s micro-batches of its layers' activations at its peak; the last
+  // stage also holds one micro-batch's output layer (fp32 logits).
+  const Model m = gpt(8, 1024, 16, 1024);
+  Plan plan;
+  plan.pp = 4;
+  const SimReport r = simulate(job(m, ideal_node(4), 16, plan));
+  ASSERT_EQ(r.memory.size(), 4u);
+  const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::none, 2});
+  const double logits = peak_stage_activations(m, plan, 16, 2, 3).output_bytes;
+  for (int s = 0; s < 3; ++s) {
+    const auto& st = r.memory[static_cast<size_t>(s)];
+    EXPECT_DOUBLE_EQ(st.peak_bytes - st.model_state_bytes, (4 - s) * 2 * per_layer) << "stage " << s;
+  }
+  EXPECT_DOUBLE_EQ(r.memory[3].peak_bytes - r.memory[3].model_state_bytes, 2 * per_layer + logits);
+  EXPECT_DOUBLE_EQ(r.peak_gpu_bytes, std::max(r.memory[0].peak_bytes, r.memory[3].peak_bytes));
+}
+
+}  // namespace
+}  // namespace starfish::schedule
