@@ -1,0 +1,190 @@
+#include "exec/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <ATen/ATen.h>
+
+#include "exec/dist.h"
+#include "sim/spec/error.h"
+
+namespace fs = std::filesystem;
+
+namespace starfish::exec {
+namespace {
+
+constexpr char kMagic[] = "STARFISH-CHECKPOINT 1\n";
+constexpr int64_t kPieceBytes = 1 << 20;
+
+[[noreturn]] void fail_errno(const std::string& what) { throw std::runtime_error("checkpoint: " + what + ": " + std::strerror(errno)); }
+
+uint64_t fnv1a(const char* p, size_t n, uint64_t h) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ULL;
+  return h;
+}
+
+void write_all(int fd, const char* p, int64_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, static_cast<size_t>(n));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) fail_errno("write " + path);
+    p += w;
+    n -= w;
+  }
+}
+
+void fsync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail_errno("open folder " + dir);
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail_errno("fsync folder " + dir);
+  }
+  ::close(fd);
+}
+
+std::string header_of(int64_t steps, const NamedTensors& tensors) {
+  std::ostringstream h;
+  h << kMagic << "steps " << steps << "\n" << "tensors " << tensors.size() << "\n";
+  for (const auto& [name, t] : tensors) h << name << " " << c10::toString(t.scalar_type()) << " " << t.numel() << "\n";
+  h << "end\n";
+  return h.str();
+}
+
+// Atomically replaces `path` with `text`.
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("create " + tmp);
+  write_all(fd, text.data(), static_cast<int64_t>(text.size()), tmp);
+  if (::fsync(fd) != 0) fail_errno("fsync " + tmp);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
+  fsync_dir(fs::path(path).parent_path().string());
+}
+
+std::string rank_file(const std::string& step_dir, int rank) { return step_dir + "/rank-" + std::to_string(rank) + ".ckpt"; }
+
+}  // namespace
+
+void write_checkpoint_file(const std::string& path, int64_t steps, const NamedTensors& tensors, const CheckpointHooks& hooks) {
+  const std::string header = header_of(steps, tensors);
+  int64_t total = static_cast<int64_t>(header.size()) + 8;
+  for (const auto& [name, t] : tensors) total += t.numel() * static_cast<int64_t>(t.element_size());
+
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("create " + tmp);
+  int64_t written = 0;
+  auto put = [&](const char* p, int64_t n) {
+    write_all(fd, p, n, tmp);
+    written += n;
+    if (hooks.after_write) hooks.after_write(written, total);
+  };
+  put(header.data(), static_cast<int64_t>(header.size()));
+  uint64_t sum = 1469598103934665603ULL;
+  for (const auto& [name, t] : tensors) {
+    const at::Tensor c = t.detach().cpu().contiguous();
+    const char* p = static_cast<const char*>(c.data_ptr());
+    const int64_t n = c.numel() * static_cast<int64_t>(c.element_size());
+    for (int64_t off = 0; off < n; off += kPieceBytes) {
+      const int64_t k = std::min(kPieceBytes, n - off);
+      sum = fnv1a(p + off, static_cast<size_t>(k), sum);
+      put(p + off, k);
+    }
+  }
+  put(reinterpret_cast<const char*>(&sum), 8);
+  if (::fsync(fd) != 0) fail_errno("fsync " + tmp);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
+  fsync_dir(fs::path(path).parent_path().string());
+}
+
+int64_t read_checkpoint_file(const std::string& path, const NamedTensors& tensors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError(path + ": cannot open the checkpoint");
+  const std::string expected = header_of(0, tensors);
+  std::string magic(sizeof kMagic - 1, '\0');
+  in.read(magic.data(), static_cast<std::streamsize>(magic.size()));
+  if (!in || magic != kMagic) throw SpecError(path + ": not a Starfish checkpoint");
+  std::string word;
+  int64_t steps = -1;
+  size_t count = 0;
+  in >> word >> steps;
+  if (word != "steps" || steps < 0) throw SpecError(path + ": malformed checkpoint header");
+  in >> word >> count;
+  if (word != "tensors") throw SpecError(path + ": malformed checkpoint header");
+  if (count != tensors.size())
+    throw SpecError(path + ": holds " + std::to_string(count) + " tensors, this run has " + std::to_string(tensors.size()));
+  for (const auto& [name, t] : tensors) {
+    std::string n, dtype;
+    int64_t numel = -1;
+    in >> n >> dtype >> numel;
+    if (n != name || dtype != c10::toString(t.scalar_type()) || numel != t.numel())
+      throw SpecError(path + ": tensor '" + n + "' (" + dtype + ", " + std::to_string(numel) + " elements) does not match this run's '" +
+                      name + "' (" + c10::toString(t.scalar_type()) + ", " + std::to_string(t.numel()) + ")");
+  }
+  in >> word;
+  if (word != "end") throw SpecError(path + ": malformed checkpoint header");
+  in.get();  // the newline after "end"
+  uint64_t sum = 1469598103934665603ULL;
+  std::vector<at::Tensor> loaded;
+  for (const auto& [name, t] : tensors) {
+    at::Tensor c = at::empty({t.numel()}, at::TensorOptions().dtype(t.scalar_type()));
+    const int64_t n = c.numel() * static_cast<int64_t>(c.element_size());
+    in.read(static_cast<char*>(c.data_ptr()), n);
+    if (in.gcount() != n) throw SpecError(path + ": truncated checkpoint (in tensor '" + name + "')");
+    sum = fnv1a(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(n), sum);
+    loaded.push_back(c);
+  }
+  uint64_t stored = 0;
+  in.read(reinterpret_cast<char*>(&stored), 8);
+  if (in.gcount() != 8) throw SpecError(path + ": truncated checkpoint (no checksum)");
+  if (stored != sum) throw SpecError(path + ": checksum mismatch, the checkpoint is corrupt");
+  // Only a fully verified file touches the run's state.
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    at::Tensor dst = tensors[i].second;
+    at::NoGradGuard no_grad;
+    dst.copy_(loaded[i].view(dst.sizes()));
+  }
+  return steps;
+}
+
+void save_checkpoint(const std::string& dir, int64_t steps, const NamedTensors& tensors, Comm& comm, const CheckpointHooks& hooks) {
+  const std::string step_name = "step-" + std::to_string(steps);
+  const std::string step_dir = dir + "/" + step_name;
+  fs::create_directories(step_dir);
+  write_checkpoint_file(rank_file(step_dir, comm.rank()), steps, tensors, hooks);
+  comm.barrier();  // every rank's file is durable before `latest` names the step
+  if (comm.rank() == 0) {
+    fsync_dir(dir);
+    write_text_atomically(dir + "/latest", step_name + "\n");
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string n = e.path().filename().string();
+      if (e.is_directory() && n.starts_with("step-") && n != step_name) fs::remove_all(e.path());
+    }
+  }
+  comm.barrier();
+}
+
+bool has_checkpoint(const std::string& dir) { return fs::exists(dir + "/latest"); }
+
+int64_t load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm) {
+  std::ifstream in(dir + "/latest");
+  std::string step_name;
+  if (!in || !(in >> step_name)) throw SpecError(dir + ": no checkpoint to resume from (no 'latest')");
+  const int64_t steps = read_checkpoint_file(rank_file(dir + "/" + step_name, comm.rank()), tensors);
+  at::Tensor all = at::full({1}, double(steps), at::kDouble);
+  comm.all_reduce_sum(all);
+  if (all.item<double>() != double(steps) * comm.world_size())
+    throw SpecError(dir + ": the ranks' checkpoints are of different steps");
+  return steps;
+}
+
+}  // namespace starfish::exec

@@ -1,0 +1,64 @@
+#include "exec/flat_store.h"
+
+#include <ATen/ATen.h>
+
+#include "exec/dist.h"
+
+namespace starfish::exec {
+
+FlatStore::FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed) : gpt_(gpt) {
+  const int64_t n = gpt.parameter_count();
+  master_ = at::empty({n}, at::kFloat);
+  int64_t offset = 0;
+  for (const GptParam& p : gpt.params()) {
+    offsets_[p.name] = offset;
+    master_.narrow(0, offset, p.elements).copy_(gpt.initial_value(p, seed).reshape({-1}));
+    offset += p.elements;
+  }
+  param_ = dtype == at::kFloat ? master_ : master_.to(dtype);
+  grad_ = at::zeros({n}, at::kFloat);
+  exp_avg_ = at::zeros({n}, at::kFloat);
+  exp_avg_sq_ = at::zeros({n}, at::kFloat);
+}
+
+const GptParam& FlatStore::entry(const std::string& name, int64_t& offset) const {
+  offset = offsets_.at(name);
+  return gpt_.param(name);
+}
+
+void FlatStore::access(const std::vector<std::string>& names, Pass) { accesses_ += static_cast<int64_t>(names.size()); }
+void FlatStore::release(const std::vector<std::string>&, Pass) {}
+
+at::Tensor FlatStore::param(const std::string& name) {
+  int64_t off = 0;
+  const GptParam& p = entry(name, off);
+  return param_.narrow(0, off, p.elements).view(p.shape);
+}
+
+void FlatStore::accumulate_grad(const std::string& name, const at::Tensor& grad) {
+  int64_t off = 0;
+  const GptParam& p = entry(name, off);
+  grad_.narrow(0, off, p.elements).view(p.shape).add_(grad);
+}
+
+void FlatStore::reduce_gradients(Comm& comm) { comm.all_reduce_sum(grad_); }
+
+std::vector<OptimizerSlice> FlatStore::optimizer_slices() {
+  return {OptimizerSlice{param_, master_, grad_, exp_avg_, exp_avg_sq_}};
+}
+
+void FlatStore::zero_grad() { grad_.zero_(); }
+
+at::Tensor FlatStore::value(const std::string& name) {
+  int64_t off = 0;
+  const GptParam& p = entry(name, off);
+  return master_.narrow(0, off, p.elements).view(p.shape).clone();
+}
+
+std::vector<std::pair<std::string, at::Tensor>> FlatStore::checkpoint_tensors() {
+  std::vector<std::pair<std::string, at::Tensor>> t{{"master", master_}, {"exp_avg", exp_avg_}, {"exp_avg_sq", exp_avg_sq_}};
+  if (!param_.is_same(master_)) t.emplace_back("param", param_);
+  return t;
+}
+
+}  // namespace starfish::exec

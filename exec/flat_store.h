@@ -1,0 +1,42 @@
+#pragma once
+// All parameters in one flat buffer, always resident: the store for a model that fits, and the
+// data-parallel baseline (gradients all-reduced, every rank updates everything). The GPT sees the
+// same views into flat storage as with chunks; only the moves are missing.
+#include <map>
+
+#include "exec/gpt_model.h"
+#include "exec/trainable_store.h"
+
+namespace starfish::exec {
+
+class FlatStore : public TrainableStore {
+ public:
+  // `dtype`: the compute dtype (fp32 or bf16); with bf16 an fp32 master copy is kept. Values
+  // from gpt.initial_value(seed).
+  FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed);
+
+  void access(const std::vector<std::string>& names, Pass pass) override;
+  at::Tensor param(const std::string& name) override;
+  void accumulate_grad(const std::string& name, const at::Tensor& grad) override;
+  void release(const std::vector<std::string>& names, Pass pass) override;
+
+  void reduce_gradients(Comm& comm) override;
+  bool sharded() const override { return false; }
+  std::vector<OptimizerSlice> optimizer_slices() override;
+  void after_update(Comm&) override {}
+  void zero_grad() override;
+  at::Tensor value(const std::string& name) override;
+  std::vector<std::pair<std::string, at::Tensor>> checkpoint_tensors() override;
+
+  int64_t accesses() const { return accesses_; }
+
+ private:
+  const GptParam& entry(const std::string& name, int64_t& offset) const;
+
+  const Gpt& gpt_;
+  std::map<std::string, int64_t> offsets_;
+  at::Tensor param_, master_, grad_, exp_avg_, exp_avg_sq_;
+  int64_t accesses_ = 0;
+};
+
+}  // namespace starfish::exec

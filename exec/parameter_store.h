@@ -1,0 +1,27 @@
+#pragma once
+// Where a model's parameters (and their gradients) live while it trains. The GPT asks for a
+// segment's tensors right before it computes with them and gives them back right after, in
+// forward and again in backward; a store may move the payload anywhere in between (the chunk
+// runtime evicts it to CPU or NVMe), so a view is only valid between access and release.
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace starfish::exec {
+
+enum class Pass { forward, backward };
+
+class ParameterStore {
+ public:
+  virtual ~ParameterStore() = default;
+  // Makes the named tensors resident on the compute device until release().
+  virtual void access(const std::vector<std::string>& names, Pass pass) = 0;
+  // A view of one accessed tensor's payload in its model shape (compute dtype).
+  virtual at::Tensor param(const std::string& name) = 0;
+  // Adds `grad` (model shape) into the tensor's gradient; only between access(backward) and release.
+  virtual void accumulate_grad(const std::string& name, const at::Tensor& grad) = 0;
+  virtual void release(const std::vector<std::string>& names, Pass pass) = 0;
+};
+
+}  // namespace starfish::exec

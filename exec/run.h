@@ -1,0 +1,33 @@
+#pragma once
+// One rank's run of `starfish-run plan.yaml`: loads the plan and its model, joins the ranks,
+// trains, checkpoints and resumes, and writes the report (and, with the chunk runtime, the move log).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace starfish::exec {
+
+struct RunOptions {
+  std::string plan_path;
+  std::optional<std::string> model_path;   // overrides the plan's `model`
+  std::optional<std::string> data_path;    // a text file; default: the generated corpus
+  std::optional<int64_t> iterations;       // overrides training.iterations
+  std::string checkpoint_dir;              // empty: no checkpoints
+  int64_t checkpoint_every = 0;            // iterations between checkpoints (and one at the end)
+  bool resume = false;                     // continue from checkpoint_dir/latest
+  std::string report_path;                 // JSON report (rank 0); empty: none
+  std::string params_path;                 // final parameters as a checkpoint file (rank 0); empty: none
+  int threads = 0;                         // intra-op threads; 0 = hardware threads / local ranks
+  int kill_in_save = 0;                    // test hook: SIGKILL this rank half-way through save number k
+  bool quiet = false;
+};
+
+// Parses argv (without --nproc). Throws SpecError with a usage hint for bad flags.
+RunOptions parse_run_options(const std::vector<std::string>& args);
+const char* run_usage();
+
+// Runs this rank; returns the process exit status. Errors propagate as exceptions.
+int run_rank(const RunOptions& options);
+
+}  // namespace starfish::exec

@@ -1,0 +1,166 @@
+#include "exec/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "exec/dist.h"
+#include "exec/segment_function.h"
+#include "sim/spec/error.h"
+
+namespace starfish::exec {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+BatchSplit BatchSplit::make(const Training& t, const Plan& p, int rank, int world_size) {
+  BatchSplit s;
+  if (t.global_batch % world_size != 0)
+    throw SpecError("training.global_batch " + std::to_string(t.global_batch) + " does not divide over " +
+                    std::to_string(world_size) + " data-parallel ranks");
+  s.per_rank = t.global_batch / world_size;
+  s.micro_batch = p.micro_batch;
+  if (s.micro_batch <= 0 || s.per_rank % s.micro_batch != 0)
+    throw SpecError("plan.micro_batch " + std::to_string(p.micro_batch) + " does not divide the " +
+                    std::to_string(s.per_rank) + " sequences of each rank");
+  s.micro_batches = s.per_rank / s.micro_batch;
+  s.first = int64_t{rank} * s.per_rank;
+  return s;
+}
+
+StoreTrainer::StoreTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan, Comm& comm,
+                           std::unique_ptr<TrainableStore> store)
+    : gpt_(gpt), data_(data), training_(std::move(training)), plan_(std::move(plan)), comm_(comm), store_(std::move(store)),
+      split_(BatchSplit::make(training_, plan_, comm.rank(), comm.world_size())),
+      anchor_(torch::zeros({}, torch::requires_grad())) {}
+
+StepResult StoreTrainer::step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t it = steps_;
+  // Each micro-batch's mean loss is scaled so that the summed gradients are those of the mean
+  // over the whole global batch; the sum over ranks happens in reduce_gradients.
+  const double scale = 1.0 / double(split_.micro_batches * comm_.world_size());
+  double loss_sum = 0;
+  store_->zero_grad();
+  for (int64_t m = 0; m < split_.micro_batches; ++m) {
+    Batch b = data_.batch(training_.seed, it, split_.first + m * split_.micro_batch, split_.micro_batch, gpt_.model().seq_len);
+    at::Tensor h = b.tokens;
+    for (int s = 0; s < gpt_.segments(); ++s) h = run_segment(gpt_, *store_, s, h, b.targets, anchor_);
+    loss_sum += h.item<double>();
+    (h * scale).backward();
+  }
+  store_->reduce_gradients(comm_);
+  std::vector<OptimizerSlice> slices = store_->optimizer_slices();
+  double sq = 0;
+  for (const OptimizerSlice& s : slices) sq += grad_square_sum(s.grad);
+  at::Tensor stats = torch::tensor({sq, loss_sum}, torch::kDouble);
+  if (store_->sharded()) {
+    comm_.all_reduce_sum(stats);
+  } else {
+    at::Tensor loss_only = stats.narrow(0, 1, 1);
+    comm_.all_reduce_sum(loss_only);
+  }
+  StepResult r;
+  r.grad_norm = std::sqrt(stats[0].item<double>());
+  r.loss = stats[1].item<double>() / double(split_.micro_batches * comm_.world_size());
+  const double clip = clip_coefficient(r.grad_norm, training_.grad_clip);
+  const OptimizerConfig config = OptimizerConfig::from(training_);
+  for (OptimizerSlice& s : slices) {
+    if (clip < 1.0) s.grad.mul_(clip);
+    optimizer_update(config, it + 1, s);
+  }
+  store_->after_update(comm_);
+  ++steps_;
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+struct ReferenceTrainer::Impl {
+  const Gpt& gpt;
+  const ByteCorpus& data;
+  Training training;
+  Plan plan;
+  BatchSplit split;
+  std::map<std::string, torch::Tensor> params;
+  std::vector<torch::Tensor> ordered;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  int64_t steps = 0;
+};
+
+ReferenceTrainer::ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan)
+    : impl_(std::make_unique<Impl>(Impl{gpt, data, training, plan, BatchSplit::make(training, plan, 0, 1), {}, {}, {}, 0})) {
+  for (const GptParam& p : gpt.params()) {
+    torch::Tensor t = gpt.initial_value(p, training.seed).set_requires_grad(true);
+    impl_->params[p.name] = t;
+    impl_->ordered.push_back(t);
+  }
+  switch (training.optimizer) {
+    case Optimizer::adam:
+      impl_->optimizer = std::make_unique<torch::optim::Adam>(
+          impl_->ordered, torch::optim::AdamOptions(training.learning_rate).weight_decay(training.weight_decay));
+      break;
+    case Optimizer::adamw:
+      impl_->optimizer = std::make_unique<torch::optim::AdamW>(
+          impl_->ordered, torch::optim::AdamWOptions(training.learning_rate).weight_decay(training.weight_decay));
+      break;
+    case Optimizer::sgd:
+      impl_->optimizer = std::make_unique<torch::optim::SGD>(
+          impl_->ordered, torch::optim::SGDOptions(training.learning_rate).weight_decay(training.weight_decay));
+      break;
+  }
+}
+
+ReferenceTrainer::~ReferenceTrainer() = default;
+
+StepResult ReferenceTrainer::step() {
+  Impl& m = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  const double scale = 1.0 / double(m.split.micro_batches);
+  double loss_sum = 0;
+  m.optimizer->zero_grad();
+  for (int64_t k = 0; k < m.split.micro_batches; ++k) {
+    Batch b = m.data.batch(m.training.seed, m.steps, k * m.split.micro_batch, m.split.micro_batch, m.gpt.model().seq_len);
+    torch::Tensor h = b.tokens;
+    for (int s = 0; s < m.gpt.segments(); ++s) {
+      std::vector<at::Tensor> p;
+      for (const std::string& n : m.gpt.segment_params(s)) p.push_back(m.params.at(n));
+      h = m.gpt.forward_segment(s, h, p, b.targets);
+    }
+    loss_sum += h.item<double>();
+    (h * scale).backward();
+  }
+  StepResult r;
+  r.loss = loss_sum / double(m.split.micro_batches);
+  if (m.training.grad_clip > 0)
+    r.grad_norm = torch::nn::utils::clip_grad_norm_(m.ordered, m.training.grad_clip);
+  m.optimizer->step();
+  ++m.steps;
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+at::Tensor ReferenceTrainer::value(const std::string& name) const { return impl_->params.at(name).detach().clone(); }
+
+double evaluate_loss(const Gpt& gpt, TrainableStore& store, const ByteCorpus& data, const Training& t, int64_t iteration,
+                     int64_t sequences) {
+  at::NoGradGuard no_grad;
+  Batch b = data.batch(t.seed, iteration, 0, sequences, gpt.model().seq_len);
+  at::Tensor h = b.tokens;
+  for (int s = 0; s < gpt.segments(); ++s) {
+    const std::vector<std::string>& names = gpt.segment_params(s);
+    store.access(names, Pass::forward);
+    std::vector<at::Tensor> p;
+    for (const std::string& n : names) p.push_back(store.param(n));
+    h = gpt.forward_segment(s, h, p, b.targets);
+    p.clear();
+    store.release(names, Pass::forward);
+  }
+  return h.item<double>();
+}
+
+}  // namespace starfish::exec

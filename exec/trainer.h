@@ -1,0 +1,80 @@
+#pragma once
+// One training iteration: each rank takes its slice of the global batch, runs it as
+// micro-batches (forward, backward, gradients summed), then the gradients are reduced over the
+// data-parallel ranks, clipped by their global norm, and the optimizer steps. Two trainers share
+// this loop: StoreTrainer (parameters in a TrainableStore: flat or chunked) and ReferenceTrainer
+// (ordinary LibTorch parameters and torch::optim), which the tests compare step for step.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "exec/data.h"
+#include "exec/gpt_model.h"
+#include "exec/trainable_store.h"
+#include "sim/spec/plan.h"
+#include "sim/spec/training.h"
+
+namespace starfish::exec {
+
+class Comm;
+
+// Which sequences of the global batch a rank runs, in micro-batches.
+struct BatchSplit {
+  int64_t per_rank = 0;      // sequences per rank per iteration
+  int64_t micro_batch = 0;   // sequences per micro-batch
+  int64_t micro_batches = 0; // per rank per iteration
+  int64_t first = 0;         // this rank's first sequence
+  // Throws SpecError when the global batch does not divide over ranks and micro-batches.
+  static BatchSplit make(const Training& t, const Plan& p, int rank, int world_size);
+};
+
+struct StepResult {
+  double loss = 0;       // mean over the global batch (all ranks)
+  double grad_norm = 0;  // global, before clipping
+  double seconds = 0;    // wall time of the iteration
+};
+
+class StoreTrainer {
+ public:
+  StoreTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan, Comm& comm,
+               std::unique_ptr<TrainableStore> store);
+  StepResult step();  // runs iteration steps_done() and counts it
+  int64_t steps_done() const { return steps_; }
+  void set_steps_done(int64_t s) { steps_ = s; }  // after loading a checkpoint
+  TrainableStore& store() { return *store_; }
+
+ private:
+  const Gpt& gpt_;
+  const ByteCorpus& data_;
+  Training training_;
+  Plan plan_;
+  Comm& comm_;
+  std::unique_ptr<TrainableStore> store_;
+  BatchSplit split_;
+  at::Tensor anchor_;
+  int64_t steps_ = 0;
+};
+
+// Plain LibTorch: leaf parameters with .grad, one autograd graph per micro-batch,
+// torch::nn::utils::clip_grad_norm_ and torch::optim::Adam / AdamW / SGD. Single rank, fp32.
+class ReferenceTrainer {
+ public:
+  ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan);
+  ~ReferenceTrainer();
+  StepResult step();
+  at::Tensor value(const std::string& name) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Mean loss of the global batch of iteration `iteration` with the store's current parameters,
+// without a backward pass (for evaluation and tests).
+double evaluate_loss(const Gpt& gpt, TrainableStore& store, const ByteCorpus& data, const Training& t, int64_t iteration,
+                     int64_t sequences);
+
+}  // namespace starfish::exec
