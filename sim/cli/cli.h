@@ -37,5 +37,6 @@ std::string resolve_model(const std::string& name_or_path);
 
 int run_estimate(const std::vector<std::string>& args);
 int run_check(const std::vector<std::string>& args);
+int run_simulate(const std::vector<std::string>& args);
 
 }  // namespace starfish::cli

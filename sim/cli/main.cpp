@@ -20,6 +20,7 @@ const std::map<std::string, Verb>& verbs() {
   static const std::map<std::string, Verb> table{
       {"estimate", {starfish::cli::run_estimate, "analytic parameters, FLOPs, memory per tier and iteration time"}},
       {"check", {starfish::cli::run_check, "validate hwprofile, model and plan YAML files"}},
+      {"simulate", {starfish::cli::run_simulate, "one iteration in the discrete-event simulator (--trace for a timeline)"}},
   };
   return table;
 }

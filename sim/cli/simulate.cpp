@@ -1,0 +1,71 @@
+// starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]:
+// one iteration in the discrete-event simulator.
+#include <cmath>
+#include <cstdio>
+
+#include "sim/cli/cli.h"
+#include "sim/cli/job_loader.h"
+#include "sim/cli/plan_text.h"
+#include "sim/schedule/simulate.h"
+#include "sim/spec/units.h"
+
+namespace starfish::cli {
+namespace {
+
+void table(const Job& job, const schedule::SimReport& r, const std::string& trace) {
+  using units::human_bytes;
+  using units::human_count;
+  using units::human_seconds;
+  std::printf("%s on %d x %s (%d GPUs)\n", job.model.name.c_str(), job.cluster.nodes, job.cluster.name.c_str(), r.gpus);
+  std::printf("plan: %s\n\n", plan_summary(job).c_str());
+  std::printf("iteration    %s (simulated)\n", human_seconds(r.iteration_s).c_str());
+  std::printf("throughput   %s tokens/s, %.1f TFLOP/s per GPU, MFU %.1f%%\n", human_count(r.tokens_per_s).c_str(),
+              r.tflops_per_gpu, 100 * r.mfu);
+  std::printf("bubble       %.1f%% of the iteration\n\n", 100 * r.bubble_fraction);
+  std::printf("communication (per stage, mean)   busy       exposed    compute/comm\n");
+  for (const auto& g : r.comm) {
+    if (g.comm_s == 0) continue;
+    std::printf("  %-8s %24s %10s %10.1f\n", g.group.c_str(), human_seconds(g.comm_s).c_str(),
+                human_seconds(g.exposed_s).c_str(), g.ratio);
+  }
+  std::printf("\nmemory       peak per GPU %s of %s", human_bytes(r.peak_gpu_bytes).c_str(),
+              human_bytes(r.gpu_capacity_bytes).c_str());
+  if (r.cpu_bytes_per_node > 0) std::printf(", CPU per node %s of %s", human_bytes(r.cpu_bytes_per_node).c_str(),
+                                            human_bytes(r.cpu_capacity_bytes).c_str());
+  if (r.nvme_bytes_per_node > 0) std::printf(", NVMe per node %s", human_bytes(r.nvme_bytes_per_node).c_str());
+  std::printf("\n");
+  for (const auto& s : r.memory)
+    std::printf("  stage %-3d  gpu %-5d peak %10s (states %s) at %s\n", s.stage, s.gpu, human_bytes(s.peak_bytes).c_str(),
+                human_bytes(s.model_state_bytes).c_str(), human_seconds(s.peak_time_s).c_str());
+  std::printf("\nbusiest links (bytes in the iteration, utilisation)\n");
+  for (size_t i = 0; i < r.links.size() && i < 8; ++i)
+    std::printf("  %-32s %-8s %10s %5.1f%%\n", r.links[i].name.c_str(), r.links[i].kind.c_str(),
+                human_bytes(r.links[i].bytes).c_str(), 100 * r.links[i].utilisation);
+  std::printf("\nsimulator    %zu tasks, %llu events, built in %s, ran in %s\n", r.tasks,
+              static_cast<unsigned long long>(r.events), human_seconds(r.build_wall_s).c_str(),
+              human_seconds(r.run_wall_s).c_str());
+  if (!trace.empty()) std::printf("trace        %s (open in ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
+}
+
+}  // namespace
+
+int run_simulate(const std::vector<std::string>& argv) {
+  Args args(argv, {"model", "hw", "plan", "nodes", "trace"}, {"json", "help"});
+  if (args.flag("help")) {
+    std::printf(
+        "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]\n"
+        "  Simulates one training iteration with the discrete-event simulator.\n"
+        "  --trace writes a Chrome-trace / Perfetto JSON timeline of every task.\n");
+    return 0;
+  }
+  if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  const Job job = load_job(args.get("model"), args.get("hw"), args.get("plan"), args.get("nodes"));
+  schedule::SimOptions options;
+  if (auto t = args.get("trace")) options.trace_path = *t;
+  const schedule::SimReport r = schedule::simulate(job, options);
+  if (args.flag("json")) std::fputs(schedule::to_json(r).c_str(), stdout);
+  else table(job, r, options.trace_path);
+  return 0;
+}
+
+}  // namespace starfish::cli
