@@ -72,9 +72,12 @@ void IterationDriver::run_iteration(StepHooks& hooks) {
       rt.access(s.tensors);
       hooks.compute(s, rt);
       hooks.after(s, rt);
-      // Release tensor by tensor: a tensor used twice in one step is impossible, but the
-      // release states differ per tensor.
-      for (size_t k = 0; k < s.tensors.size(); ++k) rt.release({s.tensors[k]}, s.release_to[k]);
+      // Tensors used again later in this pass go back to HOLD first, then the rest end.
+      std::vector<int> again, done;
+      for (size_t k = 0; k < s.tensors.size(); ++k)
+        (s.release_to[k] == TensorState::hold ? again : done).push_back(s.tensors[k]);
+      if (!again.empty()) rt.release(again, TensorState::hold);
+      if (!done.empty()) rt.release(done, s.phase == Phase::forward ? TensorState::hold_after_fwd : TensorState::hold_after_bwd);
     }
     rt.end_moment();
   }
