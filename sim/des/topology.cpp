@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <cmath>
+#include <limits>
 
 #include "sim/spec/error.h"
 
@@ -166,21 +167,28 @@ void Topology::add_link(LinkKind kind, DeviceId a, DeviceId b, double ab_Bps, do
 }
 
 void Topology::compute_node_routes() {
-  // Node 0's own links (no fabric) as a small weighted graph. Weight = 1 hop + latency scaled
-  // so that a path's whole latency weighs less than one hop: fewest hops first, then latency.
+  // Node 0's own links (no fabric) as a small weighted graph. Weight = 1 per hop, plus a term
+  // for narrow links (bw_min / bw, so that NVLink wins over PCIe peer-to-peer between GPUs on one
+  // switch), plus a smaller one for latency; each is scaled so that a whole path's sum stays
+  // below one unit of the criterion before it: fewest hops, then widest links, then latency.
   struct W {
     double weight;
     LinkId link;
   };
   using Local = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, W>;
   const uint32_t V = vertices_per_node_;
-  double max_latency_s = 0;
-  for (uint32_t l = 0; l < links_per_node_; ++l) max_latency_s = std::max(max_latency_s, links_[l].latency_s);
-  const double scale = max_latency_s > 0 ? 1.0 / (max_latency_s * (V + 1)) : 0.0;
+  double max_latency_s = 0, min_Bps = std::numeric_limits<double>::infinity();
+  for (uint32_t l = 0; l < links_per_node_; ++l) {
+    max_latency_s = std::max(max_latency_s, links_[l].latency_s);
+    min_Bps = std::min(min_Bps, links_[l].bandwidth_Bps);
+  }
+  const double width_scale = 1.0 / (V + 1);
+  const double latency_scale = max_latency_s > 0 ? width_scale * 1e-6 / (max_latency_s * (V + 1)) : 0.0;
   Local g(V);
   for (uint32_t l = 0; l < links_per_node_; ++l) {
     if (links_[l].kind == LinkKind::Network) continue;
-    boost::add_edge(links_[l].from, links_[l].to, W{1.0 + links_[l].latency_s * scale, l}, g);
+    const double w = 1.0 + width_scale * (min_Bps / links_[l].bandwidth_Bps) + latency_scale * links_[l].latency_s;
+    boost::add_edge(links_[l].from, links_[l].to, W{w, l}, g);
   }
   local_routes_.assign(static_cast<size_t>(V) * V, LocalRoute{});
   std::vector<Local::vertex_descriptor> pred(V);

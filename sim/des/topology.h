@@ -22,7 +22,8 @@
 // j * switches / nics and GPU g uses NIC g * nics / gpus (DGX A100: GPU g and NIC g share switch
 // g/2), through which all its inter-node traffic goes.
 //
-// Routes: within a node, shortest paths by fewest hops, then least latency (Dijkstra over the
+// Routes: within a node, shortest paths by fewest hops, then widest links (least sum of
+// 1/bandwidth: NVLink before PCIe peer-to-peer), then least latency (Dijkstra over the
 // node's links, computed once for node 0 and shifted: all nodes are identical); across nodes,
 // source -> its NIC -> fabric -> destination's NIC -> destination. The Topology is immutable
 // after construction and safe to share between threads.

@@ -50,6 +50,8 @@ TEST(Topology, LinkBandwidthsArePerDirectionFromTheProfile) {
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.gpu(3), t.nvswitch(0))).bandwidth_Bps, 300e9);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.nvswitch(0), t.gpu(3))).bandwidth_Bps, 300e9);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.gpu(3), t.pcie_switch(0, 1))).bandwidth_Bps, pcie);
+  // GPUs 2 and 3 share a PCIe switch, but NVLink is the wider route.
+  EXPECT_EQ(t.link(t.route(t.gpu(2), t.gpu(3)).links[0]).kind, LinkKind::Nvlink);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.pcie_switch(0, 1), t.host_cpu(0))).bandwidth_Bps, pcie);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.nvme(0), t.host_cpu(0))).bandwidth_Bps, 25e9);   // read
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.host_cpu(0), t.nvme(0))).bandwidth_Bps, 12e9);   // write

@@ -1,0 +1,61 @@
+#pragma once
+// How a collective over a group of GPUs becomes steps of concurrent flows on the topology.
+//
+// Ring (the group's order is the ring's order; group[0] is the root of broadcast and reduce):
+//   all-reduce       2(n-1) steps; in each, every GPU sends bytes/n to the next one
+//   reduce-scatter    n-1   steps of bytes/n   (bytes = each GPU's input buffer)
+//   all-gather        n-1   steps of bytes/n   (bytes = each GPU's output buffer)
+//   broadcast/reduce  k+n-2 steps of bytes/k along the chain root -> ... -> last (reduce: the
+//                     reverse), the buffer pipelined in k chunks; every step is modelled with the
+//                     whole chain busy (exact when nothing else shares it)
+//   all-to-all        n-1   steps of bytes/n; in step s GPU i sends to GPU i+s (mod n)
+// Hierarchical (all-reduce, reduce-scatter, all-gather; the group must have the same number L of
+// GPUs on each of its N nodes): reduce-scatter inside each node over rings of its L GPUs, then
+// the collective across nodes over L concurrent rings of N GPUs (the j-th GPU of each node: the
+// NIC rails), then all-gather inside each node. With N == 1 or L == 1 it is the ring.
+//
+// A step is one flow bundle (see flow_network.h): every member moves the same bytes, all at the
+// rate of the most contended member, and the step ends when the slowest member route's latency
+// has also passed. Steps of one phase are identical, so a phase of s steps can be merged into
+// one bundle of s * chunk bytes and s latencies: exact when no other flow shares its links (the
+// per-step model leaves the links idle during each step's latency, the merged one does not).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/des/flow_network.h"
+#include "sim/des/topology.h"
+
+namespace starfish::des {
+
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
+enum class CollectiveAlgo : uint8_t { Ring, Hierarchical };
+const char* to_string(CollectiveKind k);
+const char* to_string(CollectiveAlgo a);
+
+struct CollectivePhase {
+  std::vector<LinkUse> links;  // all members' routes, weight = members crossing the link
+  double latency_s = 0;        // per step: the slowest member route's latency
+  uint32_t steps = 0;          // identical steps, run one after another
+  double fraction = 0;         // bytes each member moves per step, as a fraction of the bytes
+  uint32_t members = 0;        // concurrent member transfers per step
+};
+
+struct CollectivePlanRequest {
+  std::span<const int> gpus;  // global GPU indices, distinct, in ring order
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  CollectiveAlgo algo = CollectiveAlgo::Ring;
+  double bytes = 0;
+  int pipeline_chunks = 0;    // broadcast/reduce; 0 = choose to minimise the chain's alpha-beta time
+  bool merge_steps = true;    // one bundle per phase (all-to-all: one bundle for all its steps)
+};
+
+// Throws SpecError for an empty group, a repeated or missing GPU, or a hierarchical request the
+// group's shape does not allow. `capacity_Bps` (per link) is used only to choose pipeline chunks.
+std::vector<CollectivePhase> plan_collective(const Topology& topo, const CollectivePlanRequest& req,
+                                             std::span<const double> capacity_Bps);
+
+// Pipeline chunks k minimising (k + n - 2) * (bytes / (k * bw) + latency), 1 <= k <= 64.
+int best_pipeline_chunks(int n, double bytes, double bottleneck_Bps, double latency_s);
+
+}  // namespace starfish::des

@@ -1,0 +1,678 @@
+#include "sim/des/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "sim/spec/error.h"
+
+namespace starfish::des {
+
+const char* to_string(TaskKind k) {
+  switch (k) {
+    case TaskKind::Compute: return "compute";
+    case TaskKind::Copy: return "copy";
+    case TaskKind::NvmeRead: return "nvme-read";
+    case TaskKind::NvmeWrite: return "nvme-write";
+    case TaskKind::Transfer: return "transfer";
+    case TaskKind::Collective: return "collective";
+    case TaskKind::Delay: return "delay";
+  }
+  return "?";
+}
+
+const char* to_string(ResourceKind k) {
+  switch (k) {
+    case ResourceKind::ComputeStream: return "compute";
+    case ResourceKind::CopyH2D: return "H2D";
+    case ResourceKind::CopyD2H: return "D2H";
+    case ResourceKind::NvmeRead: return "nvme read";
+    case ResourceKind::NvmeWrite: return "nvme write";
+    case ResourceKind::Stream: return "stream";
+  }
+  return "?";
+}
+
+namespace {
+
+// Prefixes an error with the task being created: "compute 'fwd s0': GPU 9 does not exist ...".
+[[noreturn]] void fail(const char* what, Label label, const std::string& message) {
+  throw SpecError(std::string(what) + " '" + std::string(label.name) + "': " + message);
+}
+
+template <class F>
+auto guarded(const char* what, Label label, F&& f) {
+  try {
+    return f();
+  } catch (const SpecError& e) {
+    fail(what, label, e.what());
+  }
+}
+
+}  // namespace
+
+Engine::Engine(const Topology& topo) : topo_(topo) {
+  categories_.push_back("other");
+  category_ids_.emplace("other", 0);
+  const int gpus = topo_.total_gpus();
+  for (int g = 0; g < gpus; ++g) {
+    const int node = g / topo_.gpus_per_node();
+    const std::string p = "gpu" + std::to_string(g) + " ";
+    auto add = [&](ResourceKind kind, std::string name) {
+      resources_.emplace_back(ResourceInfo{kind, std::move(name), node, g});
+      return static_cast<ResourceId>(resources_.size() - 1);
+    };
+    gpu_compute_.push_back(add(ResourceKind::ComputeStream, p + "compute"));
+    if (topo_.cluster().node.gpu.copy_engines >= 2) {
+      gpu_h2d_.push_back(add(ResourceKind::CopyH2D, p + "H2D"));
+      gpu_d2h_.push_back(add(ResourceKind::CopyD2H, p + "D2H"));
+    } else {  // one copy engine serves both directions
+      gpu_h2d_.push_back(add(ResourceKind::CopyH2D, p + "copy"));
+      gpu_d2h_.push_back(gpu_h2d_.back());
+    }
+  }
+  if (topo_.has_nvme()) {
+    for (int k = 0; k < topo_.nodes(); ++k) {
+      const std::string p = "node" + std::to_string(k) + " ";
+      resources_.emplace_back(ResourceInfo{ResourceKind::NvmeRead, p + "nvme read", k, -1});
+      nvme_read_.push_back(static_cast<ResourceId>(resources_.size() - 1));
+      resources_.emplace_back(ResourceInfo{ResourceKind::NvmeWrite, p + "nvme write", k, -1});
+      nvme_write_.push_back(static_cast<ResourceId>(resources_.size() - 1));
+    }
+  }
+  capacity_Bps_.resize(topo_.link_count());
+  for (LinkId l = 0; l < topo_.link_count(); ++l) capacity_Bps_[l] = topo_.link(l).bandwidth_Bps;
+  net_ = std::make_unique<FlowNetwork>(capacity_Bps_);
+  group_begin_.push_back(0);
+}
+
+Engine::~Engine() = default;
+
+CategoryId Engine::category(std::string_view name) {
+  auto it = category_ids_.find(std::string(name));
+  if (it != category_ids_.end()) return it->second;
+  if (categories_.size() >= 0xffff) throw SpecError("too many task categories (65535)");
+  const CategoryId id = static_cast<CategoryId>(categories_.size());
+  categories_.emplace_back(name);
+  category_ids_.emplace(std::string(name), id);
+  return id;
+}
+
+const std::string& Engine::category_name(CategoryId c) const {
+  if (c >= categories_.size()) throw SpecError("category " + std::to_string(c) + " does not exist");
+  return categories_[c];
+}
+
+GroupId Engine::group(std::vector<int> gpus) {
+  if (gpus.empty()) throw SpecError("a GPU group must have at least one GPU");
+  std::string key(gpus.size() * sizeof(int), '\0');
+  std::memcpy(key.data(), gpus.data(), key.size());
+  if (auto it = group_ids_.find(key); it != group_ids_.end()) return it->second;
+  std::vector<int> sorted = gpus;
+  for (int g : gpus) topo_.gpu(g);  // throws for a GPU that does not exist
+  std::sort(sorted.begin(), sorted.end());
+  if (auto d = std::adjacent_find(sorted.begin(), sorted.end()); d != sorted.end())
+    throw SpecError("GPU " + std::to_string(*d) + " appears twice in a GPU group");
+  const GroupId id = static_cast<GroupId>(group_begin_.size() - 1);
+  group_gpus_.insert(group_gpus_.end(), gpus.begin(), gpus.end());
+  group_begin_.push_back(static_cast<uint32_t>(group_gpus_.size()));
+  group_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+std::span<const int> Engine::group_gpus(GroupId g) const {
+  if (g + 1 >= group_begin_.size()) throw SpecError("GPU group " + std::to_string(g) + " does not exist");
+  return {group_gpus_.data() + group_begin_[g], group_begin_[g + 1] - group_begin_[g]};
+}
+
+ResourceId Engine::compute_stream(int gpu) const {
+  topo_.gpu(gpu);
+  return gpu_compute_[gpu];
+}
+
+ResourceId Engine::copy_engine(int gpu, CopyDir dir) const {
+  topo_.gpu(gpu);
+  return dir == CopyDir::H2D ? gpu_h2d_[gpu] : gpu_d2h_[gpu];
+}
+
+ResourceId Engine::nvme_queue(int node, bool write) const {
+  topo_.nvme(node);  // throws when the node or its NVMe does not exist
+  return write ? nvme_write_[node] : nvme_read_[node];
+}
+
+ResourceId Engine::add_stream(std::string name, int node, int gpu) {
+  if (node < 0 || node >= topo_.nodes())
+    throw SpecError("stream '" + name + "': node " + std::to_string(node) + " does not exist (the cluster has " +
+                    std::to_string(topo_.nodes()) + " nodes)");
+  if (gpu != -1) {
+    topo_.gpu(gpu);
+    if (gpu / topo_.gpus_per_node() != node)
+      throw SpecError("stream '" + name + "': GPU " + std::to_string(gpu) + " is not on node " + std::to_string(node));
+  }
+  resources_.emplace_back(ResourceInfo{ResourceKind::Stream, std::move(name), node, gpu});
+  return static_cast<ResourceId>(resources_.size() - 1);
+}
+
+const ResourceInfo& Engine::resource(ResourceId r) const {
+  if (r >= resources_.size())
+    throw SpecError("resource " + std::to_string(r) + " does not exist (there are " +
+                    std::to_string(resources_.size()) + ")");
+  return resources_[r].info;
+}
+
+TaskId Engine::add_task(Task t, Label label) {
+  if (label.category >= categories_.size())
+    fail(to_string(t.kind), label, "category " + std::to_string(label.category) + " does not exist");
+  if (tasks_.size() >= kNone - 1) fail(to_string(t.kind), label, "too many tasks");
+  t.category = label.category;
+  t.name_begin = static_cast<uint32_t>(names_.size());
+  t.name_len = static_cast<uint32_t>(label.name.size());
+  names_.append(label.name);
+  tasks_.push_back(t);
+  return static_cast<TaskId>(tasks_.size() - 1);
+}
+
+void Engine::check_bytes(double bytes, const char* what, Label label) const {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    fail(what, label, "bytes must be a finite number >= 0, got " + std::to_string(bytes));
+}
+
+uint32_t Engine::route_pattern(DeviceId src, DeviceId dst, double& latency_s) {
+  const uint64_t key = (static_cast<uint64_t>(src) << 32) | dst;
+  if (auto it = route_cache_.find(key); it != route_cache_.end()) {
+    latency_s = it->second.second;
+    return it->second.first;
+  }
+  const Route r = topo_.route(src, dst);
+  scratch_uses_.clear();
+  for (LinkId l : r.links) scratch_uses_.push_back(LinkUse{l, 1});
+  const uint32_t p = r.links.empty() ? kNone : net_->add_pattern(scratch_uses_);
+  route_cache_.emplace(key, std::make_pair(p, r.latency_s));
+  latency_s = r.latency_s;
+  return p;
+}
+
+TaskId Engine::compute(int gpu, double duration_s, Label label) {
+  guarded("compute", label, [&] { return topo_.gpu(gpu); });
+  if (!(duration_s >= 0) || !std::isfinite(duration_s))
+    fail("compute", label, "duration must be a finite number >= 0 s, got " + std::to_string(duration_s));
+  Task t;
+  t.kind = TaskKind::Compute;
+  t.amount = duration_s;
+  t.resource = gpu_compute_[gpu];
+  t.a = static_cast<uint32_t>(gpu);
+  return add_task(t, label);
+}
+
+TaskId Engine::copy(int gpu, CopyDir dir, double bytes, Label label) {
+  const DeviceId g = guarded("copy", label, [&] { return topo_.gpu(gpu); });
+  check_bytes(bytes, "copy", label);
+  const DeviceId h = topo_.host(gpu / topo_.gpus_per_node());
+  Task t;
+  t.kind = TaskKind::Copy;
+  t.amount = bytes;
+  t.resource = dir == CopyDir::H2D ? gpu_h2d_[gpu] : gpu_d2h_[gpu];
+  t.a = static_cast<uint32_t>(gpu);
+  t.b = static_cast<uint32_t>(dir);
+  t.pattern = dir == CopyDir::H2D ? route_pattern(h, g, t.latency_s) : route_pattern(g, h, t.latency_s);
+  return add_task(t, label);
+}
+
+TaskId Engine::nvme_read(int node, double bytes, Label label) {
+  const DeviceId n = guarded("nvme-read", label, [&] { return topo_.nvme(node); });
+  check_bytes(bytes, "nvme-read", label);
+  Task t;
+  t.kind = TaskKind::NvmeRead;
+  t.amount = bytes;
+  t.resource = nvme_read_[node];
+  t.a = static_cast<uint32_t>(node);
+  t.pattern = route_pattern(n, topo_.host(node), t.latency_s);
+  return add_task(t, label);
+}
+
+TaskId Engine::nvme_write(int node, double bytes, Label label) {
+  const DeviceId n = guarded("nvme-write", label, [&] { return topo_.nvme(node); });
+  check_bytes(bytes, "nvme-write", label);
+  Task t;
+  t.kind = TaskKind::NvmeWrite;
+  t.amount = bytes;
+  t.resource = nvme_write_[node];
+  t.a = static_cast<uint32_t>(node);
+  t.pattern = route_pattern(topo_.host(node), n, t.latency_s);
+  return add_task(t, label);
+}
+
+TaskId Engine::transfer(DeviceId src, DeviceId dst, double bytes, Label label, ResourceId stream) {
+  check_bytes(bytes, "transfer", label);
+  if (stream != kNone) guarded("transfer", label, [&] { return resource(stream).node; });
+  Task t;
+  t.kind = TaskKind::Transfer;
+  t.amount = bytes;
+  t.resource = stream;
+  t.a = src;
+  t.b = dst;
+  t.pattern = guarded("transfer", label, [&] { return route_pattern(src, dst, t.latency_s); });
+  return add_task(t, label);
+}
+
+uint32_t Engine::collective_plan(const Collective& c, double bytes) {
+  const bool auto_chunks = (c.kind == CollectiveKind::Broadcast || c.kind == CollectiveKind::Reduce) &&
+                           c.options.pipeline_chunks <= 0;
+  std::string key = std::to_string(c.group) + "/" + std::to_string(static_cast<int>(c.kind)) + "/" +
+                    std::to_string(static_cast<int>(c.options.algo)) + "/" + (c.options.merge_steps ? "m" : "s") +
+                    "/" + std::to_string(auto_chunks ? 0 : c.options.pipeline_chunks);
+  if (auto_chunks) key += "/" + std::to_string(bytes);
+  if (auto it = plan_cache_.find(key); it != plan_cache_.end()) return it->second;
+  CollectivePlanRequest req;
+  req.gpus = group_gpus(c.group);
+  req.kind = c.kind;
+  req.algo = c.options.algo;
+  req.bytes = bytes;
+  req.pipeline_chunks = c.options.pipeline_chunks;
+  req.merge_steps = c.options.merge_steps;
+  const std::vector<CollectivePhase> phases = plan_collective(topo_, req, capacity_Bps_);
+  Plan plan;
+  plan.first_phase = static_cast<uint32_t>(plan_phases_.size());
+  for (const CollectivePhase& p : phases) {
+    PlanPhase q;
+    q.pattern = net_->add_pattern(p.links);
+    q.steps = p.steps;
+    q.fraction = p.fraction;
+    q.latency_s = p.latency_s;
+    plan_phases_.push_back(q);
+  }
+  plan.phases = static_cast<uint32_t>(phases.size());
+  plans_.push_back(plan);
+  const uint32_t id = static_cast<uint32_t>(plans_.size() - 1);
+  plan_cache_.emplace(std::move(key), id);
+  return id;
+}
+
+TaskId Engine::collective(CollectiveKind kind, GroupId group, double bytes, Label label, CollectiveOptions options) {
+  const char* what = to_string(kind);
+  check_bytes(bytes, what, label);
+  guarded(what, label, [&] { return group_gpus(group).size(); });
+  if (options.stream != kNone) guarded(what, label, [&] { return resource(options.stream).node; });
+  Collective c{group, kind, options};
+  Task t;
+  t.kind = TaskKind::Collective;
+  t.amount = bytes;
+  t.resource = options.stream;
+  t.pattern = guarded(what, label, [&] { return collective_plan(c, bytes); });
+  t.a = static_cast<uint32_t>(collectives_.size());
+  collectives_.push_back(c);
+  return add_task(t, label);
+}
+
+TaskId Engine::delay(double duration_s, Label label, ResourceId stream) {
+  if (!(duration_s >= 0) || !std::isfinite(duration_s))
+    fail("delay", label, "duration must be a finite number >= 0 s, got " + std::to_string(duration_s));
+  if (stream != kNone) guarded("delay", label, [&] { return resource(stream).node; });
+  Task t;
+  t.kind = TaskKind::Delay;
+  t.amount = duration_s;
+  t.resource = stream;
+  return add_task(t, label);
+}
+
+void Engine::check_task(TaskId t, const char* what) const {
+  if (t >= tasks_.size())
+    throw SpecError(std::string(what) + ": task " + std::to_string(t) + " does not exist (there are " +
+                    std::to_string(tasks_.size()) + " tasks)");
+}
+
+void Engine::depends(TaskId after, TaskId before) {
+  check_task(after, "depends");
+  check_task(before, "depends");
+  if (after == before) throw SpecError("depends: " + describe(after) + " cannot depend on itself");
+  edges_.emplace_back(before, after);
+}
+
+void Engine::depends(TaskId after, std::span<const TaskId> before) {
+  for (TaskId b : before) depends(after, b);
+}
+
+void Engine::set_link_bandwidth(LinkId link, double bandwidth_Bps) {
+  topo_.link(link);  // range check
+  if (!(bandwidth_Bps > 0) || !std::isfinite(bandwidth_Bps))
+    throw SpecError("set_link_bandwidth: " + topo_.link(link).name + ": bandwidth must be positive, got " +
+                    std::to_string(bandwidth_Bps));
+  capacity_Bps_[link] = bandwidth_Bps;
+  net_->set_capacity_Bps(link, bandwidth_Bps);
+}
+
+double Engine::link_bandwidth(LinkId link) const {
+  topo_.link(link);
+  return capacity_Bps_[link];
+}
+
+std::string_view Engine::task_name(TaskId t) const {
+  const Task& k = tasks_.at(t);
+  return std::string_view(names_).substr(k.name_begin, k.name_len);
+}
+
+double Engine::task_bytes(TaskId t) const {
+  const Task& k = tasks_.at(t);
+  return k.kind == TaskKind::Compute || k.kind == TaskKind::Delay ? 0.0 : k.amount;
+}
+
+double Engine::task_duration_s(TaskId t) const {
+  const Task& k = tasks_.at(t);
+  return k.kind == TaskKind::Compute || k.kind == TaskKind::Delay ? k.amount : 0.0;
+}
+
+CollectiveKind Engine::collective_kind(TaskId t) const {
+  const Task& k = tasks_.at(t);
+  if (k.kind != TaskKind::Collective) throw SpecError(describe(t) + " is not a collective");
+  return collectives_[k.a].kind;
+}
+
+GroupId Engine::collective_group(TaskId t) const {
+  const Task& k = tasks_.at(t);
+  if (k.kind != TaskKind::Collective) throw SpecError(describe(t) + " is not a collective");
+  return collectives_[k.a].group;
+}
+
+template <class F>
+void Engine::for_each_gpu(TaskId t, F&& f) const {
+  const Task& k = tasks_[t];
+  switch (k.kind) {
+    case TaskKind::Compute:
+    case TaskKind::Copy: f(static_cast<int>(k.a)); break;
+    case TaskKind::Transfer: {
+      const int s = topo_.gpu_index(k.a), d = topo_.gpu_index(k.b);
+      if (s >= 0) f(s);
+      if (d >= 0 && d != s) f(d);
+      break;
+    }
+    case TaskKind::Collective:
+      for (int g : group_gpus(collectives_[k.a].group)) f(g);
+      break;
+    case TaskKind::Delay:
+      if (k.resource != kNone && resources_[k.resource].info.gpu >= 0) f(resources_[k.resource].info.gpu);
+      break;
+    case TaskKind::NvmeRead:
+    case TaskKind::NvmeWrite: break;
+  }
+}
+
+std::vector<int> Engine::task_gpus(TaskId t) const {
+  check_task(t, "task_gpus");
+  std::vector<int> out;
+  for_each_gpu(t, [&](int g) { out.push_back(g); });
+  return out;
+}
+
+int Engine::task_node(TaskId t) const {
+  check_task(t, "task_node");
+  const Task& k = tasks_[t];
+  if (k.resource != kNone) return resources_[k.resource].info.node;
+  if (k.kind == TaskKind::Transfer) return topo_.node_of(k.a);
+  if (k.kind == TaskKind::Collective) return group_gpus(collectives_[k.a].group)[0] / topo_.gpus_per_node();
+  return 0;
+}
+
+std::string Engine::describe(TaskId t) const {
+  return "task " + std::to_string(t) + " '" + std::string(task_name(t)) + "'";
+}
+
+void Engine::build_successors() {
+  const size_t n = tasks_.size();
+  succ_begin_.assign(n + 1, 0);
+  pending_.assign(n, 0);
+  for (const auto& [before, after] : edges_) {
+    ++succ_begin_[before + 1];
+    ++pending_[after];
+  }
+  for (size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
+  succ_.resize(edges_.size());
+  std::vector<uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+  for (const auto& [before, after] : edges_) succ_[fill[before]++] = after;
+}
+
+void Engine::throw_cycle() const {
+  // Every unfinished task waits on an unfinished predecessor: walk predecessors until one repeats.
+  std::vector<std::vector<TaskId>> preds(tasks_.size());
+  for (const auto& [before, after] : edges_)
+    if (!done_[before] && !done_[after]) preds[after].push_back(before);
+  TaskId start = 0;
+  while (done_[start]) ++start;
+  std::vector<int64_t> seen_at(tasks_.size(), -1);
+  std::vector<TaskId> walk;
+  TaskId t = start;
+  while (seen_at[t] < 0) {
+    seen_at[t] = static_cast<int64_t>(walk.size());
+    walk.push_back(t);
+    t = *std::min_element(preds[t].begin(), preds[t].end());
+  }
+  // walk[seen_at[t]..] is the cycle in predecessor order; print it in execution order.
+  std::vector<TaskId> cycle(walk.begin() + seen_at[t], walk.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());  // from its lowest id
+  std::string msg = "dependency cycle: ";
+  for (TaskId c : cycle) msg += describe(c) + " -> ";
+  msg += describe(cycle.front());
+  throw SpecError(msg);
+}
+
+const Results& Engine::run() {
+  const size_t n = tasks_.size();
+  build_successors();
+  done_.assign(n, 0);
+  coll_phase_.assign(collectives_.size(), 0);
+  coll_step_.assign(collectives_.size(), 0);
+  for (Resource& r : resources_) {
+    r.queue.clear();
+    r.head = 0;
+    r.busy = false;
+    r.dirty = false;
+    r.busy_s = 0;
+  }
+  net_->reset();
+  events_.clear();
+  dirty_resources_.clear();
+  now_ = 0;
+  events_processed_ = 0;
+  results_ = Results{};
+  results_.ready_s.assign(n, 0);
+  results_.start_s.assign(n, 0);
+  results_.end_s.assign(n, 0);
+
+  for (TaskId t = 0; t < n; ++t)
+    if (pending_[t] == 0) make_ready(t);
+
+  for (;;) {
+    if (!events_.empty() && events_.top().time_s <= now_) {
+      const Event e = events_.pop();
+      switch (e.kind) {
+        case EventKind::TaskEnd:
+          ++events_processed_;
+          complete(e.target);
+          break;
+        case EventKind::FlowTxEnd: {
+          if (net_->version(e.target) != e.version) break;  // rescheduled since
+          ++events_processed_;
+          const TaskId t = net_->owner(e.target);
+          net_->finish(e.target, now_);
+          const Task& k = tasks_[t];
+          const double latency_s = k.kind == TaskKind::Collective
+                                       ? plan_phases_[plans_[k.pattern].first_phase + coll_phase_[k.a]].latency_s
+                                       : k.latency_s;
+          if (latency_s > 0) events_.push(now_ + latency_s, EventKind::Delivered, t);
+          else on_delivered(t);
+          break;
+        }
+        case EventKind::Delivered:
+          ++events_processed_;
+          on_delivered(e.target);
+          break;
+      }
+      continue;
+    }
+    if (!dirty_resources_.empty()) {
+      // All events of this instant are in: now the waiting tasks can be ordered and started.
+      dispatching_.swap(dirty_resources_);
+      for (ResourceId r : dispatching_) dispatch(r);
+      dispatching_.clear();
+      continue;
+    }
+    if (net_->dirty()) {
+      for (const FlowNetwork::Change& c : net_->recompute(now_))
+        events_.push(c.end_s, EventKind::FlowTxEnd, c.flow, c.version);
+      continue;
+    }
+    if (events_.empty()) break;
+    now_ = events_.top().time_s;
+  }
+
+  for (TaskId t = 0; t < n; ++t)
+    if (!done_[t]) throw_cycle();
+  collect_results();
+  return results_;
+}
+
+void Engine::make_ready(TaskId t) {
+  results_.ready_s[t] = now_;
+  const ResourceId rid = tasks_[t].resource;
+  if (rid == kNone) {
+    start(t);
+    return;
+  }
+  Resource& r = resources_[rid];
+  // Ready times never decrease, so the queue stays in (ready, id) order by inserting from the
+  // back past the tasks that became ready at this same instant with a larger id.
+  r.queue.push_back(t);
+  for (size_t i = r.queue.size() - 1; i > r.head; --i) {
+    const TaskId prev = r.queue[i - 1];
+    if (results_.ready_s[prev] != now_ || prev < t) break;
+    std::swap(r.queue[i - 1], r.queue[i]);
+  }
+  if (!r.busy && !r.dirty) {
+    r.dirty = true;
+    dirty_resources_.push_back(rid);
+  }
+}
+
+void Engine::dispatch(ResourceId rid) {
+  Resource& r = resources_[rid];
+  r.dirty = false;
+  if (r.busy || r.head >= r.queue.size()) return;
+  const TaskId t = r.queue[r.head++];
+  if (r.head == r.queue.size()) {
+    r.queue.clear();
+    r.head = 0;
+  } else if (r.head >= 1024 && 2 * r.head >= r.queue.size()) {
+    r.queue.erase(r.queue.begin(), r.queue.begin() + static_cast<std::ptrdiff_t>(r.head));
+    r.head = 0;
+  }
+  r.busy = true;
+  start(t);
+}
+
+void Engine::start(TaskId t) {
+  results_.start_s[t] = now_;
+  const Task& k = tasks_[t];
+  switch (k.kind) {
+    case TaskKind::Compute:
+    case TaskKind::Delay: events_.push(now_ + k.amount, EventKind::TaskEnd, t); break;
+    case TaskKind::Copy:
+    case TaskKind::NvmeRead:
+    case TaskKind::NvmeWrite:
+    case TaskKind::Transfer: start_flow(t, k.pattern, k.amount, k.latency_s); break;
+    case TaskKind::Collective:
+      coll_phase_[k.a] = 0;
+      coll_step_[k.a] = 0;
+      if (plans_[k.pattern].phases == 0) events_.push(now_, EventKind::TaskEnd, t);  // a group of one
+      else start_collective_step(t);
+      break;
+  }
+}
+
+void Engine::start_flow(TaskId owner, uint32_t pattern, double bytes, double latency_s) {
+  if (pattern == kNone || bytes == 0) {  // nothing crosses a link: only the latency remains
+    events_.push(now_ + latency_s, EventKind::Delivered, owner);
+    return;
+  }
+  net_->start(pattern, bytes, owner, now_);
+  ++results_.flows;
+}
+
+void Engine::start_collective_step(TaskId t) {
+  const Task& k = tasks_[t];
+  const PlanPhase& p = plan_phases_[plans_[k.pattern].first_phase + coll_phase_[k.a]];
+  start_flow(t, p.pattern, k.amount * p.fraction, p.latency_s);
+}
+
+void Engine::on_delivered(TaskId t) {
+  const Task& k = tasks_[t];
+  if (k.kind != TaskKind::Collective) {
+    complete(t);
+    return;
+  }
+  const Plan& plan = plans_[k.pattern];
+  if (++coll_step_[k.a] == plan_phases_[plan.first_phase + coll_phase_[k.a]].steps) {
+    coll_step_[k.a] = 0;
+    if (++coll_phase_[k.a] == plan.phases) {
+      complete(t);
+      return;
+    }
+  }
+  start_collective_step(t);
+}
+
+void Engine::complete(TaskId t) {
+  results_.end_s[t] = now_;
+  done_[t] = 1;
+  const ResourceId rid = tasks_[t].resource;
+  if (rid != kNone) {
+    Resource& r = resources_[rid];
+    r.busy = false;
+    r.busy_s += now_ - results_.start_s[t];
+    if (r.head < r.queue.size() && !r.dirty) {
+      r.dirty = true;
+      dirty_resources_.push_back(rid);
+    }
+  }
+  for (uint32_t i = succ_begin_[t]; i < succ_begin_[t + 1]; ++i)
+    if (--pending_[succ_[i]] == 0) make_ready(succ_[i]);
+}
+
+void Engine::collect_results() {
+  Results& r = results_;
+  const size_t n = tasks_.size();
+  r.events = events_processed_;
+  r.rate_updates = net_->recomputed_flows();
+  r.makespan_s = 0;
+  for (TaskId t = 0; t < n; ++t) r.makespan_s = std::max(r.makespan_s, r.end_s[t]);
+  r.category.resize(n);
+  for (TaskId t = 0; t < n; ++t) r.category[t] = tasks_[t].category;
+  r.resource_busy_s.resize(resources_.size());
+  for (size_t i = 0; i < resources_.size(); ++i) r.resource_busy_s[i] = resources_[i].busy_s;
+  r.link_bytes.resize(topo_.link_count());
+  r.link_busy_s.resize(topo_.link_count());
+  for (LinkId l = 0; l < topo_.link_count(); ++l) {
+    r.link_bytes[l] = net_->link_bytes(l);
+    r.link_busy_s[l] = net_->link_busy_s(l);
+  }
+  const int gpus = topo_.total_gpus();
+  r.category_count = categories_.size();
+  r.gpu_category_s.assign(static_cast<size_t>(gpus) * r.category_count, 0.0);
+  r.gpu_task_begin.assign(static_cast<size_t>(gpus) + 1, 0);
+  for (TaskId t = 0; t < n; ++t) for_each_gpu(t, [&](int g) { ++r.gpu_task_begin[g + 1]; });
+  for (int g = 0; g < gpus; ++g) r.gpu_task_begin[g + 1] += r.gpu_task_begin[g];
+  r.gpu_tasks.resize(r.gpu_task_begin[gpus]);
+  std::vector<uint32_t> fill(r.gpu_task_begin.begin(), r.gpu_task_begin.end() - 1);
+  for (TaskId t = 0; t < n; ++t) {
+    const double d = r.end_s[t] - r.start_s[t];
+    for_each_gpu(t, [&](int g) {
+      r.gpu_tasks[fill[g]++] = t;
+      r.gpu_category_s[static_cast<size_t>(g) * r.category_count + tasks_[t].category] += d;
+    });
+  }
+  for (int g = 0; g < gpus; ++g) {
+    auto b = r.gpu_tasks.begin() + r.gpu_task_begin[g], e = r.gpu_tasks.begin() + r.gpu_task_begin[g + 1];
+    std::stable_sort(b, e, [&](TaskId x, TaskId y) { return r.start_s[x] < r.start_s[y]; });
+  }
+}
+
+}  // namespace starfish::des

@@ -1,0 +1,184 @@
+#include "sim/des/flow_network.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace starfish::des {
+
+FlowNetwork::FlowNetwork(std::vector<double> capacity_Bps) : links_(capacity_Bps.size()) {
+  for (size_t l = 0; l < links_.size(); ++l) links_[l].capacity_Bps = capacity_Bps[l];
+}
+
+PatternId FlowNetwork::add_pattern(std::span<const LinkUse> uses) {
+  Pattern p;
+  p.begin = static_cast<uint32_t>(pattern_uses_.size());
+  p.count = static_cast<uint32_t>(uses.size());
+  pattern_uses_.insert(pattern_uses_.end(), uses.begin(), uses.end());
+  patterns_.push_back(p);
+  return static_cast<PatternId>(patterns_.size() - 1);
+}
+
+FlowId FlowNetwork::start(PatternId pattern, double bytes_per_member, uint32_t owner, double now_s) {
+  FlowId f;
+  if (!free_flows_.empty()) {
+    f = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    f = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& fl = flows_[f];
+  fl.pattern = pattern;
+  fl.owner = owner;
+  fl.remaining_bytes = bytes_per_member;
+  fl.rate_Bps = 0;
+  fl.last_s = now_s;
+  fl.active = true;
+  ++active_;
+  for (const LinkUse& u : this->pattern(pattern)) {
+    Link& L = links_[u.link];
+    L.bytes += bytes_per_member * u.weight;
+    if (L.flows.empty()) L.busy_since_s = now_s;
+    L.flows.push_back(f);
+  }
+  mark_dirty(pattern);
+  return f;
+}
+
+void FlowNetwork::finish(FlowId f, double now_s) {
+  Flow& fl = flows_[f];
+  for (const LinkUse& u : pattern(fl.pattern)) {
+    Link& L = links_[u.link];
+    auto it = std::find(L.flows.begin(), L.flows.end(), f);
+    *it = L.flows.back();
+    L.flows.pop_back();
+    if (L.flows.empty()) L.busy_s += now_s - L.busy_since_s;
+  }
+  mark_dirty(fl.pattern);
+  fl.active = false;
+  ++fl.version;  // any pending end event of this flow is now stale
+  --active_;
+  free_flows_.push_back(f);
+}
+
+void FlowNetwork::mark_dirty(PatternId p) {
+  for (const LinkUse& u : pattern(p)) {
+    Link& L = links_[u.link];
+    if (!L.dirty) {
+      L.dirty = true;
+      dirty_links_.push_back(u.link);
+    }
+  }
+}
+
+const std::vector<FlowNetwork::Change>& FlowNetwork::recompute(double now_s) {
+  changes_.clear();
+  ++stamp_;
+  for (LinkId seed : dirty_links_) {
+    links_[seed].dirty = false;
+    if (links_[seed].stamp == stamp_) continue;  // already part of a recomputed component
+    // Breadth-first over link -> flows -> links: the connected component of the seed.
+    comp_links_.clear();
+    comp_flows_.clear();
+    links_[seed].stamp = stamp_;
+    comp_links_.push_back(seed);
+    for (size_t i = 0; i < comp_links_.size(); ++i) {
+      for (FlowId f : links_[comp_links_[i]].flows) {
+        if (flows_[f].stamp == stamp_) continue;
+        flows_[f].stamp = stamp_;
+        comp_flows_.push_back(f);
+        for (const LinkUse& u : pattern(flows_[f].pattern)) {
+          if (links_[u.link].stamp == stamp_) continue;
+          links_[u.link].stamp = stamp_;
+          comp_links_.push_back(u.link);
+        }
+      }
+    }
+    if (comp_flows_.empty()) continue;
+    std::sort(comp_flows_.begin(), comp_flows_.end(), [&](FlowId a, FlowId b) {
+      return flows_[a].owner != flows_[b].owner ? flows_[a].owner < flows_[b].owner : a < b;
+    });
+    std::sort(comp_links_.begin(), comp_links_.end());
+    fill(now_s);
+  }
+  dirty_links_.clear();
+  return changes_;
+}
+
+void FlowNetwork::fill(double now_s) {
+  for (LinkId l : comp_links_) {
+    links_[l].rem_Bps = links_[l].capacity_Bps;
+    links_[l].wsum = 0;
+  }
+  for (FlowId f : comp_flows_) {
+    flows_[f].frozen = false;
+    for (const LinkUse& u : pattern(flows_[f].pattern)) links_[u.link].wsum += u.weight;
+  }
+  recomputed_flows_ += comp_flows_.size();
+  unfrozen_.assign(comp_flows_.begin(), comp_flows_.end());
+  std::vector<FlowId>& frozen_now = comp_flows_scratch_;
+  while (!unfrozen_.empty()) {
+    // The lowest fair share among links still carrying unfrozen flows is the next level.
+    double level = std::numeric_limits<double>::infinity();
+    for (LinkId l : comp_links_) {
+      const Link& L = links_[l];
+      if (L.wsum > 0) level = std::min(level, L.rem_Bps / L.wsum);
+    }
+    for (LinkId l : comp_links_) {
+      Link& L = links_[l];
+      L.bottleneck = L.wsum > 0 && L.rem_Bps / L.wsum == level;
+    }
+    frozen_now.clear();
+    size_t keep = 0;
+    for (FlowId f : unfrozen_) {
+      bool hit = false;
+      for (const LinkUse& u : pattern(flows_[f].pattern)) hit = hit || links_[u.link].bottleneck;
+      if (hit) {
+        flows_[f].frozen = true;
+        flows_[f].new_rate_Bps = level;
+        frozen_now.push_back(f);
+      } else {
+        unfrozen_[keep++] = f;
+      }
+    }
+    unfrozen_.resize(keep);
+    for (FlowId f : frozen_now) {
+      for (const LinkUse& u : pattern(flows_[f].pattern)) {
+        Link& L = links_[u.link];
+        L.rem_Bps = std::max(0.0, L.rem_Bps - u.weight * level);
+        L.wsum -= u.weight;
+      }
+    }
+  }
+  for (FlowId f : comp_flows_) {
+    Flow& fl = flows_[f];
+    if (fl.new_rate_Bps == fl.rate_Bps) continue;  // unchanged: keep its end time bit for bit
+    fl.remaining_bytes = std::max(0.0, fl.remaining_bytes - fl.rate_Bps * (now_s - fl.last_s));
+    fl.last_s = now_s;
+    fl.rate_Bps = fl.new_rate_Bps;
+    ++fl.version;
+    changes_.push_back(Change{f, fl.version, now_s + fl.remaining_bytes / fl.rate_Bps});
+  }
+}
+
+void FlowNetwork::reset() {
+  for (Link& L : links_) {
+    L.bytes = 0;
+    L.busy_s = 0;
+    L.busy_since_s = 0;
+    L.flows.clear();
+    L.dirty = false;
+  }
+  for (Flow& f : flows_) {
+    if (f.active) ++f.version;
+    f.active = false;
+  }
+  free_flows_.clear();
+  for (FlowId f = static_cast<FlowId>(flows_.size()); f-- > 0;) free_flows_.push_back(f);
+  active_ = 0;
+  dirty_links_.clear();
+  changes_.clear();
+  recomputed_flows_ = 0;
+}
+
+}  // namespace starfish::des

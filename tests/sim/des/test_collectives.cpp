@@ -1,0 +1,176 @@
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "sim/des/engine.h"
+#include "sim/spec/error.h"
+#include "tests/sim/des/des_clusters.h"
+
+namespace starfish::des {
+namespace {
+
+using testing::dgx_a100;
+
+std::vector<int> iota(int from, int n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), from);
+  return v;
+}
+
+double run_one(const Topology& topo, CollectiveKind kind, const std::vector<int>& gpus, double bytes,
+               CollectiveOptions opt = {}) {
+  Engine e(topo);
+  const TaskId t = e.collective(kind, e.group(gpus), bytes, {0, "c"}, opt);
+  return e.run().end_s[t];
+}
+
+TEST(Collectives, RingAllReduceOnNvswitchMatchesTheAlphaBetaFormula) {
+  const Cluster c = dgx_a100();
+  const Topology topo(c);
+  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s;
+  for (int n : {2, 4, 8}) {
+    for (double B : {1e6, 256e6, 4e9}) {
+      const double expect = 2.0 * (n - 1) / n * B / bw + 2 * (n - 1) * lat;
+      for (bool merged : {true, false}) {
+        CollectiveOptions opt;
+        opt.merge_steps = merged;
+        const double got = run_one(topo, CollectiveKind::AllReduce, iota(0, n), B, opt);
+        EXPECT_NEAR(got, expect, 0.01 * expect) << n << " " << B << " " << merged;
+        EXPECT_NEAR(got, expect, 1e-9 * expect) << n << " " << B << " " << merged;  // exact but rounding
+      }
+    }
+  }
+}
+
+TEST(Collectives, GatherScatterAndAllToAllTakeNMinusOneSteps) {
+  const Cluster c = dgx_a100();
+  const Topology topo(c);
+  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 96e6;
+  const int n = 8;
+  const double expect = (n - 1.0) / n * B / bw + (n - 1) * lat;
+  for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllToAll}) {
+    for (bool merged : {true, false}) {
+      CollectiveOptions opt;
+      opt.merge_steps = merged;
+      EXPECT_NEAR(run_one(topo, k, iota(0, n), B, opt), expect, 1e-9 * expect) << to_string(k) << merged;
+    }
+  }
+}
+
+TEST(Collectives, BroadcastIsAPipelinedChain) {
+  const Cluster c = dgx_a100();
+  const Topology topo(c);
+  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 64e6;
+  const int n = 8;
+  for (int k : {1, 4, 16}) {
+    CollectiveOptions opt;
+    opt.pipeline_chunks = k;
+    const double expect = (k + n - 2) * (B / k / bw + lat);
+    EXPECT_NEAR(run_one(topo, CollectiveKind::Broadcast, iota(0, n), B, opt), expect, 1e-9 * expect) << k;
+    EXPECT_NEAR(run_one(topo, CollectiveKind::Reduce, iota(0, n), B, opt), expect, 1e-9 * expect) << k;
+  }
+  // Automatic chunking is the best k of the same formula.
+  const int k = best_pipeline_chunks(n, B, bw, lat);
+  EXPECT_GT(k, 1);
+  const double best = (k + n - 2) * (B / k / bw + lat);
+  EXPECT_NEAR(run_one(topo, CollectiveKind::Broadcast, iota(0, n), B), best, 1e-9 * best);
+}
+
+TEST(Collectives, ARingAcrossNodesRunsAtTheNicsPace) {
+  const Cluster c = dgx_a100(2);
+  const Topology topo(c);
+  const int n = 16;
+  const double B = 1e9;
+  // The ring crosses nodes at GPU 7 -> 8 and GPU 15 -> 0 over NICs of 200 Gb/s (the PCIe hops to
+  // them are 25.2 GB/s); every step waits for the slowest member route's latency.
+  const double nic = c.node.nic->bandwidth_Bps;
+  const double lat = 2 * c.node.pcie.latency_s + c.node.nic->latency_s;
+  const double expect = 2.0 * (n - 1) / n * B / nic + 2 * (n - 1) * lat;
+  EXPECT_NEAR(run_one(topo, CollectiveKind::AllReduce, iota(0, n), B), expect, 1e-9 * expect);
+}
+
+TEST(Collectives, HierarchicalAllReduceUsesEveryRail) {
+  const Cluster c = dgx_a100(4);
+  const Topology topo(c);
+  const int L = 8, N = 4;
+  const double B = 1e9, nv = c.node.nvlink->bandwidth_Bps, nv_lat = c.node.nvlink->latency_s;
+  const double nic = c.node.nic->bandwidth_Bps, net_lat = 2 * c.node.pcie.latency_s + c.node.nic->latency_s;
+  const double intra = (L - 1.0) / L * B / nv + (L - 1) * nv_lat;                 // reduce-scatter, all-gather
+  const double inter = 2.0 * (N - 1) / N * (B / L) / nic + 2 * (N - 1) * net_lat;  // 8 rails at once
+  CollectiveOptions h;
+  h.algo = CollectiveAlgo::Hierarchical;
+  const double got = run_one(topo, CollectiveKind::AllReduce, iota(0, L * N), B, h);
+  EXPECT_NEAR(got, 2 * intra + inter, 1e-9 * got);
+  EXPECT_LT(got, run_one(topo, CollectiveKind::AllReduce, iota(0, L * N), B));  // beats the flat ring
+  // Reduce-scatter: the first half of it.
+  const double rs = run_one(topo, CollectiveKind::ReduceScatter, iota(0, L * N), B, h);
+  EXPECT_NEAR(rs, intra + (N - 1.0) / N * (B / L) / nic + (N - 1) * net_lat, 1e-9 * rs);
+}
+
+TEST(Collectives, ConcurrentCollectivesShareLinks) {
+  const Cluster c = dgx_a100();
+  const Topology topo(c);
+  Engine e(topo);
+  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 400e6;
+  // Two all-gathers over the same 4 GPUs at once: each ring link carries both, at half rate.
+  const GroupId g = e.group({0, 1, 2, 3});
+  const TaskId a = e.collective(CollectiveKind::AllGather, g, B, {0, "a"});
+  const TaskId b = e.collective(CollectiveKind::AllGather, g, B, {0, "b"});
+  // Another group on other GPUs is unaffected.
+  const TaskId other = e.collective(CollectiveKind::AllGather, e.group({4, 5, 6, 7}), B, {0, "o"});
+  const Results& r = e.run();
+  const double alone = 3.0 / 4 * B / bw + 3 * lat;
+  EXPECT_NEAR(r.end_s[a], 3.0 / 4 * B / (bw / 2) + 3 * lat, 1e-9 * r.end_s[a]);
+  EXPECT_NEAR(r.end_s[b], 3.0 / 4 * B / (bw / 2) + 3 * lat, 1e-9 * r.end_s[b]);
+  EXPECT_NEAR(r.end_s[other], alone, 1e-9 * alone);
+}
+
+TEST(Collectives, AGroupOfOneTakesNoTime) {
+  const Topology topo(dgx_a100());
+  EXPECT_EQ(run_one(topo, CollectiveKind::AllReduce, {5}, 1e9), 0.0);
+}
+
+TEST(Collectives, BadGroupsAndAlgorithmsGiveClearErrors) {
+  const Topology topo(dgx_a100(2));
+  Engine e(topo);
+  try {
+    e.group({0, 1, 1});
+    FAIL();
+  } catch (const SpecError& ex) {
+    EXPECT_STREQ(ex.what(), "GPU 1 appears twice in a GPU group");
+  }
+  try {
+    e.group({0, 16});
+    FAIL();
+  } catch (const SpecError& ex) {
+    EXPECT_STREQ(ex.what(), "GPU 16 does not exist (the cluster has 16 GPUs)");
+  }
+  CollectiveOptions h;
+  h.algo = CollectiveAlgo::Hierarchical;
+  try {
+    e.collective(CollectiveKind::AllReduce, e.group({0, 1, 8}), 1e6, {0, "uneven"}, h);
+    FAIL();
+  } catch (const SpecError& ex) {
+    EXPECT_STREQ(ex.what(),
+                 "all-reduce 'uneven': hierarchical all-reduce: the group must have the same number of GPUs on each "
+                 "node (node 0 has 2, node 1 has 1)");
+  }
+  try {
+    e.collective(CollectiveKind::Broadcast, e.group({0, 8}), 1e6, {0, "b"}, h);
+    FAIL();
+  } catch (const SpecError& ex) {
+    EXPECT_STREQ(ex.what(),
+                 "broadcast 'b': the hierarchical algorithm supports all-reduce, reduce-scatter and all-gather, not "
+                 "broadcast; use the ring");
+  }
+  try {
+    e.collective(CollectiveKind::AllGather, 99, 1e6, {0, "nogroup"});
+    FAIL();
+  } catch (const SpecError& ex) {
+    EXPECT_STREQ(ex.what(), "all-gather 'nogroup': GPU group 99 does not exist");
+  }
+}
+
+}  // namespace
+}  // namespace starfish::des
