@@ -140,6 +140,24 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   std::stable_sort(rep.links.begin(), rep.links.end(), [](const LinkReport& a, const LinkReport& b) { return a.bytes > b.bytes; });
   if (rep.links.size() > options.max_links) rep.links.resize(options.max_links);
 
+  if (options.keep_spans) {
+    std::vector<int> stage_of_gpu(static_cast<size_t>(rep.gpus), -1);
+    for (size_t s = 0; s < it.stages.size(); ++s) stage_of_gpu[static_cast<size_t>(it.stages[s].lead_gpu)] = static_cast<int>(s);
+    rep.spans.reserve(engine.task_count());
+    for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+      TaskSpan span;
+      for (int g : engine.task_gpus(t))
+        if (stage_of_gpu[static_cast<size_t>(g)] >= 0) {
+          span.stage = stage_of_gpu[static_cast<size_t>(g)];
+          break;
+        }
+      span.category = engine.category_name(engine.task_category(t));
+      span.name = std::string(engine.task_name(t));
+      span.start_s = r.start_s[t];
+      span.end_s = r.end_s[t];
+      rep.spans.push_back(std::move(span));
+    }
+  }
   if (!options.trace_path.empty()) des::write_chrome_trace_file(options.trace_path, engine, r);
   return rep;
 }

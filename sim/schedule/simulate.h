@@ -42,6 +42,14 @@ struct LinkReport {
   double utilisation = 0;  // bytes / (bandwidth * iteration)
 };
 
+// One task of the simulated timeline, for Gantt views (kept when SimOptions::keep_spans).
+struct TaskSpan {
+  int stage = -1;          // the pipeline stage whose lead GPU the task occupies; -1: none
+  std::string category;    // fwd, bwd, recompute, tp, pp, dp, optimizer, offload
+  std::string name;        // "F s3 c0 mb12 L4"
+  double start_s = 0, end_s = 0;
+};
+
 struct SimReport {
   std::string model, hardware;
   int gpus = 0;
@@ -57,6 +65,7 @@ struct SimReport {
   double nvme_bytes_per_node = 0, nvme_capacity_bytes = 0;
   double h2d_bytes = 0, d2h_bytes = 0, nvme_read_bytes = 0, nvme_write_bytes = 0;  // lead GPUs
   std::vector<LinkReport> links;  // links that carried bytes, busiest first
+  std::vector<TaskSpan> spans;    // with SimOptions::keep_spans, in task order
   // Simulator statistics.
   size_t tasks = 0;
   uint64_t events = 0;
@@ -67,6 +76,7 @@ struct SimOptions {
   std::string trace_path;       // write a Chrome-trace JSON here when not empty
   int timeline_points = 256;    // memory timeline samples per stage
   size_t max_links = 64;        // links listed in the report
+  bool keep_spans = false;      // fill SimReport::spans (a GUI's Gantt view)
 };
 
 SimReport simulate(const Job& job, const SimOptions& options = {});
