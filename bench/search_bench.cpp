@@ -1,0 +1,87 @@
+// search_bench: how fast the plan search is.
+//  1. analytic evaluations per second on one core: starfish::estimate() (with make_job) against
+//     the search's AnalyticEvaluator, full model (memory + time) for every plan;
+//  2. the wall time of a full search (enumerate, prune, evaluate, rank) for GPT-3 175B on 1024
+//     A100s (128 DGX A100 nodes), with 1 thread and with every hardware thread.
+// Usage: search_bench [path/to/repo]   (default: the source tree it was built from)
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "sim/cost/estimate.h"
+#include "sim/search/analytic.h"
+#include "sim/search/search.h"
+#include "sim/spec/spec_io.h"
+
+using namespace starfish;
+using Clock = std::chrono::steady_clock;
+
+static double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int main(int argc, char** argv) {
+  const std::string root = argc > 1 ? argv[1] : STARFISH_SOURCE_DIR;
+  const Model model = load_model(root + "/configs/models/gpt3-175b.yaml");
+  Cluster cluster = load_cluster(root + "/hwprofiles/dgx-a100-80gb.yaml");
+  cluster.nodes = 128;
+  Training training;
+  training.global_batch = 1536;  // Narayanan et al. 2021's batch for GPT-3 175B
+  training.dtype = DType::bf16;
+  const search::SearchSpace space;
+
+  const auto t_enum = Clock::now();
+  const std::vector<search::Candidate> plans = search::enumerate_plans(model, cluster, training, space);
+  const double enum_s = seconds_since(t_enum);
+
+  // 1a. estimate() on a sample (it is ~100 us per call: the whole space would take minutes).
+  const size_t sample = std::min<size_t>(plans.size(), 3000);
+  double sink = 0;
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < sample; ++i) {
+    const Job job = make_job(model, cluster, training, plans[i * (plans.size() / sample)].to_plan());
+    sink += estimate(job).tokens_per_s;
+  }
+  const double estimate_rate = sample / seconds_since(t0);
+
+  // 1b. the evaluator, every plan, memory and time each.
+  search::AnalyticEvaluator evaluator(model, cluster, training);
+  t0 = Clock::now();
+  evaluator.prepare(plans);
+  const double prepare_s = seconds_since(t0);
+  Estimate e;
+  t0 = Clock::now();
+  for (const auto& c : plans) {
+    evaluator.evaluate(c.to_plan(), e, false, false);
+    sink += e.tokens_per_s;
+  }
+  const double full_rate = plans.size() / seconds_since(t0);
+
+  // 2. the whole search.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  search::SearchOptions one;
+  one.threads = 1;
+  const search::SearchResult r1 = search::search(model, cluster, training, one);
+  search::SearchOptions all;
+  all.threads = hw;
+  const search::SearchResult rn = search::search(model, cluster, training, all);
+
+  std::printf("GPT-3 175B on 128 x DGX A100 (1024 GPUs), global batch 1536: %zu plans (enumerated in %.3f s)\n\n",
+              plans.size(), enum_s);
+  std::printf("%-52s %16s\n", "analytic tier, one core", "plans/s");
+  std::printf("%-52s %16.0f\n", "make_job + starfish::estimate()", estimate_rate);
+  std::printf("%-52s %16.0f\n", "AnalyticEvaluator (memory + time, every plan)", full_rate);
+  std::printf("%-52s %16.3f s\n", "  (shape cache prepared in)", prepare_s);
+  std::printf("\n%-22s %8s %10s %10s %10s %10s %12s %14s\n", "full search", "threads", "wall s", "plans", "evaluated",
+              "pruned", "fitting", "plans/s/core");
+  for (const auto* r : {&r1, &rn})
+    std::printf("%-22s %8d %10.3f %10lld %10lld %10lld %12lld %14.0f\n", "GPT-3 175B / 1024", r->threads, r->elapsed_s,
+                static_cast<long long>(r->enumerated), static_cast<long long>(r->evaluated),
+                static_cast<long long>(r->pruned), static_cast<long long>(r->fitting),
+                r->enumerated / r->analytic_s / r->threads);
+  if (!rn.rows.empty())
+    std::printf("\nbest: %s  %.0f tokens/s  MFU %.1f%%\n", rn.rows.front().label().c_str(), rn.rows.front().tokens_per_s,
+                100 * rn.rows.front().analytic.mfu);
+  std::printf("same best row with 1 and %d threads: %s\n", hw,
+              (!r1.rows.empty() && !rn.rows.empty() && r1.rows.front().index == rn.rows.front().index) ? "yes" : "NO");
+  return sink > 0 ? 0 : 1;
+}

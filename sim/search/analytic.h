@@ -1,0 +1,74 @@
+#pragma once
+// The search's analytic tier: starfish::estimate() with everything that does not depend on the
+// plan computed once.
+//
+// Why a twin and not estimate() itself: estimate() calls shard_parameters() for every pipeline
+// stage, which builds every parameter tensor of the stage with its name (std::string) -- about
+// 100 us per call for GPT-3 175B, 10x over the search's budget. Here the per-stage parameter
+// counts are cached per (TP, PP, virtual stages), the model's FLOPs per recompute mode, and a
+// plan that overflows memory skips the time model. The arithmetic is estimate.cpp's, step for
+// step and in the same order; tests/sim/search/test_analytic.cpp checks that both give
+// identical numbers on every plan of several spaces, so a change in sim/cost that is not
+// mirrored here fails a test. (Proposed for sim/cost: a closed-form shard_parameters() and an
+// estimate(job, cache) overload; then this file reduces to a call.)
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "sim/cost/estimate.h"
+#include "sim/cost/flops.h"
+#include "sim/search/plan_space.h"
+#include "sim/spec/job.h"
+
+namespace starfish::search {
+
+class AnalyticEvaluator {
+ public:
+  AnalyticEvaluator(const Model& model, const Cluster& cluster, const Training& training);
+
+  // Caches the shard parameter counts of these plans' (TP, PP, v) shapes; call before sharing
+  // the evaluator between threads (evaluate() on an unprepared shape computes it, slowly).
+  void prepare(const std::vector<Candidate>& candidates);
+
+  // Fills `out` as estimate() would for the job of `plan` (dp resolved, plan valid). With
+  // `memory_only_if_rejected`, a plan that does not fit stops after the memory model (time,
+  // throughput and FLOPs stay 0); with `explain`, why_not carries estimate()'s text.
+  void evaluate(const Plan& plan, Estimate& out, bool memory_only_if_rejected = false, bool explain = true) const;
+
+  // A lower bound of the memory of every plan of `plan`'s family (same TP, PP, v, DP, ZeRO,
+  // offload and chunk size; any micro-batch, schedule, recompute or SP): the model states alone,
+  // without activations or buffers. GPU: the most loaded stage (estimate() reports the stage
+  // with the most GPU memory, which holds at least its own states); CPU and NVMe: the least
+  // loaded stage times the GPUs per node (estimate() scales one stage's host share by them).
+  struct StatesBound {
+    double gpu_bytes = 0, cpu_bytes = 0, nvme_bytes = 0;
+  };
+  StatesBound states_lower_bound(const Plan& plan) const;
+
+  const Model& model() const { return model_; }
+  const Cluster& cluster() const { return cluster_; }
+  const Training& training() const { return training_; }
+
+ private:
+  using ShapeKey = std::tuple<int, int, int>;  // tp, pp, virtual stages
+  const std::vector<double>& stage_params(int tp, int pp, int v, std::vector<double>& scratch) const;
+
+  Model model_;
+  Cluster cluster_;
+  Training training_;
+  ParamCount params_;
+  IterationFlops flops_[3];  // per Recompute value
+  std::map<ShapeKey, std::vector<double>> stage_params_;
+};
+
+// The chunk runtime's hybrid placement (see SearchOptions::chunk_spill): for a chunked plan whose
+// GPU tier fits, the bytes per node that must move from an overflowing host/NVMe to the spare
+// memory of the GPUs (and host), or a negative number when even that does not fit. 0 when the
+// estimate fits as it is.
+double chunk_spill_bytes(const Estimate& e, const Plan& plan, int gpus_per_node);
+
+// The memory headroom of a tier as a fraction of its capacity (negative when over).
+double headroom_fraction(const TierUse& use);
+
+}  // namespace starfish::search

@@ -1,0 +1,119 @@
+#include "sim/search/maxsize.h"
+
+#include <algorithm>
+
+#include "sim/cost/params.h"
+#include "sim/search/model_family.h"
+#include "sim/spec/error.h"
+
+namespace starfish::search {
+namespace {
+
+struct Probe {
+  bool fits = false;
+  Model model;
+  SearchResult result;
+};
+
+}  // namespace
+
+MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& o) {
+  MaxSizeResult out;
+  int step = o.heads_step;
+  if (step <= 0) {
+    step = 1;
+    if (!o.search.space.tp.empty()) step = *std::max_element(o.search.space.tp.begin(), o.search.space.tp.end());
+    else step = o.search.space.max_tp > 0 ? o.search.space.max_tp : cluster.node.gpus;
+  }
+  auto probe = [&](int heads, int layers) {
+    Probe p;
+    p.model = family_model(o.family, heads, layers, o.seq_len);
+    Training t = default_search_training(p.model, cluster);
+    if (o.global_batch > 0) t.global_batch = o.global_batch;
+    ++out.probes;
+    try {
+      p.result = search(p.model, cluster, t, o.search);
+    } catch (const SpecError&) {
+      return p;  // no plan at all for this shape (e.g. the batch does not divide): does not fit
+    }
+    p.fits = !p.result.rows.empty();
+    return p;
+  };
+  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
+
+  // 1. Main series: heads = step * k, layers = heads. Grow k geometrically, then bisect.
+  int lo = 0, hi = 0;  // fits at lo (0 = nothing yet), not at hi
+  Probe best, fail;
+  for (int k = 1;; k *= 2) {
+    if (step * k > o.max_heads) throw SpecError("maxsize: a model with over " + std::to_string(o.max_heads) +
+                                                " heads still fits; raise max_heads");
+    Probe p = probe(step * k, step * k);
+    if (!p.fits) {
+      hi = k;
+      fail = std::move(p);
+      break;
+    }
+    lo = k;
+    best = std::move(p);
+    if (cancelled()) break;
+  }
+  while (hi - lo > 1 && !cancelled()) {
+    const int mid = lo + (hi - lo) / 2;
+    Probe p = probe(step * mid, step * mid);
+    if (p.fits) {
+      lo = mid;
+      best = std::move(p);
+    } else {
+      hi = mid;
+      fail = std::move(p);
+    }
+  }
+  if (lo == 0) {
+    out.next_model = fail.model;
+    out.binding = fail.result.binding_constraint();
+    return out;
+  }
+  // 2. At hidden = 128 * heads(lo), add layers up to where the next step's parameters begin.
+  const int heads = step * lo;
+  const int64_t next_params = count_parameters(fail.model).total;
+  int l_lo = heads, l_hi = heads + 1;
+  while (count_parameters(family_model(o.family, heads, l_hi, o.seq_len)).total < next_params) ++l_hi;
+  // fits at l_lo; l_hi is at least as large as the failing model: not tested yet
+  Probe top = probe(heads, l_hi);
+  if (top.fits) {
+    best = std::move(top);  // (not expected: the larger model failed)
+    l_lo = l_hi;
+  } else {
+    fail = std::move(top);
+    while (l_hi - l_lo > 1 && !cancelled()) {
+      const int mid = l_lo + (l_hi - l_lo) / 2;
+      Probe p = probe(heads, mid);
+      if (p.fits) {
+        l_lo = mid;
+        best = std::move(p);
+      } else {
+        l_hi = mid;
+        fail = std::move(p);
+      }
+    }
+  }
+  out.found = true;
+  out.model = best.model;
+  out.parameters = count_parameters(best.model).total;
+  out.best = std::move(best.result);
+  out.next_model = fail.model;
+  out.binding = fail.result.binding_constraint();
+  if (out.binding.empty()) out.binding = "no valid plan for its shape";
+  // The summary line of the family that came closest to fitting at the next size.
+  double closest = 1e300;
+  for (const RejectedFamily& r : fail.result.rejected) {
+    const double ratio = r.capacity > 0 ? r.needed / r.capacity : 1e300;
+    if (ratio < closest) {
+      closest = ratio;
+      out.binding_detail = r.text();
+    }
+  }
+  return out;
+}
+
+}  // namespace starfish::search

@@ -1,0 +1,36 @@
+#pragma once
+// The largest model of a family (model_family.h) that some plan can train on a cluster, found
+// by binary search over size -- first over the heads step of the main series (hidden and layers
+// growing together), then over layers at that hidden size -- each probe a full plan search.
+// Fits-or-not is assumed monotone in size (true for the memory model; a layer count with few
+// divisors can hide a pipeline plan, which is why the coarse search steps by whole heads steps).
+#include <cstdint>
+#include <string>
+
+#include "sim/search/search.h"
+
+namespace starfish::search {
+
+struct MaxSizeOptions {
+  std::string family = "gpt";
+  int seq_len = 0;              // 0: the family's default
+  int64_t global_batch = 0;     // 0: default_search_training's (about 4Mi tokens)
+  int heads_step = 0;           // 0: the largest TP the space allows (so every TP divides)
+  int max_heads = 4096;         // the search's ceiling (about 13 quadrillion parameters)
+  SearchOptions search;         // space, threads, max_iteration_s ("time" limit), ...
+};
+
+struct MaxSizeResult {
+  bool found = false;           // false: not even the smallest model fits
+  Model model;                  // the largest that fits
+  int64_t parameters = 0;
+  SearchResult best;            // the search at that size (rows: its best plans)
+  Model next_model;             // the smallest that does not fit
+  std::string binding;          // what stops next_model: "GPU memory", "CPU memory", "NVMe", "time"
+  std::string binding_detail;   // its closest family's summary line
+  int probes = 0;               // plan searches run
+};
+
+MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& options);
+
+}  // namespace starfish::search

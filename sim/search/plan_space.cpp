@@ -1,0 +1,265 @@
+#include "sim/search/plan_space.h"
+
+#include <algorithm>
+
+#include "sim/spec/error.h"
+
+namespace starfish::search {
+namespace {
+
+std::vector<int> divisors(int64_t n) {
+  std::vector<int> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  return out;
+}
+
+template <typename T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+int tier_rank(Tier t) { return t == Tier::gpu ? 0 : t == Tier::cpu ? 1 : 2; }
+
+int max_tp_of(const Cluster& c, const SearchSpace& s) { return s.max_tp > 0 ? s.max_tp : c.node.gpus; }
+
+bool tier_usable(Tier t, const std::vector<Tier>& allowed, const Cluster& c) {
+  return contains(allowed, t) && (t != Tier::nvme || c.node.nvme.has_value());
+}
+
+// The offload triples (params, grads, optimizer) the rules admit, in a fixed order.
+struct Placement {
+  Tier params, grads, optimizer;
+  bool chunked;
+};
+std::vector<Placement> placements(const Cluster& c, const SearchSpace& s, int zero_stage) {
+  std::vector<Placement> out;
+  const Tier all[] = {Tier::gpu, Tier::cpu, Tier::nvme};
+  for (bool chunked : {false, true}) {
+    for (Tier o : all) {
+      if (!tier_usable(o, s.optimizer_tiers, c)) continue;
+      for (Tier p : all) {
+        if (!tier_usable(p, s.param_tiers, c) || tier_rank(p) > tier_rank(o)) continue;
+        if (!chunked && p != Tier::gpu && zero_stage != 3) continue;
+        for (Tier g : all) {
+          if (!tier_usable(g, s.grad_tiers, c) || tier_rank(g) < tier_rank(p) || tier_rank(g) > tier_rank(o)) continue;
+          if (chunked && g != p) continue;
+          out.push_back({p, g, o, chunked});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SearchSpace SearchSpace::static_partition() {
+  SearchSpace s;
+  s.chunk_elements = {0};
+  s.param_tiers = {Tier::gpu};
+  s.grad_tiers = {Tier::gpu};
+  s.optimizer_tiers = {Tier::cpu};
+  s.zero_stages = {1, 2};  // ZeRO-Offload partitions the offloaded states over DP (stage 1 or 2)
+  return s;
+}
+
+SearchSpace SearchSpace::chunked_only() {
+  SearchSpace s;
+  s.chunk_elements.erase(std::remove(s.chunk_elements.begin(), s.chunk_elements.end(), 0), s.chunk_elements.end());
+  return s;
+}
+
+Plan Candidate::to_plan() const {
+  Plan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.virtual_stages = virtual_stages;
+  p.micro_batch = micro_batch;
+  p.sequence_parallel = sequence_parallel;
+  p.schedule = schedule;
+  p.zero_stage = zero_stage;
+  p.offload = Offload{params, grads, optimizer};
+  p.chunk_elements = chunk_elements;
+  p.recompute = recompute;
+  return p;
+}
+
+Candidate to_candidate(const Plan& p) {
+  Candidate c;
+  c.tp = static_cast<int16_t>(p.tp);
+  c.pp = static_cast<int16_t>(p.pp);
+  c.virtual_stages = static_cast<int16_t>(p.virtual_stages);
+  c.dp = p.dp;
+  c.micro_batch = p.micro_batch;
+  c.chunk_elements = p.chunk_elements;
+  c.zero_stage = static_cast<uint8_t>(p.zero_stage);
+  c.schedule = p.schedule;
+  c.recompute = p.recompute;
+  c.sequence_parallel = p.sequence_parallel;
+  c.params = p.offload.params;
+  c.grads = p.offload.grads;
+  c.optimizer = p.offload.optimizer;
+  return c;
+}
+
+const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training& t, const Plan& p) {
+  if (p.tp < 1 || p.pp < 1 || p.virtual_stages < 1 || p.micro_batch < 1 || p.dp < 0) return "non-positive degree";
+  if (m.heads % p.tp != 0) return "TP does not divide the heads";
+  if (m.kv_heads % p.tp != 0) return "TP does not divide the key/value heads";
+  if (m.ffn_hidden % p.tp != 0) return "TP does not divide ffn_hidden";
+  if (m.layers % (p.pp * p.virtual_stages) != 0) return "PP x virtual stages does not divide the layers";
+  const int gpus = c.total_gpus();
+  int dp = p.dp;
+  if (dp == 0) {
+    if (gpus % (p.tp * p.pp) != 0) return "TP x PP does not divide the GPUs";
+    dp = gpus / (p.tp * p.pp);
+  } else if (p.tp * p.pp * dp != gpus) {
+    return "TP x PP x DP is not the GPU count";
+  }
+  const int64_t per_step = int64_t{p.micro_batch} * dp;
+  if (t.global_batch % per_step != 0) return "global batch is not a multiple of micro-batch x DP";
+  const int64_t micro_batches = t.global_batch / per_step;
+  if (p.schedule == Schedule::interleaved) {
+    if (p.virtual_stages < 2) return "interleaving needs virtual stages >= 2";
+    if (micro_batches % p.pp != 0) return "interleaving needs micro-batches divisible by PP";
+  } else if (p.virtual_stages != 1) {
+    return "virtual stages need the interleaved schedule";
+  }
+  if (p.sequence_parallel && p.tp == 1) return "sequence parallelism needs TP > 1";
+  const Offload& o = p.offload;
+  if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !c.node.nvme)
+    return "offload to NVMe without an NVMe";
+  if (p.chunked() && p.chunk_elements < 1024) return "chunk under 1Ki elements";
+  if (p.chunk_elements < 0) return "negative chunk size";
+  if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
+  return nullptr;
+}
+
+bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) {
+  if (s.tp.empty() ? p.tp > max_tp_of(c, s) : !contains(s.tp, p.tp)) return false;
+  if (!s.pp.empty() && !contains(s.pp, p.pp)) return false;
+  if (p.virtual_stages > std::max(1, s.max_virtual_stages)) return false;
+  if (!s.micro_batches.empty() && !contains(s.micro_batches, p.micro_batch)) return false;
+  if (!contains(s.schedules, p.schedule) || !contains(s.recompute, p.recompute)) return false;
+  if (p.pp == 1 && p.schedule != Schedule::one_f_one_b) return false;
+  if (!contains(s.sequence_parallel, p.sequence_parallel)) return false;
+  if (p.tp == 1 && p.sequence_parallel) return false;
+  if (!contains(s.zero_stages, p.zero_stage)) return false;
+  if (p.dp == 1 && p.zero_stage != *std::min_element(s.zero_stages.begin(), s.zero_stages.end()))
+    return false;  // (zero_stages is not empty here: it contains p.zero_stage)
+  if (!contains(s.chunk_elements, p.chunk_elements)) return false;
+  for (const Placement& pl : placements(c, s, p.zero_stage))
+    if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
+        pl.optimizer == p.offload.optimizer)
+      return true;
+  return false;
+}
+
+std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const Training& t, const SearchSpace& s) {
+  if (t.global_batch < 1) throw SpecError("search: the global batch must be at least 1 sequence");
+  if (!c.node.gpu.peak_flops.count(t.dtype))
+    throw SpecError("search: GPU " + c.node.gpu.name + " has no peak FLOP/s for " + to_string(t.dtype));
+  const int gpus = c.total_gpus();
+  std::vector<int> tps;
+  for (int tp : s.tp.empty() ? divisors(m.heads) : s.tp) {
+    if (tp < 1 || (s.tp.empty() && tp > max_tp_of(c, s))) continue;
+    if (m.heads % tp || m.kv_heads % tp || m.ffn_hidden % tp || gpus % tp) continue;
+    tps.push_back(tp);
+  }
+  const int min_zero = s.zero_stages.empty() ? 0 : *std::min_element(s.zero_stages.begin(), s.zero_stages.end());
+  // The static/chunked placements per ZeRO stage do not depend on the rest: compute them once.
+  std::vector<std::vector<Placement>> placement_of(4);
+  for (int z = 0; z < 4; ++z) placement_of[z] = placements(c, s, z);
+
+  std::vector<Candidate> out;
+  for (int tp : tps) {
+    for (int pp : s.pp.empty() ? divisors(m.layers) : s.pp) {
+      if (pp < 1 || m.layers % pp || gpus % (tp * pp)) continue;
+      const int dp = gpus / (tp * pp);
+      if (t.global_batch % dp) continue;
+      const int64_t per_pipeline = t.global_batch / dp;
+      std::vector<int> mbs;
+      if (s.micro_batches.empty()) mbs = divisors(per_pipeline);
+      else
+        for (int b : s.micro_batches)
+          if (b >= 1 && per_pipeline % b == 0) mbs.push_back(b);
+      for (int b : mbs) {
+        const int64_t micro_batches = per_pipeline / b;
+        // (schedule, virtual stages) pairs for this PP and micro-batch count.
+        std::vector<std::pair<Schedule, int>> shapes;
+        for (Schedule sc : s.schedules) {
+          if (pp == 1 && sc != Schedule::one_f_one_b) continue;
+          if (sc != Schedule::interleaved) {
+            shapes.push_back({sc, 1});
+            continue;
+          }
+          if (micro_batches % pp) continue;
+          for (int v = 2; v <= s.max_virtual_stages; ++v)
+            if (m.layers % (pp * v) == 0) shapes.push_back({sc, v});
+        }
+        for (const auto& [schedule, v] : shapes) {
+          for (int z : s.zero_stages) {
+            if (z < 0 || z > 3 || (dp == 1 && z != min_zero)) continue;
+            for (const Placement& pl : placement_of[z]) {
+              for (int64_t chunk : s.chunk_elements) {
+                if (pl.chunked != (chunk > 0)) continue;
+                if (chunk > 0 && chunk < 1024) continue;
+                for (Recompute rc : s.recompute) {
+                  for (bool sp : s.sequence_parallel) {
+                    if (sp && tp == 1) continue;
+                    Candidate k;
+                    k.tp = static_cast<int16_t>(tp);
+                    k.pp = static_cast<int16_t>(pp);
+                    k.virtual_stages = static_cast<int16_t>(v);
+                    k.dp = dp;
+                    k.micro_batch = b;
+                    k.chunk_elements = chunk;
+                    k.zero_stage = static_cast<uint8_t>(z);
+                    k.schedule = schedule;
+                    k.recompute = rc;
+                    k.sequence_parallel = sp;
+                    k.params = pl.params;
+                    k.grads = pl.grads;
+                    k.optimizer = pl.optimizer;
+                    out.push_back(k);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string family_label(const Candidate& c) {
+  std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " ZeRO-" + std::to_string(c.zero_stage);
+  if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
+    s += std::string(" offload ") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
+  s += c.chunk_elements > 0 ? " chunked" : " static";
+  return s;
+}
+
+std::string short_label(const Candidate& c) {
+  std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " DP" + std::to_string(c.dp);
+  if (c.pp > 1) s += std::string(" ") + to_string(c.schedule);
+  if (c.virtual_stages > 1) s += " v" + std::to_string(c.virtual_stages);
+  if (c.sequence_parallel) s += " SP";
+  s += " mb" + std::to_string(c.micro_batch) + " ZeRO-" + std::to_string(c.zero_stage);
+  if (c.recompute != Recompute::none) s += std::string(" rc-") + to_string(c.recompute);
+  if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
+    s += std::string(" off:") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
+  if (c.chunk_elements > 0) {
+    int shift = 0;
+    while ((int64_t{1} << shift) < c.chunk_elements) ++shift;
+    s += (int64_t{1} << shift) == c.chunk_elements ? " chunk 2^" + std::to_string(shift)
+                                                   : " chunk " + std::to_string(c.chunk_elements);
+  }
+  return s;
+}
+
+}  // namespace starfish::search

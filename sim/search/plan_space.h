@@ -1,0 +1,91 @@
+#pragma once
+// The space of plans the search enumerates for one model, cluster and training, and the cheap
+// validity pre-check that keeps exceptions off the hot path.
+//
+// Axes: TP (divisors of heads, kv_heads and ffn_hidden, up to GPUs per node by default), PP
+// (divisors of layers with TP*PP dividing the GPUs), DP (derived), virtual stages (divisors of
+// layers/PP, interleaved schedule only), micro-batch (divisors of global/DP), ZeRO 0-3, offload
+// tiers of params/grads/optimizer, recompute, sequence parallelism, schedule and chunk size.
+//
+// Besides make_job's rules, the enumerator applies a few documented "no-op or unrealizable"
+// rules so the space holds no duplicates and nothing a runtime cannot do (is_enumerated_shape):
+//  - without DP (dp == 1) only ZeRO-0: ZeRO shards over DP ranks, so stages 1-3 equal stage 0;
+//  - PP == 1 runs the 1F1B schedule only (with one stage every schedule is the same);
+//  - sequence parallelism only with TP > 1 (make_job's rule);
+//  - tiers are ordered gpu < cpu < nvme and params <= grads <= optimizer: the state touched
+//    every micro-batch (params) never sits deeper than the states touched once per iteration;
+//  - a static plan (no chunks) offloads params only under ZeRO-3 (DeepSpeed ZeRO-Infinity
+//    offloads partitioned params only);
+//  - a chunked plan keeps its grads in the param chunks (PatrickStar), so grads = params tier;
+//  - the chunk size is enumerated only for chunked plans (0 = static placement).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/hardware.h"
+#include "sim/spec/model.h"
+#include "sim/spec/plan.h"
+#include "sim/spec/training.h"
+
+namespace starfish::search {
+
+struct SearchSpace {
+  std::vector<int> tp;               // empty: every valid divisor up to max_tp
+  int max_tp = 0;                    // 0: the GPUs of one node (TP across nodes is never worth it)
+  std::vector<int> pp;               // empty: every valid divisor of layers
+  int max_virtual_stages = 8;        // interleaving beyond 8 chunks per stage only adds PP traffic
+  std::vector<int> micro_batches;    // empty: every divisor of global / DP
+  std::vector<int> zero_stages{0, 1, 2, 3};
+  std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved};
+  std::vector<bool> sequence_parallel{false, true};
+  // Tiers each model state may use; nvme only counts when the node has one.
+  std::vector<Tier> param_tiers{Tier::gpu, Tier::cpu, Tier::nvme};
+  std::vector<Tier> grad_tiers{Tier::gpu, Tier::cpu, Tier::nvme};
+  std::vector<Tier> optimizer_tiers{Tier::gpu, Tier::cpu, Tier::nvme};
+  // Chunk sizes in elements; 0 = static placement. Default: static and three powers of two
+  // around PatrickStar's usual 64Mi-element chunks.
+  std::vector<int64_t> chunk_elements{0, int64_t{1} << 25, int64_t{1} << 26, int64_t{1} << 27};
+
+  // DeepSpeed ZeRO-Offload's static partition: no chunks, params and grads fixed on the GPU,
+  // every optimizer state on the CPU.
+  static SearchSpace static_partition();
+  // The chunk runtime only (every chunked plan, no static one).
+  static SearchSpace chunked_only();
+};
+
+// A compact plan (the search holds hundreds of thousands): to_plan() gives the Plan.
+struct Candidate {
+  int16_t tp = 1, pp = 1, virtual_stages = 1;
+  int32_t dp = 1;
+  int32_t micro_batch = 1;
+  int64_t chunk_elements = 0;
+  uint8_t zero_stage = 0;
+  Schedule schedule = Schedule::one_f_one_b;
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
+
+  Plan to_plan() const;  // dp resolved, as make_job would leave it
+};
+Candidate to_candidate(const Plan& plan);  // plan.dp must be resolved
+
+// Every plan of the space, in a fixed order (the enumeration index is the tie-breaker of the
+// ranking). Throws SpecError when the global batch or the cluster admits no plan at all.
+std::vector<Candidate> enumerate_plans(const Model& model, const Cluster& cluster, const Training& training,
+                                       const SearchSpace& space);
+
+// make_job's rules without exceptions: nullptr when make_job would accept the plan (dp resolved
+// or 0), else a short reason. Kept in step with sim/spec/job.cpp by a test that compares both.
+const char* plan_invalid_reason(const Model& model, const Cluster& cluster, const Training& training,
+                                const Plan& plan);
+
+// The enumerator's extra rules (see the header comment); true when the space may hold `plan`.
+bool is_enumerated_shape(const Plan& plan, const Cluster& cluster, const SearchSpace& space);
+
+// "TP8 PP16 v2 ZeRO-1 SP recompute-full mb1" style short label, and the family key used to
+// summarise rejections ("TP1 PP1 ZeRO-0 static").
+std::string short_label(const Candidate& c);
+std::string family_label(const Candidate& c);
+
+}  // namespace starfish::search

@@ -1,0 +1,126 @@
+#pragma once
+// Plan search: enumerate every plan of a space (plan_space.h), prune and evaluate them with the
+// analytic tier (analytic.h) on a pool of threads, optionally refine the best K with a second,
+// simulated tier (the refiner hook, filled in by the schedule/DES engine), and rank.
+//
+// Determinism: each plan has its enumeration index; rows are ordered by score and then by
+// index, and rejection summaries are merged by key, so the result does not depend on the
+// number of threads or on which thread evaluated what.
+// Cancellation: workers poll `cancel` between small blocks of plans; a cancelled search returns
+// the best rows among the plans evaluated so far (cancelled = true, no refinement).
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cost/estimate.h"
+#include "sim/search/plan_space.h"
+#include "sim/spec/job.h"
+
+namespace starfish::search {
+
+// One tier's verdict on a plan: what the refiner returns (and what the analytic tier is
+// converted to), so both tiers can be ranked the same way.
+struct Evaluation {
+  bool fits = false;
+  std::string why_not;           // empty when it fits
+  double iteration_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double tflops_per_gpu = 0;
+  double bubble_fraction = 0;
+  double gpu_peak_bytes = 0;     // per GPU, most loaded
+  double cpu_peak_bytes = 0;     // per node
+  double nvme_peak_bytes = 0;    // per node
+  std::string source;            // "analytic", "des", ...
+};
+Evaluation to_evaluation(const Estimate& e);
+
+using Refiner = std::function<Evaluation(const Job&)>;
+
+struct Progress {
+  int64_t done = 0;              // plans evaluated (or pruned) so far
+  int64_t total = 0;
+  int64_t fitting = 0;
+  double best_tokens_per_s = 0;  // analytic
+  const char* phase = "analytic";  // "analytic", then "refine" while the refiner runs
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+struct SearchOptions {
+  SearchSpace space;
+  int top_k = 10;                // rows returned
+  Refiner refiner;               // optional second tier
+  int refine_top = 0;            // plans refined (0: top_k) when a refiner is given
+  int threads = 0;               // 0: every hardware thread
+  ProgressFn progress;           // called on the calling thread about every 100 ms, and at the end
+  const std::atomic<bool>* cancel = nullptr;
+  double max_iteration_s = 0;    // > 0: a plan with a longer iteration is rejected ("time")
+  bool prune = true;             // family-level memory lower bound before evaluating (never
+                                 // drops a plan that fits; off only to test exactly that)
+  // The chunk runtime keeps chunks on the GPU as far as the margin allows (DESIGN: hybrid
+  // Adam, eviction): a chunked plan whose host or NVMe overflows still fits when the node's
+  // spare GPU memory (and spare host memory, for NVMe) absorbs the excess chunk bytes. The
+  // analytic estimate places each state class wholly on one tier and cannot see this; the
+  // optimizer time stays as estimated (CPU Adam for every chunk: conservative).
+  bool chunk_spill = true;
+};
+
+struct Row {
+  int64_t index = 0;             // enumeration index (the tie-breaker)
+  Candidate candidate;
+  Plan plan;                     // dp resolved
+  Estimate analytic;
+  std::optional<Evaluation> refined;
+  double spilled_bytes = 0;      // per node: chunk bytes held on GPU/CPU margins (chunk_spill)
+  double tokens_per_s = 0;       // the ranking throughput: refined when refined, else analytic
+  double cost_per_million_tokens = 0;  // price_per_gpu_hour known; else 0
+  std::string label() const { return short_label(candidate); }
+};
+
+// Plans rejected for one reason, grouped by family (TP, PP, ZeRO, offload, chunked/static):
+// "TP1 PP1 ZeRO-0 static: GPU memory (needs 2.8 TiB of 78 GiB) x 1234 plans"; the numbers are
+// the plan of the family that came closest to fitting.
+struct RejectedFamily {
+  std::string family;
+  std::string constraint;        // "GPU memory", "CPU memory", "NVMe", "time"
+  double needed = 0;             // bytes (memory) or seconds (time) of the closest plan
+  double capacity = 0;
+  int64_t plans = 0;
+  std::string text() const;
+};
+
+struct SearchResult {
+  Model model;
+  Cluster cluster;
+  Training training;
+  std::vector<Row> rows;                 // best first
+  std::vector<RejectedFamily> rejected;  // most plans first
+  int64_t enumerated = 0;                // plans in the space
+  int64_t evaluated = 0;                 // plans the analytic tier looked at (not pruned)
+  int64_t pruned = 0;                    // plans dropped by the family memory bound
+  int64_t fitting = 0;
+  int64_t refined = 0;
+  bool cancelled = false;
+  double elapsed_s = 0;
+  double analytic_s = 0;                 // wall time of the analytic phase
+  int threads = 1;
+
+  Job job(const Row& row) const;         // make_job of the row: validated like any job
+  // The binding constraint when nothing fits: "time" when some plan fit in memory but ran
+  // over max_iteration_s, else the memory tier of the rejected family closest to fitting
+  // ("GPU memory", "CPU memory", "NVMe"); "" when some plan fits.
+  std::string binding_constraint() const;
+};
+
+SearchResult search(const Model& model, const Cluster& cluster, const Training& training,
+                    const SearchOptions& options);
+
+// Training used when the user gives no global batch: bf16 (or fp16, else fp32) mixed-precision
+// Adam and about 4Mi tokens per iteration (GPT-3's 175B batch: 1536-3.2M tokens), rounded up to
+// a multiple of the GPU count so pure data parallelism is always possible.
+Training default_search_training(const Model& model, const Cluster& cluster);
+
+}  // namespace starfish::search

@@ -1,0 +1,137 @@
+#include "sim/search/size_cluster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sim/cost/flops.h"
+#include "sim/spec/error.h"
+#include "sim/spec/units.h"
+
+namespace starfish::search {
+
+int64_t parse_token_count(std::string_view text) {
+  const std::string s(text);
+  auto bad = [&] {
+    return SpecError("'" + s + "' is not a token count (examples: 300B, 1T, 300G, 300e9)");
+  };
+  if (s.empty()) throw bad();
+  const char last = s.back();
+  double scale = 0;
+  switch (last) {
+    case 'K': scale = 1e3; break;
+    case 'M': scale = 1e6; break;
+    case 'B': scale = 1e9; break;  // "billion" tokens, as papers write them
+    case 'T': scale = 1e12; break;
+    default: break;
+  }
+  double value = 0;
+  try {
+    if (scale > 0) value = units::parse_number(s.substr(0, s.size() - 1)) * scale;
+    else {
+      try {
+        return units::parse_count(s);
+      } catch (const std::exception&) {
+        value = units::parse_number(s);
+      }
+    }
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  if (!(value >= 1) || value > 9e18) throw bad();
+  return static_cast<int64_t>(std::llround(value));
+}
+
+namespace {
+
+// Some TP x PP x DP layout divides the GPUs and the batch (the enumerator's first filter).
+bool has_layout(const Model& m, int gpus_per_node, int gpus, int64_t batch, int max_tp) {
+  for (int tp = 1; tp <= std::min(max_tp, gpus_per_node); ++tp) {
+    if (m.heads % tp || m.kv_heads % tp || m.ffn_hidden % tp || gpus % tp) continue;
+    for (int pp = 1; pp <= m.layers; ++pp) {
+      if (m.layers % pp || gpus % (tp * pp)) continue;
+      if (batch % (gpus / (tp * pp)) == 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const SizeClusterOptions& o) {
+  if (o.tokens < 1) throw SpecError("size-cluster: the token count must be positive");
+  if (!(o.days > 0)) throw SpecError("size-cluster: the number of days must be positive");
+  SizeClusterResult out;
+  Training training = default_search_training(model, hw);
+  // A fixed batch across node counts: about 4Mi tokens unless given.
+  training.global_batch = o.global_batch > 0 ? o.global_batch
+                                             : std::max<int64_t>(1, ((int64_t{1} << 22) + model.seq_len - 1) / model.seq_len);
+  const double seconds = o.days * 86400.0;
+  const double needed_tokens_per_s = static_cast<double>(o.tokens) / seconds;
+  // Lower bound: model FLOPs per token at the GPUs' dense peak.
+  const double flop_per_token = iteration_flops(model, training.global_batch, Recompute::none).model /
+                                (static_cast<double>(training.global_batch) * model.seq_len);
+  const double peak_node = hw.node.gpu.peak(training.dtype) * hw.node.gpus;
+  const int min_nodes = std::max(1, static_cast<int>(std::floor(needed_tokens_per_s * flop_per_token / peak_node)));
+  const int max_tp = o.search.space.max_tp > 0 ? o.search.space.max_tp : hw.node.gpus;
+  const int max_nodes = hw.node.nic ? o.max_nodes : 1;
+  std::vector<int> counts;
+  for (int n = min_nodes; n <= max_nodes; ++n)
+    if (has_layout(model, hw.node.gpus, n * hw.node.gpus, training.global_batch, max_tp)) counts.push_back(n);
+  if (counts.empty()) {
+    out.why_not = "no node count in [" + std::to_string(min_nodes) + ", " + std::to_string(max_nodes) +
+                  "] admits a TP x PP x DP layout for a global batch of " + std::to_string(training.global_batch);
+    return out;
+  }
+  struct Try {
+    bool ok = false;
+    SearchResult r;
+    Cluster c;
+  };
+  auto attempt = [&](int nodes) {
+    Try t;
+    t.c = hw;
+    t.c.nodes = nodes;
+    ++out.probes;
+    try {
+      t.r = search(model, t.c, training, o.search);
+    } catch (const SpecError&) {
+      return t;
+    }
+    t.ok = !t.r.rows.empty() && t.r.rows.front().tokens_per_s >= needed_tokens_per_s;
+    return t;
+  };
+  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
+  // Bisect over the candidate list: counts[hi] is known good once found.
+  size_t lo = 0, hi = counts.size() - 1;
+  Try best = attempt(counts[hi]);
+  if (!best.ok) {
+    char buf[200];
+    const double tps = best.r.rows.empty() ? 0 : best.r.rows.front().tokens_per_s;
+    std::snprintf(buf, sizeof buf, "%d nodes (the most tried) reach %s tokens/s; %s tokens/s are needed", counts[hi],
+                  units::human_count(tps).c_str(), units::human_count(needed_tokens_per_s).c_str());
+    out.why_not = best.r.rows.empty() ? std::to_string(counts[hi]) + " nodes (the most tried): no plan fits" : buf;
+    return out;
+  }
+  while (lo < hi && !cancelled()) {
+    const size_t mid = lo + (hi - lo) / 2;
+    Try t = attempt(counts[mid]);
+    if (t.ok) {
+      hi = mid;
+      best = std::move(t);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  out.found = true;
+  out.nodes = best.c.nodes;
+  out.cluster = best.c;
+  out.best = std::move(best.r);
+  out.days_needed = static_cast<double>(o.tokens) / out.best.rows.front().tokens_per_s / 86400.0;
+  if (hw.price_per_gpu_hour > 0) out.cost = hw.price_per_gpu_hour * out.cluster.total_gpus() * out.days_needed * 24.0;
+  return out;
+}
+
+}  // namespace starfish::search

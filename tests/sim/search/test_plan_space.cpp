@@ -1,0 +1,148 @@
+// The enumerator yields only valid plans, and every valid plan of the space (brute force).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
+
+#include "sim/search/plan_space.h"
+#include "sim/spec/error.h"
+#include "sim/spec/job.h"
+#include "support.h"
+
+namespace starfish::search {
+namespace {
+
+using Key = std::tuple<int, int, int, int, int, int64_t, int, int, int, bool, int, int, int>;
+Key key(const Plan& p) {
+  return {p.tp, p.pp, p.dp, p.virtual_stages, p.micro_batch, p.chunk_elements, p.zero_stage,
+          static_cast<int>(p.schedule), static_cast<int>(p.recompute), p.sequence_parallel,
+          static_cast<int>(p.offload.params), static_cast<int>(p.offload.grads), static_cast<int>(p.offload.optimizer)};
+}
+
+bool make_job_accepts(const Model& m, const Cluster& c, const Training& t, const Plan& p) {
+  try {
+    make_job(m, c, t, p);
+    return true;
+  } catch (const SpecError&) {
+    return false;
+  }
+}
+
+// Every combination of the raw axes, far beyond what is valid. The structural axes (TP, PP, v,
+// micro-batch, schedule) are crossed first with a neutral rest; `expand(plan)` says whether to
+// cross that structure with every ZeRO stage, offload triple, chunk size, recompute and SP too
+// (crossing all of them everywhere would be 30 M make_job calls). `visit` sees each plan, dp 0.
+template <typename E, typename F>
+void brute_force(const Model& m, const SearchSpace& s, int64_t batch, int max_tp, E expand, F visit) {
+  const Tier tiers[] = {Tier::gpu, Tier::cpu, Tier::nvme};
+  for (int tp = 1; tp <= max_tp; ++tp)
+    for (int pp = 1; pp <= m.layers; ++pp)
+      for (int v = 1; v <= m.layers; ++v)
+        for (int b = 1; b <= batch; ++b)
+          for (Schedule sc : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved}) {
+            Plan base;
+            base.tp = tp;
+            base.pp = pp;
+            base.virtual_stages = v;
+            base.micro_batch = b;
+            base.schedule = sc;
+            if (!expand(base)) {
+              visit(base);
+              continue;
+            }
+            for (int z = 0; z <= 3; ++z)
+              for (Tier tp_ : tiers)
+                for (Tier tg : tiers)
+                  for (Tier to : tiers)
+                    for (int64_t chunk : s.chunk_elements)
+                      for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
+                        for (bool sp : {false, true}) {
+                          Plan p = base;
+                          p.zero_stage = z;
+                          p.offload = Offload{tp_, tg, to};
+                          p.chunk_elements = chunk;
+                          p.recompute = rc;
+                          p.sequence_parallel = sp;
+                          visit(p);
+                        }
+          }
+}
+
+TEST(PlanSpace, EveryEnumeratedPlanPassesMakeJob) {
+  const Model m = search_test::small_gpt();
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(16);
+  const auto plans = enumerate_plans(m, c, t, SearchSpace{});
+  ASSERT_GT(plans.size(), 1000u);
+  for (const Candidate& k : plans) {
+    Plan p = k.to_plan();
+    const Job job = make_job(m, c, t, p);  // throws on an invalid plan
+    EXPECT_EQ(job.plan.dp, k.dp);
+    EXPECT_EQ(key(job.plan), key(p));
+  }
+}
+
+TEST(PlanSpace, EnumerationEqualsBruteForceOfTheSmallCase) {
+  const Model m = search_test::small_gpt();
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(16);
+  SearchSpace s;
+  s.chunk_elements = {0, 1 << 20};
+  std::set<Key> enumerated;
+  for (const Candidate& k : enumerate_plans(m, c, t, s)) EXPECT_TRUE(enumerated.insert(key(k.to_plan())).second);
+  std::set<Key> brute;
+  auto structure_valid = [&](const Plan& p) { return make_job_accepts(m, c, t, p); };
+  brute_force(m, s, t.global_batch, 8, structure_valid, [&](Plan p) {
+    if (!make_job_accepts(m, c, t, p)) return;
+    p.dp = c.total_gpus() / (p.tp * p.pp);
+    if (is_enumerated_shape(p, c, s)) brute.insert(key(p));
+  });
+  EXPECT_EQ(enumerated.size(), brute.size());
+  EXPECT_TRUE(enumerated == brute);
+}
+
+TEST(PlanSpace, PrecheckAgreesWithMakeJob) {
+  const Model m = search_test::small_gpt(6, 384, 6);
+  Cluster c = search_test::small_cluster(1);
+  c.node.nvme.reset();  // so offload to NVMe is invalid
+  const Training t = search_test::fp16_training(8);
+  SearchSpace s;
+  s.chunk_elements = {0, 512, 4096};
+  int64_t valid = 0, checked = 0, expanded_invalid = 0;
+  // Cross the rest with every valid structure and with the first 30 invalid ones.
+  auto expand = [&](const Plan& p) { return make_job_accepts(m, c, t, p) || expanded_invalid++ < 30; };
+  brute_force(m, s, t.global_batch, 6, expand, [&](const Plan& p) {
+    const bool ok = make_job_accepts(m, c, t, p);
+    EXPECT_EQ(plan_invalid_reason(m, c, t, p) == nullptr, ok);
+    valid += ok;
+    ++checked;
+  });
+  EXPECT_GT(valid, 100);
+  EXPECT_GT(checked, valid * 10);
+}
+
+TEST(PlanSpace, StaticPartitionKeepsParamsAndGradsOnTheGpu) {
+  const Model m = search_test::small_gpt();
+  const Cluster c = search_test::small_cluster();
+  for (const Candidate& k : enumerate_plans(m, c, search_test::fp16_training(16), SearchSpace::static_partition())) {
+    EXPECT_EQ(k.chunk_elements, 0);
+    EXPECT_EQ(k.params, Tier::gpu);
+    EXPECT_EQ(k.grads, Tier::gpu);
+    EXPECT_EQ(k.optimizer, Tier::cpu);
+  }
+}
+
+TEST(PlanSpace, ABatchThatAdmitsNoPlanIsAnEmptySpaceAndZeroBatchAnError) {
+  const Model m = search_test::small_gpt(6, 384, 6);
+  const Cluster c = search_test::small_cluster();  // 8 GPUs: TP x PP in {1, 2, 4}, so DP in {2, 4, 8}
+  EXPECT_TRUE(enumerate_plans(m, c, search_test::fp16_training(3), SearchSpace{}).empty());
+  try {
+    enumerate_plans(m, c, search_test::fp16_training(0), SearchSpace{});
+    FAIL() << "no error";
+  } catch (const SpecError& e) {
+    EXPECT_STREQ(e.what(), "search: the global batch must be at least 1 sequence");
+  }
+}
+
+}  // namespace
+}  // namespace starfish::search
