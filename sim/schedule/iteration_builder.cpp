@@ -8,6 +8,8 @@
 #include "sim/cost/memory.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
+#include "sim/schedule/chunked_iteration.h"
+#include "sim/schedule/layer_costs.h"
 #include "sim/schedule/pipeline_order.h"
 
 namespace starfish::schedule {
@@ -70,18 +72,15 @@ class Builder {
 
  private:
   void setup_costs() {
-    const Model& m = job_.model;
-    const Plan& p = job_.plan;
-    const GpuSpec& gpu = job_.cluster.node.gpu;
-    act_bytes_ = bytes_of(job_.training.dtype);
-    layer_ = layer_time(gpu, job_.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
-    output_s_ = output_layer_time_s(gpu, job_.training.dtype, m, p.micro_batch, p.tp);
-    boundary_bytes_ = static_cast<double>(act_bytes_) * m.seq_len * p.micro_batch * m.hidden;
-    stored_ = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, act_bytes_});
-    full_ = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, act_bytes_});
-    const StageActivations last = peak_stage_activations(m, p, 1, act_bytes_, p.pp - 1);
-    output_bytes_ = last.output_bytes;
-    layers_per_chunk_ = m.layers / (p.pp * p.virtual_stages);
+    const LayerCosts c = layer_costs(job_);
+    act_bytes_ = c.act_bytes;
+    layer_ = c.layer;
+    output_s_ = c.output_s;
+    boundary_bytes_ = c.boundary_bytes;
+    stored_ = c.stored_bytes;
+    full_ = c.full_bytes;
+    output_bytes_ = c.output_bytes;
+    layers_per_chunk_ = job_.model.layers / (job_.plan.pp * job_.plan.virtual_stages);
   }
 
   size_t at(int gv, int mb) const { return static_cast<size_t>(gv) * static_cast<size_t>(job_.micro_batches()) + mb; }
@@ -338,6 +337,7 @@ class Builder {
 }  // namespace
 
 BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {
+  if (job.plan.chunked()) return build_chunked_iteration(job, engine);
   return Builder(job, engine, options).build();
 }
 

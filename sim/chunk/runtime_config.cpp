@@ -1,0 +1,30 @@
+#include "sim/chunk/runtime_config.h"
+
+namespace starfish {
+
+std::vector<int> dp_group_ranks(const Job& job) {
+  std::vector<int> ranks;
+  for (int d = 0; d < job.dp(); ++d) ranks.push_back(job.plan.tp * d);
+  return ranks;
+}
+
+ChunkPlan chunk_plan(const Job& job, int dp_index) {
+  const Plan& p = job.plan;
+  if (!p.chunked()) p.provenance.fail("plan.chunk_size", "the plan does not use the chunk runtime (chunk_size is 0)");
+  const int world = job.dp();
+  const Shard shard{p.tp, p.pp, 0, p.virtual_stages};
+  ChunkPlan out{ChunkLayout::build(parameter_tensors(job.model, shard), LayoutOptions::of(job.training, p.chunk_elements,
+                                                                                           p.zero_stage >= 1 ? world : 1)),
+                RuntimeOptions{}, job.model.tied_embeddings};
+  const NodeSpec& node = job.cluster.node;
+  RuntimeOptions& o = out.options;
+  o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes;
+  o.budget.cpu_bytes = (node.host.memory_bytes - node.host.reserved_bytes) / node.gpus;
+  o.budget.nvme_bytes = node.nvme ? node.nvme->capacity_bytes / node.gpus : 0;
+  o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
+  o.dp_ranks = dp_group_ranks(job);
+  o.dp_index = dp_index;
+  return out;
+}
+
+}  // namespace starfish

@@ -1,0 +1,27 @@
+#pragma once
+// From a Job to the chunk runtime's inputs, one function for every backend: the simulator and
+// the executor build the same layout and options for the same plan, so they make the same
+// decisions (and their move logs can be diffed).
+#include "sim/chunk/chunk_layout.h"
+#include "sim/chunk/chunk_runtime.h"
+#include "sim/spec/job.h"
+
+namespace starfish {
+
+struct ChunkPlan {
+  ChunkLayout layout;
+  RuntimeOptions options;
+  bool tied_embeddings = true;
+};
+
+// The layout of the shard a rank holds (pipeline stage 0: chunk plans have no pipeline), and
+// the options: budgets are the rank's share of each tier (GPU memory less its reservation; host
+// memory less its reservation and NVMe capacity divided by the node's GPUs); ZeRO stage >= 1
+// shards chunk groups over DP (PatrickStar's ZeRO-DP), stage 0 replicates them (all-reduce).
+// Throws SpecError (naming the plan field) when the plan is not chunked.
+ChunkPlan chunk_plan(const Job& job, int dp_index);
+
+// Global ranks of the data-parallel group of TP rank 0 of stage 0 (Megatron's rank order).
+std::vector<int> dp_group_ranks(const Job& job);
+
+}  // namespace starfish

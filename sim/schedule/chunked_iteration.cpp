@@ -1,0 +1,159 @@
+#include "sim/schedule/chunked_iteration.h"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/chunk/iteration_driver.h"
+#include "sim/chunk/runtime_config.h"
+#include "sim/cost/memory.h"
+#include "sim/schedule/layer_costs.h"
+#include "sim/schedule/sim_backend.h"
+
+namespace starfish::schedule {
+namespace {
+
+// The whole per-rank batch in one pass (see the header).
+LayerCosts whole_batch_costs(const Job& job) {
+  Job whole = job;
+  whole.plan.micro_batch = static_cast<int>(job.training.global_batch / job.dp());
+  return layer_costs(whole);
+}
+
+int64_t step_non_model_bytes(const Job& job, const LayerCosts& c, const Step& s) {
+  const int L = job.model.layers;
+  double bytes = c.boundary_bytes;  // the hidden states flowing between layers
+  if (s.phase == Phase::forward) {
+    bytes += std::clamp(s.index + 1, 0, L) * c.stored_bytes;
+    if (s.index >= L) bytes += c.output_bytes;
+  } else if (s.phase == Phase::backward) {
+    if (s.index >= L) bytes += L * c.stored_bytes + c.output_bytes;
+    else if (s.index >= 0) bytes += s.index * c.stored_bytes + (job.plan.recompute != Recompute::none ? c.full_bytes : c.stored_bytes);
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+class SimHooks final : public StepHooks {
+ public:
+  SimHooks(const Job& job, des::Engine& eng, SimBackend& backend, BuiltIteration& out, const LayerCosts& costs)
+      : job_(job), eng_(eng), backend_(backend), out_(out), c_(costs), stage_(out.stages.front()) {
+    tp_group_ = eng_.group(stage_.tp_group);
+  }
+
+  int64_t non_model_bytes(const Step& s, int) override {
+    non_model_ = step_non_model_bytes(job_, c_, s);
+    return non_model_;
+  }
+
+  void compute(const Step& s, const ChunkRuntime&) override {
+    if (!backend_.recording()) return;
+    const int L = job_.model.layers, lead = stage_.lead_gpu;
+    const bool fwd = s.phase == Phase::forward;
+    double duration = 0;
+    if (s.index >= L) duration = fwd ? c_.output_s / 3 : 2 * c_.output_s / 3;
+    else if (s.index >= 0) duration = fwd ? c_.layer.forward_s : c_.layer.recompute_s + c_.layer.backward_s;
+    const std::string name = std::string(fwd ? "F" : "B") + " L" + std::to_string(s.index);
+    const des::TaskId t = eng_.compute(lead, duration, des::Label{fwd ? out_.fwd : out_.bwd, name});
+    backend_.append_compute(t);
+    if (stage_.first_task == des::kNone) stage_.first_task = t;
+    if (!fwd) stage_.last_backward = t;
+    last_task_ = t;
+    if (job_.plan.tp > 1 && s.index >= 0 && s.index < L) {
+      const double bytes = c_.tp_bytes * (!fwd && job_.plan.recompute == Recompute::full ? 2 : 1);
+      last_task_ = eng_.collective(des::CollectiveKind::AllReduce, tp_group_, bytes, des::Label{out_.tp, "tp " + name});
+      backend_.append_compute(last_task_);
+      if (!fwd) stage_.last_backward = last_task_;
+    }
+  }
+
+  void optimizer_step(const Step& s, const OptimizerWork& w) override {
+    if (!backend_.recording()) return;
+    const StateBytes sb = state_bytes_per_param(job_.training, true);
+    const double params = static_cast<double>(w.param.bytes) / c_.act_bytes;
+    const std::string name = "adam chunk " + std::to_string(s.index);
+    des::TaskId t;
+    if (w.tier == Tier::gpu) {
+      const double bytes = params * (2 * sb.optimizer + 2 * static_cast<double>(c_.act_bytes));
+      t = eng_.compute(stage_.lead_gpu, memory_bound_time_s(job_.cluster.node.gpu, bytes), des::Label{out_.optimizer, name});
+    } else {
+      // CPU Adam; the node's GPUs all step at once, sharing the host's throughput.
+      if (cpu_stream_ == des::kNone) cpu_stream_ = eng_.add_stream("cpu adam n0", 0);
+      t = eng_.delay(params * job_.cluster.node.gpus / job_.cluster.node.host.cpu_adam_params_per_s,
+                     des::Label{out_.optimizer, name}, cpu_stream_);
+    }
+    backend_.append_compute(t);
+    last_task_ = t;
+  }
+
+  void after(const Step&, ChunkRuntime& rt) override {
+    if (!backend_.recording()) return;
+    const double level = static_cast<double>(rt.in_use(Tier::gpu) + non_model_);
+    stage_.memory.push_back({last_task_, level - level_});
+    level_ = level;
+    cpu_peak_ = std::max(cpu_peak_, static_cast<double>(rt.in_use(Tier::cpu)));
+    nvme_peak_ = std::max(nvme_peak_, static_cast<double>(rt.in_use(Tier::nvme)));
+  }
+
+  double cpu_peak() const { return cpu_peak_; }
+  double nvme_peak() const { return nvme_peak_; }
+
+ private:
+  const Job& job_;
+  des::Engine& eng_;
+  SimBackend& backend_;
+  BuiltIteration& out_;
+  const LayerCosts& c_;
+  StageInfo& stage_;
+  des::GroupId tp_group_ = 0;
+  des::ResourceId cpu_stream_ = des::kNone;
+  des::TaskId last_task_ = des::kNone;
+  int64_t non_model_ = 0;
+  double level_ = 0, cpu_peak_ = 0, nvme_peak_ = 0;
+};
+
+}  // namespace
+
+BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng) {
+  if (job.plan.pp > 1)
+    job.plan.provenance.fail("plan.pipeline_parallel", "the chunk runtime does not run pipeline parallelism (as PatrickStar); "
+                                                       "use pipeline_parallel 1 with chunk_size, or chunk_size 0");
+  BuiltIteration out;
+  out.fwd = eng.category(category::forward);
+  out.bwd = eng.category(category::backward);
+  out.recompute = eng.category(category::recompute);
+  out.tp = eng.category(category::tp);
+  out.pp = eng.category(category::pp);
+  out.dp = eng.category(category::dp);
+  out.optimizer = eng.category(category::optimizer);
+  out.offload = eng.category(category::offload);
+  StageInfo stage;
+  stage.lead_gpu = 0;
+  for (int t = 0; t < job.plan.tp; ++t) stage.tp_group.push_back(t);
+  out.stages.push_back(stage);
+
+  const LayerCosts costs = whole_batch_costs(job);
+
+  const ChunkPlan cp = chunk_plan(job, 0);
+  SimBackend backend(eng, 0, 0, SimBackendCategories{out.offload, out.dp});
+  ChunkRuntime runtime(cp.layout, cp.options, backend);
+  IterationDriver driver(runtime, cp.tied_embeddings);
+  SimHooks hooks(job, eng, backend, out, costs);
+  // The warm-up records the trace and then places the optimizer states; the iteration after it
+  // still pays for that placement (chunks left where the warm-up's optimizer step ran). The
+  // third iteration is the steady state, and the one simulated.
+  driver.run_iteration(hooks);
+  driver.run_iteration(hooks);
+  backend.start_recording();
+  driver.run_iteration(hooks);
+  out.cpu_bytes_per_node = hooks.cpu_peak() * job.cluster.node.gpus;
+  out.nvme_bytes_per_node = hooks.nvme_peak() * job.cluster.node.gpus;
+  return out;
+}
+
+std::vector<int64_t> chunked_non_model_bytes(const Job& job, const std::vector<Step>& steps) {
+  const LayerCosts costs = whole_batch_costs(job);
+  std::vector<int64_t> out;
+  for (const Step& s : steps) out.push_back(step_non_model_bytes(job, costs, s));
+  return out;
+}
+
+}  // namespace starfish::schedule

@@ -1,0 +1,23 @@
+#include "sim/schedule/layer_costs.h"
+
+#include "sim/cost/activations.h"
+
+namespace starfish::schedule {
+
+LayerCosts layer_costs(const Job& job) {
+  const Model& m = job.model;
+  const Plan& p = job.plan;
+  const GpuSpec& gpu = job.cluster.node.gpu;
+  LayerCosts c;
+  c.act_bytes = bytes_of(job.training.dtype);
+  c.layer = layer_time(gpu, job.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  c.output_s = output_layer_time_s(gpu, job.training.dtype, m, p.micro_batch, p.tp);
+  c.boundary_bytes = static_cast<double>(c.act_bytes) * m.seq_len * p.micro_batch * m.hidden;
+  c.tp_bytes = 2 * c.boundary_bytes;
+  c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes});
+  c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes});
+  c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
+  return c;
+}
+
+}  // namespace starfish::schedule

@@ -1,0 +1,24 @@
+#pragma once
+// Durations and memory of one layer's work on one GPU of a plan, from sim/cost: what every task
+// of a simulated iteration is sized by.
+#include <cstdint>
+
+#include "sim/cost/op_time.h"
+#include "sim/spec/job.h"
+
+namespace starfish::schedule {
+
+struct LayerCosts {
+  LayerTime layer;             // forward, backward, recompute of one transformer layer
+  double output_s = 0;         // output layer (head + loss), forward + backward
+  double boundary_bytes = 0;   // one micro-batch's hidden states: s * b * h * dtype bytes
+  double tp_bytes = 0;         // a layer's TP collective volume (two all-reduces)
+  double stored_bytes = 0;     // activations a layer keeps for backward
+  double full_bytes = 0;       // a layer's activations without recompute (rebuilt in backward)
+  double output_bytes = 0;     // the output layer's activations (fp32 logits) of one micro-batch
+  int64_t act_bytes = 2;       // bytes per activation / param element
+};
+
+LayerCosts layer_costs(const Job& job);
+
+}  // namespace starfish::schedule

@@ -1,0 +1,117 @@
+// Chunk-runtime plans in the simulator: the runtime's decisions become the simulated moves.
+#include <gtest/gtest.h>
+
+#include "sim/chunk/iteration_driver.h"
+#include "sim/chunk/reference_backend.h"
+#include "sim/chunk/runtime_config.h"
+#include "sim/schedule/chunked_iteration.h"
+#include "sim/schedule/simulate.h"
+
+namespace starfish::schedule {
+namespace {
+
+Model gpt(int layers, int hidden) {
+  Model m;
+  m.name = "gpt-chunked";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn_hidden = 4 * hidden;
+  m.seq_len = 1024;
+  m.vocab = 50257;
+  return m;
+}
+
+Cluster one_gpu(int64_t gpu_bytes) {
+  Cluster c;
+  c.name = "one-gpu";
+  c.node.gpus = 1;
+  c.node.gpu.name = "G";
+  c.node.gpu.memory_bytes = gpu_bytes;
+  c.node.gpu.hbm_bandwidth_Bps = 900e9;
+  c.node.gpu.peak_flops[DType::fp16] = 125e12;
+  c.node.gpu.matmul_efficiency.points = {{1e9, 0.5}, {1e12, 0.8}};
+  c.node.host.memory_bytes = 256LL << 30;
+  c.node.host.memory_bandwidth_Bps = 100e9;
+  c.node.host.cpu_adam_params_per_s = 1e9;
+  c.node.pcie.generation = 3;
+  return c;
+}
+
+Job chunked_job(int64_t gpu_bytes) {
+  Training t;
+  t.global_batch = 4;
+  t.dtype = DType::fp16;
+  Plan p;
+  p.micro_batch = 4;
+  p.chunk_elements = 32LL << 20;
+  p.offload.optimizer = Tier::cpu;
+  p.recompute = Recompute::full;
+  return make_job(gpt(24, 2048), one_gpu(gpu_bytes), t, p);
+}
+
+// The bytes the runtime moves in its steady (third) iteration, on the counting reference backend.
+struct Moved {
+  int64_t h2d = 0, d2h = 0;
+};
+Moved reference_moves(const Job& job, const std::vector<int64_t>& non_model) {
+  const ChunkPlan cp = chunk_plan(job, 0);
+  ReferenceBackend backend;
+  ChunkRuntime rt(cp.layout, cp.options, backend);
+  IterationDriver driver(rt, cp.tied_embeddings);
+  FixedNonModel hooks(non_model);
+  driver.run_iteration(hooks);
+  driver.run_iteration(hooks);
+  const Moved before{backend.copied(Tier::cpu, Tier::gpu), backend.copied(Tier::gpu, Tier::cpu)};
+  driver.run_iteration(hooks);
+  return {backend.copied(Tier::cpu, Tier::gpu) - before.h2d, backend.copied(Tier::gpu, Tier::cpu) - before.d2h};
+}
+
+TEST(ChunkedIteration, TightGpuBudgetMovesMoreAndTakesLonger) {
+  const SimReport roomy = simulate(chunked_job(80LL << 30));
+  const SimReport tight = simulate(chunked_job(4LL << 30));  // params (2.4 GB) + activations do not fit
+  EXPECT_GT(tight.h2d_bytes, roomy.h2d_bytes);
+  EXPECT_GT(tight.iteration_s, roomy.iteration_s);
+  EXPECT_LE(tight.peak_gpu_bytes, 4.0 * (1LL << 30));
+  EXPECT_GT(tight.comm[3].comm_s, 0);  // offload traffic is reported
+}
+
+TEST(ChunkedIteration, SimulatedCopiesAreTheRuntimesDecisions) {
+  // Given the simulator's non-model memory per step, the runtime on the counting backend moves
+  // exactly the bytes the simulated iteration's copy tasks carry, in both directions.
+  const Job job = chunked_job(4LL << 30);
+  const SimReport r = simulate(job);
+  const ChunkPlan cp = chunk_plan(job, 0);
+  ReferenceBackend probe;
+  ChunkRuntime rt(cp.layout, cp.options, probe);
+  const IterationDriver driver(rt, cp.tied_embeddings);
+  const Moved m = reference_moves(job, chunked_non_model_bytes(job, driver.steps()));
+  EXPECT_GT(m.h2d, 0);
+  EXPECT_EQ(r.h2d_bytes, static_cast<double>(m.h2d));
+  EXPECT_EQ(r.d2h_bytes, static_cast<double>(m.d2h));
+}
+
+TEST(ChunkedIteration, PipelineParallelChunkPlansAreRejected) {
+  Training t;
+  t.global_batch = 4;
+  t.dtype = DType::fp16;
+  Plan p;
+  p.pp = 2;
+  p.chunk_elements = 32LL << 20;
+  Cluster c = one_gpu(80LL << 30);
+  c.node.gpus = 2;
+  c.node.pcie.gpus_per_root = 1;
+  const Job job = make_job(gpt(24, 2048), c, t, p);
+  try {
+    simulate(job);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'plan.pipeline_parallel': the chunk runtime does not run pipeline parallelism"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace starfish::schedule
