@@ -482,9 +482,9 @@ const Results& Engine::run() {
     if (pending_[t] == 0) make_ready(t);
 
   for (;;) {
-    if (!events_.empty() && events_.top().time_s <= now_) {
+    if (!events_.empty() && events_.top().time_s() <= now_) {
       const Event e = events_.pop();
-      switch (e.kind) {
+      switch (e.kind()) {
         case EventKind::TaskEnd:
           ++events_processed_;
           complete(e.target);
@@ -522,7 +522,7 @@ const Results& Engine::run() {
       continue;
     }
     if (events_.empty()) break;
-    now_ = events_.top().time_s;
+    now_ = events_.top().time_s();
   }
 
   for (TaskId t = 0; t < n; ++t)
@@ -669,9 +669,16 @@ void Engine::collect_results() {
       r.gpu_category_s[static_cast<size_t>(g) * r.category_count + tasks_[t].category] += d;
     });
   }
+  // Sort each GPU's tasks by start time (ids ascending within a GPU, so ties stay by id). They
+  // are often in order already.
+  std::vector<std::pair<double, TaskId>> keyed;
   for (int g = 0; g < gpus; ++g) {
     auto b = r.gpu_tasks.begin() + r.gpu_task_begin[g], e = r.gpu_tasks.begin() + r.gpu_task_begin[g + 1];
-    std::stable_sort(b, e, [&](TaskId x, TaskId y) { return r.start_s[x] < r.start_s[y]; });
+    if (std::is_sorted(b, e, [&](TaskId x, TaskId y) { return r.start_s[x] < r.start_s[y]; })) continue;
+    keyed.clear();
+    for (auto it = b; it != e; ++it) keyed.emplace_back(r.start_s[*it], *it);
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t i = 0; i < keyed.size(); ++i) b[static_cast<std::ptrdiff_t>(i)] = keyed[i].second;
   }
 }
 

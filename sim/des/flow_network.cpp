@@ -41,7 +41,8 @@ FlowId FlowNetwork::start(PatternId pattern, double bytes_per_member, uint32_t o
     if (L.flows.empty()) L.busy_since_s = now_s;
     L.flows.push_back(f);
   }
-  mark_dirty(pattern);
+  // The new flow's component is reached from any one of its links.
+  mark_dirty_link(this->pattern(pattern)[0].link);
   return f;
 }
 
@@ -53,21 +54,19 @@ void FlowNetwork::finish(FlowId f, double now_s) {
     *it = L.flows.back();
     L.flows.pop_back();
     if (L.flows.empty()) L.busy_s += now_s - L.busy_since_s;
+    else mark_dirty_link(u.link);  // its component may have split: recompute from every side
   }
-  mark_dirty(fl.pattern);
   fl.active = false;
   ++fl.version;  // any pending end event of this flow is now stale
   --active_;
   free_flows_.push_back(f);
 }
 
-void FlowNetwork::mark_dirty(PatternId p) {
-  for (const LinkUse& u : pattern(p)) {
-    Link& L = links_[u.link];
-    if (!L.dirty) {
-      L.dirty = true;
-      dirty_links_.push_back(u.link);
-    }
+void FlowNetwork::mark_dirty_link(LinkId l) {
+  Link& L = links_[l];
+  if (!L.dirty) {
+    L.dirty = true;
+    dirty_links_.push_back(l);
   }
 }
 
@@ -95,6 +94,15 @@ const std::vector<FlowNetwork::Change>& FlowNetwork::recompute(double now_s) {
       }
     }
     if (comp_flows_.empty()) continue;
+    if (comp_flows_.size() == 1) {  // alone: its narrowest link, the same arithmetic as fill()
+      Flow& fl = flows_[comp_flows_[0]];
+      double level = std::numeric_limits<double>::infinity();
+      for (const LinkUse& u : pattern(fl.pattern)) level = std::min(level, links_[u.link].capacity_Bps / u.weight);
+      fl.new_rate_Bps = level;
+      ++recomputed_flows_;
+      apply(comp_flows_[0], now_s);
+      continue;
+    }
     std::sort(comp_flows_.begin(), comp_flows_.end(), [&](FlowId a, FlowId b) {
       return flows_[a].owner != flows_[b].owner ? flows_[a].owner < flows_[b].owner : a < b;
     });
@@ -150,15 +158,17 @@ void FlowNetwork::fill(double now_s) {
       }
     }
   }
-  for (FlowId f : comp_flows_) {
-    Flow& fl = flows_[f];
-    if (fl.new_rate_Bps == fl.rate_Bps) continue;  // unchanged: keep its end time bit for bit
-    fl.remaining_bytes = std::max(0.0, fl.remaining_bytes - fl.rate_Bps * (now_s - fl.last_s));
-    fl.last_s = now_s;
-    fl.rate_Bps = fl.new_rate_Bps;
-    ++fl.version;
-    changes_.push_back(Change{f, fl.version, now_s + fl.remaining_bytes / fl.rate_Bps});
-  }
+  for (FlowId f : comp_flows_) apply(f, now_s);
+}
+
+void FlowNetwork::apply(FlowId f, double now_s) {
+  Flow& fl = flows_[f];
+  if (fl.new_rate_Bps == fl.rate_Bps) return;  // unchanged: keep its end time bit for bit
+  fl.remaining_bytes = std::max(0.0, fl.remaining_bytes - fl.rate_Bps * (now_s - fl.last_s));
+  fl.last_s = now_s;
+  fl.rate_Bps = fl.new_rate_Bps;
+  ++fl.version;
+  changes_.push_back(Change{f, fl.version, now_s + fl.remaining_bytes / fl.rate_Bps});
 }
 
 void FlowNetwork::reset() {

@@ -107,8 +107,9 @@ class FlowNetwork {
     bool bottleneck = false;
   };
 
-  void mark_dirty(PatternId p);
+  void mark_dirty_link(LinkId l);
   void fill(double now_s);  // water-filling over comp_flows_ / comp_links_
+  void apply(FlowId f, double now_s);  // adopts new_rate_Bps, recording a Change if it differs
 
   std::vector<Link> links_;
   std::vector<Pattern> patterns_;
