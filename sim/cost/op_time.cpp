@@ -34,7 +34,14 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b,
   const double t = tp;
   auto g = [&](double flop) { return matmul_time_s(gpu, dtype, flop / t); };
   LayerTime out;
-  const double attention_core = g(f.scores) + g(f.context);
+  // The score and context products are batched GEMMs, one per head (s x s x d): their efficiency
+  // is that of one head's GEMM, however many heads are batched together.
+  const double heads = static_cast<double>(m.heads) / t * static_cast<double>(b);
+  auto batched = [&](double flop) {
+    const double per_head = flop / t / heads;
+    return flop / t / (gpu.peak(dtype) * gpu.matmul_efficiency.at(per_head));
+  };
+  const double attention_core = batched(f.scores) + batched(f.context);
   out.gemm_forward_s = g(f.qkv) + attention_core + g(f.attn_out) + g(f.mlp_in) + g(f.mlp_out);
   out.elementwise_forward_s = memory_bound_time_s(gpu, layer_elementwise_bytes(m, b, tp, sp, bytes_of(dtype)));
   out.forward_s = out.gemm_forward_s + out.elementwise_forward_s;
