@@ -43,8 +43,18 @@ void FlatStore::accumulate_grad(const std::string& name, const at::Tensor& grad)
 
 void FlatStore::reduce_gradients(Comm& comm) { comm.all_reduce_sum(grad_); }
 
-std::vector<OptimizerSlice> FlatStore::optimizer_slices() {
-  return {OptimizerSlice{param_, master_, grad_, exp_avg_, exp_avg_sq_}};
+double FlatStore::grad_square_sum() { return exec::grad_square_sum(grad_); }
+
+void FlatStore::optimizer_step(const OptimizerConfig& config, int64_t step, double clip) {
+  if (clip < 1.0) grad_.mul_(clip);
+  OptimizerSlice s{param_, master_, grad_, exp_avg_, exp_avg_sq_};
+  optimizer_update(config, step, s);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> FlatStore::gather_values(Comm&) {
+  std::vector<std::pair<std::string, at::Tensor>> v;
+  for (const GptParam& p : gpt_.params()) v.emplace_back(p.name, value(p.name));
+  return v;
 }
 
 void FlatStore::zero_grad() { grad_.zero_(); }
@@ -55,10 +65,21 @@ at::Tensor FlatStore::value(const std::string& name) {
   return master_.narrow(0, off, p.elements).view(p.shape).clone();
 }
 
-std::vector<std::pair<std::string, at::Tensor>> FlatStore::checkpoint_tensors() {
-  std::vector<std::pair<std::string, at::Tensor>> t{{"master", master_}, {"exp_avg", exp_avg_}, {"exp_avg_sq", exp_avg_sq_}};
-  if (!param_.is_same(master_)) t.emplace_back("param", param_);
+std::vector<std::pair<std::string, at::Tensor>> FlatStore::save_state() {
+  std::vector<std::pair<std::string, at::Tensor>> t{
+      {"master", master_.clone()}, {"exp_avg", exp_avg_.clone()}, {"exp_avg_sq", exp_avg_sq_.clone()}};
+  if (!param_.is_same(master_)) t.emplace_back("param", param_.clone());
   return t;
+}
+
+void FlatStore::load_state(const std::vector<std::pair<std::string, at::Tensor>>& state) {
+  for (const auto& [name, t] : state) {
+    if (name == "master") master_.copy_(t);
+    else if (name == "exp_avg") exp_avg_.copy_(t);
+    else if (name == "exp_avg_sq") exp_avg_sq_.copy_(t);
+    else if (name == "param") param_.copy_(t);
+    else throw std::invalid_argument("flat store: no state named " + name);
+  }
 }
 
 }  // namespace starfish::exec

@@ -22,11 +22,14 @@ class FlatStore : public TrainableStore {
 
   void reduce_gradients(Comm& comm) override;
   bool sharded() const override { return false; }
-  std::vector<OptimizerSlice> optimizer_slices() override;
-  void after_update(Comm&) override {}
+  double grad_square_sum() override;
+  void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) override;
   void zero_grad() override;
-  at::Tensor value(const std::string& name) override;
-  std::vector<std::pair<std::string, at::Tensor>> checkpoint_tensors() override;
+  std::vector<std::pair<std::string, at::Tensor>> gather_values(Comm& comm) override;
+  std::vector<std::pair<std::string, at::Tensor>> save_state() override;
+  void load_state(const std::vector<std::pair<std::string, at::Tensor>>& state) override;
+
+  at::Tensor value(const std::string& name);  // fp32 copy, model shape
 
   int64_t accesses() const { return accesses_; }
 

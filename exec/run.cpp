@@ -12,7 +12,13 @@
 
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include "exec/checkpoint.h"
+#include "exec/chunk_store.h"
+#include "exec/torch_backend.h"
+#include "sim/chunk/move_log.h"
+#include "sim/spec/units.h"
 #include "exec/data.h"
 #include "exec/dist.h"
 #include "exec/flat_store.h"
@@ -26,6 +32,9 @@ namespace fs = std::filesystem;
 namespace starfish::exec {
 namespace {
 
+using units::format_bytes;
+using units::parse_bytes;
+
 int64_t to_int(const std::string& flag, const std::string& v, int64_t min) {
   try {
     size_t used = 0;
@@ -34,6 +43,14 @@ int64_t to_int(const std::string& flag, const std::string& v, int64_t min) {
   } catch (const std::exception&) {
   }
   throw SpecError("starfish-run: " + flag + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'");
+}
+
+int64_t bytes_flag(const std::string& flag, const std::string& v) {
+  try {
+    return parse_bytes(v);
+  } catch (const std::exception& e) {
+    throw SpecError("starfish-run: " + flag + " expects a size like 64MiB, got '" + v + "': " + e.what());
+  }
 }
 
 std::string json_escape(const std::string& s) {
@@ -59,7 +76,8 @@ void check_plan_supported(const Plan& p, int world_size) {
 const char* run_usage() {
   return "usage: starfish-run [--nproc N] [--model M.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
          "                    [--checkpoint-every N] [--resume] [--report FILE.json] [--params-out FILE] [--threads N]\n"
-         "                    [--quiet] plan.yaml";
+         "                    [--gpu-budget SIZE] [--cpu-budget SIZE] [--nvme-budget SIZE] [--non-model SIZE]\n"
+         "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--quiet] plan.yaml";
 }
 
 RunOptions parse_run_options(const std::vector<std::string>& args) {
@@ -81,6 +99,14 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     else if (a == "--threads") o.threads = static_cast<int>(to_int(a, value(), 1));
     else if (a == "--kill-in-save") o.kill_in_save = static_cast<int>(to_int(a, value(), 1));  // test hook
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--gpu-budget") o.gpu_budget_bytes = bytes_flag(a, value());
+    else if (a == "--cpu-budget") o.cpu_budget_bytes = bytes_flag(a, value());
+    else if (a == "--nvme-budget") o.nvme_budget_bytes = bytes_flag(a, value());
+    else if (a == "--non-model") o.non_model_bytes = bytes_flag(a, value());
+    else if (a == "--scratch") o.scratch_dir = value();
+    else if (a == "--move-log") o.move_log_path = value();
+    else if (a == "--lru") o.lru = true;
+    else if (a == "--no-prefetch") o.no_prefetch = true;
     else if (a.starts_with("--")) throw SpecError("starfish-run: unknown flag " + a + "\n" + run_usage());
     else if (o.plan_path.empty()) o.plan_path = a;
     else throw SpecError("starfish-run: more than one plan file ('" + o.plan_path + "', '" + a + "')\n" + run_usage());
@@ -118,9 +144,41 @@ int run_rank(const RunOptions& o) {
   const Gpt gpt(model);
   Comm comm(env);
   const at::ScalarType dtype = training.dtype == DType::bf16 ? at::kBFloat16 : at::kFloat;
-  auto flat = std::make_unique<FlatStore>(gpt, dtype, training.seed);
-  StoreTrainer trainer(gpt, data, training, pf.plan, comm, std::move(flat));
-  const NamedTensors state = trainer.store().checkpoint_tensors();
+  const bool chunked = pf.plan.chunked();
+  std::unique_ptr<TorchBackend> backend;
+  ChunkStore* chunks = nullptr;
+  std::unique_ptr<TrainableStore> store;
+  int64_t non_model = 0;
+  if (chunked) {
+    if (o.gpu_budget_bytes <= 0) throw SpecError("starfish-run: a chunked plan (plan.chunk_size) needs --gpu-budget SIZE");
+    const BatchSplit split = BatchSplit::make(training, pf.plan, env.rank, env.world_size);
+    if (split.micro_batches != 1)
+      throw SpecError(o.plan_path + ": field 'plan.micro_batch': with the chunk runtime each rank runs one micro-batch per iteration "
+                      "(micro_batch must be global_batch / ranks = " + std::to_string(split.per_rank) + ")");
+    // Activations live in ordinary host memory here; the runtime is told an estimate per moment
+    // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
+    non_model = o.non_model_bytes >= 0 ? o.non_model_bytes : split.micro_batch * model.seq_len * int64_t{model.hidden} * 4 * 16;
+    const int64_t host = int64_t{::sysconf(_SC_PHYS_PAGES)} * ::sysconf(_SC_PAGE_SIZE);
+    ChunkStoreOptions co;
+    co.chunk_elements = pf.plan.chunk_elements;
+    co.non_model_bytes = non_model;
+    co.runtime.budget = MemoryBudget{o.gpu_budget_bytes, o.cpu_budget_bytes > 0 ? o.cpu_budget_bytes : host / 2 / env.world_size,
+                                     o.nvme_budget_bytes};
+    co.runtime.eviction = o.lru ? EvictionKind::lru : EvictionKind::farthest_next_use;
+    co.runtime.prefetch = !o.no_prefetch;
+    co.runtime.zero = pf.plan.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
+    co.runtime.dp_ranks.clear();
+    for (int r = 0; r < env.world_size; ++r) co.runtime.dp_ranks.push_back(r);
+    co.runtime.dp_index = env.rank;
+    // The pool's capacity is the budget: the runtime keeps within it, the pool enforces it.
+    backend = std::make_unique<TorchBackend>(TierCapacity{o.gpu_budget_bytes, 0, 0}, o.scratch_dir, comm);
+    auto cs = std::make_unique<ChunkStore>(gpt, training, co, *backend, training.seed);
+    chunks = cs.get();
+    store = std::move(cs);
+  } else {
+    store = std::make_unique<FlatStore>(gpt, dtype, training.seed);
+  }
+  StoreTrainer trainer(gpt, data, training, pf.plan, comm, std::move(store));
 
   {
     std::ostringstream s;
@@ -129,10 +187,22 @@ int run_rank(const RunOptions& o) {
       << "global batch " << training.global_batch << " x " << model.seq_len << " tokens, data "
       << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)";
     say(s.str());
-    say("starfish-run: gpu tier: CPU pool (no CUDA); parameters in one flat store (chunk runtime not yet in sim/chunk)");
+    if (chunked) {
+      const ChunkLayout& l = chunks->layout();
+      std::ostringstream c;
+      c << "starfish-run: " << backend->gpu_tier_description() << ", budget " << format_bytes(o.gpu_budget_bytes) << "; "
+        << l.param_chunks() << " param chunks of " << pf.plan.chunk_elements << " elements ("
+        << format_bytes(l.total_bytes()) << " of chunks in all), ZeRO " << to_string(chunks->runtime().zero().mode())
+        << ", non-model " << format_bytes(non_model) << "/moment (estimate)";
+      say(c.str());
+    } else {
+      say("starfish-run: gpu tier: CPU pool (no CUDA); plan without chunks: parameters in one flat store");
+    }
   }
   if (o.resume) {
+    const NamedTensors state = trainer.store().save_state();  // shapes to load into
     const int64_t steps = load_checkpoint(o.checkpoint_dir, state, comm);
+    trainer.store().load_state(state);
     trainer.set_steps_done(steps);
     say("starfish-run: resumed from " + o.checkpoint_dir + " at iteration " + std::to_string(steps));
   }
@@ -145,7 +215,7 @@ int run_rank(const RunOptions& o) {
       hooks.after_write = [](int64_t written, int64_t total) {
         if (written * 2 >= total) ::raise(SIGKILL);
       };
-    save_checkpoint(o.checkpoint_dir, trainer.steps_done(), state, comm, hooks);
+    save_checkpoint(o.checkpoint_dir, trainer.steps_done(), trainer.store().save_state(), comm, hooks);
     say("starfish-run: checkpoint at iteration " + std::to_string(trainer.steps_done()) + " in " + o.checkpoint_dir);
   };
 
@@ -161,10 +231,25 @@ int run_rank(const RunOptions& o) {
   }
   if (!o.checkpoint_dir.empty() && !results.empty()) save();
 
-  if (lead && !o.params_path.empty()) {
-    NamedTensors values;
-    for (const GptParam& p : gpt.params()) values.emplace_back(p.name, trainer.store().value(p.name));
-    write_checkpoint_file(o.params_path, trainer.steps_done(), values);
+  if (!o.params_path.empty()) {
+    const NamedTensors values = trainer.store().gather_values(comm);
+    if (lead) write_checkpoint_file(o.params_path, trainer.steps_done(), values);
+  }
+  if (chunked && !o.move_log_path.empty()) {
+    const std::string path = env.world_size > 1 ? o.move_log_path + ".rank" + std::to_string(env.rank) : o.move_log_path;
+    std::ofstream out(path);
+    write_move_log(out, chunks->runtime().moves());
+    say("starfish-run: move log (" + std::to_string(chunks->runtime().moves().size()) + " moves) in " + path);
+  }
+  if (chunked) {
+    std::ostringstream m;
+    m << "starfish-run: peak gpu " << format_bytes(backend->usage(Tier::gpu).peak_bytes) << ", cpu "
+      << format_bytes(backend->usage(Tier::cpu).peak_bytes) << ", nvme " << format_bytes(backend->usage(Tier::nvme).peak_bytes)
+      << "; moved gpu->cpu " << format_bytes(backend->copied_bytes(Tier::gpu, Tier::cpu)) << ", cpu->gpu "
+      << format_bytes(backend->copied_bytes(Tier::cpu, Tier::gpu)) << ", cpu->nvme " << format_bytes(backend->copied_bytes(Tier::cpu, Tier::nvme))
+      << ", nvme->cpu " << format_bytes(backend->copied_bytes(Tier::nvme, Tier::cpu)) << ", collectives "
+      << format_bytes(backend->collective_bytes());
+    say(m.str());
   }
   if (lead && !o.report_path.empty()) {
     std::ostringstream j;
@@ -172,13 +257,30 @@ int run_rank(const RunOptions& o) {
     for (size_t i = 0; i < results.size(); ++i) total += results[i].seconds, steady += i > 0 ? results[i].seconds : 0;
     const double mean = results.size() > 1 ? steady / double(results.size() - 1) : (results.empty() ? 0 : total);
     int64_t state_bytes = 0;
-    for (const auto& [n, t] : state) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    for (const auto& [n, t] : trainer.store().save_state()) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
     j << "{\n  \"kind\": \"run\",\n  \"plan\": \"" << json_escape(o.plan_path) << "\",\n  \"model\": \"" << json_escape(model.name)
       << "\",\n  \"parameters\": " << gpt.parameter_count() << ",\n  \"world_size\": " << env.world_size << ",\n  \"collectives\": \""
-      << comm.backend_name() << "\",\n  \"gpu_tier\": \"CPU pool (no CUDA)\",\n  \"store\": \"flat\",\n  \"dtype\": \""
+      << comm.backend_name() << "\",\n  \"gpu_tier\": \"CPU pool (no CUDA)\",\n  \"store\": \"" << (chunked ? "chunks" : "flat")
+      << "\",\n  \"dtype\": \""
       << to_string(training.dtype) << "\",\n  \"iteration_time_s\": " << mean << ",\n  \"tokens_per_s\": "
-      << (mean > 0 ? double(training.global_batch) * model.seq_len / mean : 0) << ",\n  \"peak_memory_bytes\": {\"gpu\": " << state_bytes
-      << ", \"cpu\": 0, \"nvme\": 0},\n  \"moved_bytes\": {},\n  \"iterations\": [";
+      << (mean > 0 ? double(training.global_batch) * model.seq_len / mean : 0) << ",\n  \"peak_memory_bytes\": ";
+    if (chunked) {
+      j << "{\"gpu\": " << backend->usage(Tier::gpu).peak_bytes << ", \"cpu\": " << backend->usage(Tier::cpu).peak_bytes
+        << ", \"nvme\": " << backend->usage(Tier::nvme).peak_bytes << "},\n  \"moved_bytes\": {";
+      const Tier tiers[] = {Tier::gpu, Tier::cpu, Tier::nvme};
+      bool first = true;
+      for (Tier a : tiers)
+        for (Tier b : tiers)
+          if (a != b) {
+            j << (first ? "" : ", ") << "\"" << to_string(a) << "_to_" << to_string(b) << "\": " << backend->copied_bytes(a, b);
+            first = false;
+          }
+      j << ", \"collectives\": " << backend->collective_bytes() << "},\n  \"moves\": " << chunks->runtime().moves().size()
+        << ",\n  \"non_model_bytes_per_moment\": " << non_model;
+    } else {
+      j << "{\"gpu\": " << state_bytes << ", \"cpu\": 0, \"nvme\": 0},\n  \"moved_bytes\": {}";
+    }
+    j << ",\n  \"iterations\": [";
     for (size_t i = 0; i < results.size(); ++i)
       j << (i ? ",\n" : "\n") << "    {\"iteration\": " << trainer.steps_done() - int64_t(results.size()) + int64_t(i) + 1
         << ", \"loss\": " << results[i].loss << ", \"grad_norm\": " << results[i].grad_norm << ", \"time_s\": " << results[i].seconds << "}";

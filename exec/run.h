@@ -20,6 +20,16 @@ struct RunOptions {
   std::string params_path;                 // final parameters as a checkpoint file (rank 0); empty: none
   int threads = 0;                         // intra-op threads; 0 = hardware threads / local ranks
   int kill_in_save = 0;                    // test hook: SIGKILL this rank half-way through save number k
+  // Chunked plans (plan.chunk_size > 0): the tiers' budgets for this rank, the NVMe scratch root
+  // and the move log (JSON lines, one file per rank: <path>.rank<r> when more than one rank).
+  int64_t gpu_budget_bytes = 0;            // required for chunked plans (the "GPU" pool here)
+  int64_t cpu_budget_bytes = 0;            // 0: half the host memory / ranks
+  int64_t nvme_budget_bytes = 0;           // 0: no NVMe tier
+  int64_t non_model_bytes = -1;            // per moment; -1: estimated from the batch
+  std::string scratch_dir = "/tmp";
+  std::string move_log_path;
+  bool lru = false;                        // LRU eviction instead of farthest next use
+  bool no_prefetch = false;
   bool quiet = false;
 };
 

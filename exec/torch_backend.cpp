@@ -263,6 +263,42 @@ void TorchBackend::wait(Completion done) {
   if (all_done) cuda_queues_->deferred.clear();
 }
 
+void TorchBackend::write_host(const Buffer& buffer, int64_t offset, const at::Tensor& host) {
+  Slot& s = slot(buffer);
+  const at::Tensor src = host.contiguous();
+  const int64_t n = src.numel() * static_cast<int64_t>(src.element_size());
+  if (offset < 0 || offset + n > s.buffer.bytes) throw std::out_of_range("torch backend: write_host beyond buffer " + std::to_string(buffer.id));
+  if (s.buffer.tier != Tier::nvme) {
+    s.bytes.narrow(0, offset, n).copy_(at::from_blob(src.data_ptr(), {n}, at::kByte));
+    return;
+  }
+  const char* p = static_cast<const char*>(src.data_ptr());
+  for (int64_t done = 0; done < n;) {
+    const ssize_t w = ::pwrite(s.fd, p + done, static_cast<size_t>(n - done), offset + done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail_errno("pwrite " + s.path);
+    done += w;
+  }
+}
+
+void TorchBackend::read_host(const Buffer& buffer, int64_t offset, at::Tensor& host) {
+  const Slot& s = slot(buffer);
+  const int64_t n = host.numel() * static_cast<int64_t>(host.element_size());
+  if (!host.is_contiguous() || !host.is_cpu()) throw std::invalid_argument("torch backend: read_host needs a contiguous CPU tensor");
+  if (offset < 0 || offset + n > s.buffer.bytes) throw std::out_of_range("torch backend: read_host beyond buffer " + std::to_string(buffer.id));
+  if (s.buffer.tier != Tier::nvme) {
+    at::from_blob(host.data_ptr(), {n}, at::kByte).copy_(s.bytes.narrow(0, offset, n));
+    return;
+  }
+  char* p = static_cast<char*>(host.data_ptr());
+  for (int64_t done = 0; done < n;) {
+    const ssize_t r = ::pread(s.fd, p + done, static_cast<size_t>(n - done), offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) fail_errno("pread " + s.path);
+    done += r;
+  }
+}
+
 double TorchBackend::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }

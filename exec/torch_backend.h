@@ -52,6 +52,10 @@ class TorchBackend : public Backend {
   // The bytes of a GPU- or CPU-tier buffer as a uint8 tensor, for compute (views of chunks).
   // Throws for NVMe buffers, which compute never touches.
   at::Tensor bytes(const Buffer& buffer) const;
+  // Host <-> buffer transfers outside the runtime's moves (initial values, checkpoints, reports):
+  // `host` is a CPU tensor of at least `bytes` bytes; `offset_bytes` is into the buffer.
+  void write_host(const Buffer& buffer, int64_t offset_bytes, const at::Tensor& host);
+  void read_host(const Buffer& buffer, int64_t offset_bytes, at::Tensor& host);
   // "gpu tier: CPU pool (no CUDA)" or "gpu tier: cuda:0 (<name>)".
   std::string gpu_tier_description() const;
   bool uses_cuda() const { return cuda_; }

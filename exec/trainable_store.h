@@ -18,16 +18,18 @@ class TrainableStore : public ParameterStore {
   virtual void reduce_gradients(Comm& comm) = 0;
   // True when each rank updates only its own pieces (ZeRO): the grad norm is then summed over ranks.
   virtual bool sharded() const = 0;
-  // The pieces this rank updates, for clipping and the optimizer (made resident where they run).
-  virtual std::vector<OptimizerSlice> optimizer_slices() = 0;
-  // After the update: share updated pieces with the ranks that need them (ZeRO all-gather).
-  virtual void after_update(Comm& comm) = 0;
+  // Sum of squares of the final gradients of the pieces this rank updates.
+  virtual double grad_square_sum() = 0;
+  // Scales the gradients by `clip` (when < 1) and runs the optimizer over every piece this rank
+  // updates, where the piece lives; ends the iteration. `step` counts from 1.
+  virtual void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) = 0;
+  // Before an iteration's first backward (a store may instead overwrite on first write).
   virtual void zero_grad() = 0;
-  // fp32 copy of a parameter's current value, model shape (for comparisons and reports).
-  virtual at::Tensor value(const std::string& name) = 0;
-  // Every tensor a checkpoint must hold to resume exactly, by a stable name. Loading copies into
-  // these tensors in place.
-  virtual std::vector<std::pair<std::string, at::Tensor>> checkpoint_tensors() = 0;
+  // Every parameter's current value (fp32, model shape) on every rank: a collective.
+  virtual std::vector<std::pair<std::string, at::Tensor>> gather_values(Comm& comm) = 0;
+  // CPU copies of all this rank must checkpoint to resume exactly, by stable names; and back.
+  virtual std::vector<std::pair<std::string, at::Tensor>> save_state() = 0;
+  virtual void load_state(const std::vector<std::pair<std::string, at::Tensor>>& state) = 0;
 };
 
 }  // namespace starfish::exec

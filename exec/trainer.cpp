@@ -55,9 +55,7 @@ StepResult StoreTrainer::step() {
     (h * scale).backward();
   }
   store_->reduce_gradients(comm_);
-  std::vector<OptimizerSlice> slices = store_->optimizer_slices();
-  double sq = 0;
-  for (const OptimizerSlice& s : slices) sq += grad_square_sum(s.grad);
+  const double sq = store_->grad_square_sum();
   at::Tensor stats = torch::tensor({sq, loss_sum}, torch::kDouble);
   if (store_->sharded()) {
     comm_.all_reduce_sum(stats);
@@ -69,12 +67,7 @@ StepResult StoreTrainer::step() {
   r.grad_norm = std::sqrt(stats[0].item<double>());
   r.loss = stats[1].item<double>() / double(split_.micro_batches * comm_.world_size());
   const double clip = clip_coefficient(r.grad_norm, training_.grad_clip);
-  const OptimizerConfig config = OptimizerConfig::from(training_);
-  for (OptimizerSlice& s : slices) {
-    if (clip < 1.0) s.grad.mul_(clip);
-    optimizer_update(config, it + 1, s);
-  }
-  store_->after_update(comm_);
+  store_->optimizer_step(OptimizerConfig::from(training_), it + 1, clip);
   ++steps_;
   r.seconds = seconds_since(t0);
   return r;

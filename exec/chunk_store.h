@@ -1,0 +1,68 @@
+#pragma once
+// Parameters, gradients and optimizer states in the chunk runtime's chunks (sim/chunk), moved
+// by the Torch Backend. The GPT's accesses and releases are the iteration driver's steps, in
+// order: forward per layer, backward per layer in reverse (each SegmentNode's backward), then
+// one optimizer moment per param chunk this rank keeps, run where its states live. Every move
+// and every ZeRO collective is the runtime's decision, so the move log equals the reference
+// backend's for the same plan, budget and non-model bytes. One micro-batch per rank per
+// iteration (the runtime's moments are one forward and one backward pass).
+#include <memory>
+#include <vector>
+
+#include "exec/gpt_model.h"
+#include "exec/torch_backend.h"
+#include "exec/trainable_store.h"
+#include "sim/chunk/chunk_runtime.h"
+#include "sim/chunk/iteration_driver.h"
+
+namespace starfish::exec {
+
+struct ChunkStoreOptions {
+  int64_t chunk_elements = 0;
+  RuntimeOptions runtime;          // budget, eviction, prefetch, ZeRO mode and DP group
+  int64_t non_model_bytes = 0;     // per moment, the same for every moment (see report)
+};
+
+class ChunkStore : public TrainableStore {
+ public:
+  // Builds the layout from the GPT's tensors and the training (dtype, optimizer), makes the
+  // runtime and writes the initial values into the chunks this rank keeps.
+  ChunkStore(const Gpt& gpt, const Training& training, ChunkStoreOptions options, TorchBackend& backend, uint64_t seed);
+  ~ChunkStore() override;
+
+  void access(const std::vector<std::string>& names, Pass pass) override;
+  at::Tensor param(const std::string& name) override;
+  void accumulate_grad(const std::string& name, const at::Tensor& grad) override;
+  void release(const std::vector<std::string>& names, Pass pass) override;
+
+  void reduce_gradients(Comm&) override {}  // the runtime reduces at each chunk's last backward use
+  bool sharded() const override { return runtime_->zero().sharded(); }
+  double grad_square_sum() override;
+  void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) override;
+  void zero_grad() override {}  // a gradient's first write of an iteration overwrites
+  std::vector<std::pair<std::string, at::Tensor>> gather_values(Comm& comm) override;
+  std::vector<std::pair<std::string, at::Tensor>> save_state() override;
+  void load_state(const std::vector<std::pair<std::string, at::Tensor>>& state) override;
+
+  const ChunkLayout& layout() const { return *layout_; }
+  const ChunkRuntime& runtime() const { return *runtime_; }
+
+ private:
+  int tensor_index(const std::string& name) const;
+  at::Tensor view(int chunk, int64_t offset_elements, int64_t elements) const;  // typed, GPU/CPU tier
+  at::ScalarType chunk_type(int chunk) const;
+  void begin_if_needed();
+
+  const Gpt& gpt_;
+  ChunkStoreOptions options_;
+  TorchBackend& backend_;
+  std::unique_ptr<ChunkLayout> layout_;
+  std::unique_ptr<ChunkRuntime> runtime_;
+  std::vector<Step> steps_;
+  std::map<std::string, int> index_;
+  std::vector<char> grad_written_;
+  size_t cursor_ = 0;
+  bool in_iteration_ = false;
+};
+
+}  // namespace starfish::exec
