@@ -20,6 +20,9 @@ const std::map<std::string, Verb>& verbs() {
   static const std::map<std::string, Verb> table{
       {"estimate", {starfish::cli::run_estimate, "analytic parameters, FLOPs, memory per tier and iteration time"}},
       {"check", {starfish::cli::run_check, "validate hwprofile, model and plan YAML files"}},
+      {"search", {starfish::cli::run_search, "rank every plan of a model on a cluster by throughput"}},
+      {"maxsize", {starfish::cli::run_maxsize, "the largest model of a family some plan can train on the hardware"}},
+      {"size-cluster", {starfish::cli::run_size_cluster, "the fewest nodes that train T tokens within D days"}},
       {"simulate", {starfish::cli::run_simulate, "one iteration in the discrete-event simulator (--trace for a timeline)"}},
   };
   return table;

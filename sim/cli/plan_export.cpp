@@ -1,0 +1,244 @@
+#include "sim/cli/plan_export.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "sim/cli/plan_text.h"
+#include "sim/search/analytic.h"
+#include "sim/search/plan_export.h"
+#include "sim/spec/error.h"
+#include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
+
+namespace starfish::cli {
+namespace {
+
+// A signal handler can reach only static storage: this one flag is the exception to the
+// no-globals rule, owned by SigintCancel's lifetime.
+std::atomic<bool>& sigint_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+void on_sigint(int) { sigint_flag().store(true); }
+using Handler = void (*)(int);
+Handler& previous_handler() {
+  static Handler h = SIG_DFL;
+  return h;
+}
+
+std::string pct(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", 100 * f);
+  return b;
+}
+
+void write_tier(JsonWriter& w, const char* name, const TierUse& u) {
+  w.key(name).begin_object();
+  w.field("total_bytes", u.total()).field("capacity_bytes", u.capacity_bytes);
+  w.field("headroom_fraction", search::headroom_fraction(u));
+  w.end_object();
+}
+
+}  // namespace
+
+ProgressBar::ProgressBar() : enabled_(isatty(STDERR_FILENO) == 1) {}
+
+void ProgressBar::operator()(const search::Progress& p) {
+  if (!enabled_ || p.total <= 0) return;
+  const double f = static_cast<double>(p.done) / p.total;
+  const int width = 30, filled = static_cast<int>(f * width);
+  std::string bar(filled, '#');
+  bar += std::string(width - filled, '.');
+  std::fprintf(stderr, "\r[%s] %4s  %s / %s plans, %s fit, best %s tokens/s  ", bar.c_str(), pct(f).c_str(),
+               units::human_count(p.done).c_str(), units::human_count(p.total).c_str(),
+               units::human_count(p.fitting).c_str(), units::human_count(p.best_tokens_per_s).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (drawn_) std::fprintf(stderr, "\r%100s\r", "");
+  drawn_ = false;
+}
+
+SigintCancel::SigintCancel() {
+  sigint_flag().store(false);
+  previous_handler() = std::signal(SIGINT, on_sigint);
+}
+SigintCancel::~SigintCancel() { std::signal(SIGINT, previous_handler()); }
+const std::atomic<bool>* SigintCancel::flag() const { return &sigint_flag(); }
+
+int parse_positive(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < 1 || v > 1000000)
+    throw UsageError("--" + option + " expects a positive whole number, got '" + text + "'");
+  return static_cast<int>(v);
+}
+
+Cluster resize_cluster(Cluster c, const std::optional<std::string>& gpus, const std::optional<std::string>& nodes,
+                       const std::string& hw_path) {
+  if (gpus && nodes) throw UsageError("give --gpus or --nodes, not both");
+  int n = 0;
+  if (nodes) n = parse_positive("nodes", *nodes);
+  if (gpus) {
+    const int g = parse_positive("gpus", *gpus);
+    if (g < c.node.gpus) {
+      c.node.gpus = g;  // part of one node
+      n = 1;
+    } else if (g % c.node.gpus != 0) {
+      throw UsageError("--gpus " + *gpus + " is not a whole number of " + std::to_string(c.node.gpus) + "-GPU nodes of " +
+                       hw_path);
+    } else {
+      n = g / c.node.gpus;
+    }
+  }
+  if (n > 0) {
+    if (n > 1 && !c.node.nic) throw UsageError(hw_path + " has no node.nic, so it cannot span " + std::to_string(n) + " nodes");
+    c.nodes = n;
+  }
+  return c;
+}
+
+void print_search_rows(const search::SearchResult& r, int limit) {
+  using units::human_bytes;
+  using units::human_count;
+  const bool price = r.cluster.price_per_gpu_hour > 0;
+  const bool refined = r.refined > 0;
+  std::printf("%-4s %-62s %11s %6s %6s %9s %17s %8s %8s%s%s\n", "#", "plan", "tokens/s", "MFU", "bubble", "iteration",
+              "GPU mem (free)", "CPU free", "NVMe free", price ? "   $/Mtok" : "", refined ? "  tier" : "");
+  int i = 0;
+  for (const search::Row& row : r.rows) {
+    if (i >= limit) break;
+    const Estimate& e = row.analytic;
+    const bool des = row.refined.has_value();
+    const double mfu = des ? row.refined->mfu : e.mfu;
+    const double bubble = des ? row.refined->bubble_fraction : e.bubble_fraction;
+    const double iter = des ? row.refined->iteration_s : e.time.iteration_s;
+    std::string gpu = human_bytes(e.gpu.total()) + " (" + pct(search::headroom_fraction(e.gpu)) + ")";
+    std::string cpu = e.cpu.capacity_bytes > 0 ? pct(search::headroom_fraction(e.cpu)) : "-";
+    std::string nvme = e.nvme.capacity_bytes > 0 ? pct(search::headroom_fraction(e.nvme)) : "-";
+    if (row.spilled_bytes > 0) cpu += "*";
+    char cost[32] = "";
+    if (price) std::snprintf(cost, sizeof cost, " %9.3f", row.cost_per_million_tokens);
+    std::printf("%-4d %-62s %11s %5.1f%% %5.1f%% %9s %17s %8s %8s%s%s\n", ++i, row.label().c_str(),
+                human_count(row.tokens_per_s).c_str(), 100 * mfu, 100 * bubble, units::human_seconds(iter).c_str(),
+                gpu.c_str(), cpu.c_str(), nvme.c_str(), cost, refined ? (des ? "  des" : "  analytic") : "");
+  }
+  bool spilled = false;
+  for (const auto& row : r.rows) spilled = spilled || row.spilled_bytes > 0;
+  if (spilled)
+    std::printf("  * chunked plan: the chunk runtime keeps the host's excess chunks in spare GPU memory\n");
+}
+
+void print_rejections(const search::SearchResult& r, int limit) {
+  if (r.rejected.empty()) return;
+  std::printf("\nrejected (%lld plans; %lld by the model-state bound before evaluation):\n",
+              static_cast<long long>(r.enumerated - r.fitting), static_cast<long long>(r.pruned));
+  int i = 0;
+  for (const auto& f : r.rejected) {
+    if (i++ >= limit) {
+      std::printf("  ... %zu more families\n", r.rejected.size() - limit);
+      break;
+    }
+    std::printf("  %s\n", f.text().c_str());
+  }
+}
+
+void write_search_json(JsonWriter& w, const search::SearchResult& r) {
+  w.begin_object();
+  w.field("model", r.model.name).field("hardware", r.cluster.name);
+  w.field("nodes", r.cluster.nodes).field("gpus", r.cluster.total_gpus());
+  w.field("global_batch", r.training.global_batch);
+  w.field("enumerated", r.enumerated).field("evaluated", r.evaluated).field("pruned", r.pruned);
+  w.field("fitting", r.fitting).field("refined", r.refined).field("cancelled", r.cancelled);
+  w.field("elapsed_s", r.elapsed_s).field("threads", r.threads);
+  w.key("rows").begin_array();
+  for (const search::Row& row : r.rows) {
+    const Estimate& e = row.analytic;
+    w.begin_object();
+    w.field("label", row.label()).field("index", row.index);
+    w.key("plan");
+    write_plan_json(w, r.job(row));
+    w.field("tokens_per_s", row.tokens_per_s);
+    if (r.cluster.price_per_gpu_hour > 0) w.field("cost_per_million_tokens", row.cost_per_million_tokens);
+    w.key("analytic").begin_object();
+    w.field("tokens_per_s", e.tokens_per_s).field("mfu", e.mfu).field("tflops_per_gpu", e.tflops_per_gpu);
+    w.field("bubble_fraction", e.bubble_fraction).field("iteration_s", e.time.iteration_s);
+    w.end_object();
+    if (row.refined) {
+      const search::Evaluation& v = *row.refined;
+      w.key("refined").begin_object();
+      w.field("source", v.source).field("fits", v.fits).field("tokens_per_s", v.tokens_per_s).field("mfu", v.mfu);
+      w.field("bubble_fraction", v.bubble_fraction).field("iteration_s", v.iteration_s);
+      if (!v.fits) w.field("why_not", v.why_not);
+      w.end_object();
+    }
+    w.key("memory").begin_object();
+    write_tier(w, "gpu_per_gpu", e.gpu);
+    write_tier(w, "cpu_per_node", e.cpu);
+    write_tier(w, "nvme_per_node", e.nvme);
+    w.field("chunk_spill_bytes_per_node", row.spilled_bytes);
+    w.end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("rejected").begin_array();
+  for (const auto& f : r.rejected) {
+    w.begin_object();
+    w.field("family", f.family).field("constraint", f.constraint).field("needed", f.needed);
+    w.field("capacity", f.capacity).field("plans", f.plans).field("text", f.text());
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void export_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,
+                   const std::string& hw_path) {
+  const bool emit = args.get("emit").has_value(), megatron = args.flag("megatron"), deepspeed = args.flag("deepspeed");
+  if (!emit && !megatron && !deepspeed) return;
+  if (r.rows.empty()) throw std::runtime_error("no plan fits, so there is nothing to export");
+  if (emit) {
+    namespace fs = std::filesystem;
+    const std::string path = *args.get("emit");
+    const fs::path dir = fs::absolute(fs::path(path)).parent_path();
+    auto rel = [&](const std::string& p) { return fs::relative(fs::absolute(p), dir).string(); };
+    std::string text = "# starfish search: best plan for " + r.model.name + " on " + std::to_string(r.cluster.nodes) +
+                       " x " + r.cluster.name + " (" + std::to_string(r.cluster.total_gpus()) + " GPUs)";
+    if (r.cluster.nodes != 1) text += "; run with --nodes " + std::to_string(r.cluster.nodes);
+    text += "\n" + search::plan_file_yaml(r.job(r.rows.front()), rel(model_path), rel(hw_path));
+    save_text_file(path, text, args.flag("force"));
+    std::fprintf(stderr, "wrote %s\n", path.c_str());
+  }
+  auto pick = [&](std::string (*unsupported)(const Job&), const char* framework) -> const search::Row* {
+    for (size_t i = 0; i < r.rows.size(); ++i) {
+      if (unsupported(r.job(r.rows[i])).empty()) {
+        if (i > 0)
+          std::printf("\n(%s cannot run plan #1: %s; showing plan #%zu)\n", framework,
+                      unsupported(r.job(r.rows.front())).c_str(), i + 1);
+        return &r.rows[i];
+      }
+    }
+    throw std::runtime_error(std::string("none of the ") + std::to_string(r.rows.size()) +
+                             " best plans can be expressed for " + framework + ": " + unsupported(r.job(r.rows.front())));
+  };
+  if (megatron) {
+    const search::Row* row = pick(search::megatron_unsupported, "Megatron-LM");
+    std::printf("\nMegatron-LM arguments (%s):\n%s", row->label().c_str(), search::megatron_arguments(r.job(*row)).c_str());
+  }
+  if (deepspeed) {
+    const search::Row* row = pick(search::deepspeed_unsupported, "DeepSpeed");
+    std::printf("\nDeepSpeed config (%s):\n%s", row->label().c_str(), search::deepspeed_config(r.job(*row)).c_str());
+  }
+}
+
+}  // namespace starfish::cli

@@ -1,0 +1,55 @@
+#pragma once
+// What the search verbs (search, maxsize, size-cluster) share on the command line: the progress
+// bar, Ctrl-C handling, the ranked table and JSON of a search, and the exports of its winner
+// (--emit plan.yaml, --megatron, --deepspeed; the exporters themselves are in
+// sim/search/plan_export.h so the GUI can call them too).
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "sim/cli/cli.h"
+#include "sim/search/search.h"
+#include "sim/spec/json_writer.h"
+
+namespace starfish::cli {
+
+// Draws "[#####.....]  45%  150 K / 335 K plans, 12 K fit, best 199 K tokens/s" on stderr when
+// stderr is a terminal (nothing otherwise), and clears the line when done.
+class ProgressBar {
+ public:
+  ProgressBar();
+  void operator()(const search::Progress& p);
+  void finish();
+  bool enabled() const { return enabled_; }
+
+ private:
+  bool enabled_ = false;
+  bool drawn_ = false;
+};
+
+// While alive, Ctrl-C (SIGINT) sets flag() instead of killing the process, so a search returns
+// the best plans found so far; the previous handler is restored on destruction.
+class SigintCancel {
+ public:
+  SigintCancel();
+  ~SigintCancel();
+  SigintCancel(const SigintCancel&) = delete;
+  SigintCancel& operator=(const SigintCancel&) = delete;
+  const std::atomic<bool>* flag() const;
+};
+
+// The cluster of --gpus N (fewer GPUs of one node, or whole nodes) or --nodes N.
+Cluster resize_cluster(Cluster cluster, const std::optional<std::string>& gpus, const std::optional<std::string>& nodes,
+                       const std::string& hw_path);
+int parse_positive(const std::string& option, const std::string& text);
+
+void print_search_rows(const search::SearchResult& r, int limit);
+void print_rejections(const search::SearchResult& r, int limit);
+void write_search_json(JsonWriter& w, const search::SearchResult& r);
+
+// --emit / --force / --megatron / --deepspeed for the best row (the exporters pick the best
+// row their framework can express and say so when it is not the winner).
+void export_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,
+                   const std::string& hw_path);
+
+}  // namespace starfish::cli

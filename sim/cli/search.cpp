@@ -1,0 +1,77 @@
+// starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K] [--emit plan.yaml
+// [--force]] [--megatron] [--deepspeed] [--json] [--threads N] [--max-tp N]: every plan of the
+// model on the hardware, ranked by throughput, with why the rejected families fail.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "sim/cli/cli.h"
+#include "sim/cli/plan_export.h"
+#include "sim/search/search.h"
+#include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
+
+namespace starfish::cli {
+
+int run_search(const std::vector<std::string>& argv) {
+  Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp"},
+            {"json", "megatron", "deepspeed", "force", "help"});
+  if (args.flag("help")) {
+    std::printf(
+        "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
+        "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed] [--json]\n"
+        "                       [--threads N] [--max-tp N]\n"
+        "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
+        "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s (analytic model).\n"
+        "  B: global batch in sequences (default about 4Mi tokens, a multiple of the GPUs)\n"
+        "  K: rows shown (default 10); --emit writes the winner as a plan file (no overwrite\n"
+        "  without --force); --megatron / --deepspeed print the winner's launch settings.\n"
+        "  Ctrl-C stops the search and shows the best plans found so far.\n");
+    return 0;
+  }
+  if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  if (args.flag("json") && (args.flag("megatron") || args.flag("deepspeed")))
+    throw UsageError("--json cannot be combined with --megatron or --deepspeed");
+  if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
+  const std::string model_path = resolve_model(args.required("model"));
+  const std::string hw_path = resolve_hardware(args.required("hw"));
+  const Model model = load_model(model_path);
+  const Cluster cluster = resize_cluster(load_cluster(hw_path), args.get("gpus"), args.get("nodes"), hw_path);
+  Training training = search::default_search_training(model, cluster);
+  if (auto b = args.get("batch")) training.global_batch = parse_positive("batch", *b);
+
+  search::SearchOptions opt;
+  if (auto k = args.get("top")) opt.top_k = parse_positive("top", *k);
+  if (auto t = args.get("threads")) opt.threads = parse_positive("threads", *t);
+  if (auto t = args.get("max-tp")) opt.space.max_tp = parse_positive("max-tp", *t);
+  // The exporters take the best plan their framework can express: keep enough rows to find one.
+  const int shown = opt.top_k;
+  if (args.flag("megatron") || args.flag("deepspeed")) opt.top_k = std::max(opt.top_k, 5000);
+  ProgressBar bar;
+  SigintCancel sigint;
+  opt.cancel = sigint.flag();
+  if (bar.enabled()) opt.progress = [&](const search::Progress& p) { bar(p); };
+  const search::SearchResult r = search::search(model, cluster, training, opt);
+  bar.finish();
+
+  if (args.flag("json")) {
+    JsonWriter w(true);
+    write_search_json(w, r);
+    std::fputs((w.str() + "\n").c_str(), stdout);
+  } else {
+    std::printf("%s on %d x %s (%d GPUs), global batch %lld (%s tokens)\n", model.name.c_str(), cluster.nodes,
+                cluster.name.c_str(), cluster.total_gpus(), static_cast<long long>(training.global_batch),
+                units::human_count(static_cast<double>(training.global_batch) * model.seq_len).c_str());
+    std::printf("%lld plans, %lld fit; %.2f s on %d threads%s\n\n", static_cast<long long>(r.enumerated),
+                static_cast<long long>(r.fitting), r.elapsed_s, r.threads,
+                r.cancelled ? " (interrupted: best found so far)" : "");
+    if (r.rows.empty()) std::printf("no plan fits.\n");
+    else print_search_rows(r, shown);
+    print_rejections(r, 12);
+  }
+  export_winner(r, args, model_path, hw_path);
+  if (r.rows.empty()) return 1;
+  return r.cancelled ? 130 : 0;
+}
+
+}  // namespace starfish::cli

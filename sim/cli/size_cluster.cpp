@@ -1,0 +1,90 @@
+// starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]
+// [--json]: the fewest nodes of H that train M on T tokens within D days, with the plan.
+// T: "300B" or "1T" (B = billion, T = trillion tokens), "300G", or "300e9".
+#include <cstdio>
+#include <string>
+
+#include "sim/cli/cli.h"
+#include "sim/cli/plan_export.h"
+#include "sim/cli/plan_text.h"
+#include "sim/search/size_cluster.h"
+#include "sim/spec/error.h"
+#include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
+
+namespace starfish::cli {
+
+int run_size_cluster(const std::vector<std::string>& argv) {
+  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads"}, {"json", "help"});
+  if (args.flag("help")) {
+    std::printf(
+        "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N] [--json]\n"
+        "  T: tokens to train on: 300B or 1T (B = billion, T = trillion), 300G, or 300e9\n"
+        "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n");
+    return 0;
+  }
+  if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  search::SizeClusterOptions o;
+  try {
+    o.tokens = search::parse_token_count(args.required("tokens"));
+  } catch (const SpecError& e) {
+    throw UsageError(std::string("--tokens: ") + e.what());
+  }
+  const std::string days = args.required("days");
+  try {
+    size_t used = 0;
+    o.days = std::stod(days, &used);
+    if (used != days.size()) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    throw UsageError("--days expects a number of days, got '" + days + "'");
+  }
+  if (!(o.days > 0)) throw UsageError("--days must be positive, got '" + days + "'");
+  if (auto b = args.get("batch")) o.global_batch = parse_positive("batch", *b);
+  if (auto n = args.get("max-nodes")) o.max_nodes = parse_positive("max-nodes", *n);
+  if (auto t = args.get("threads")) o.search.threads = parse_positive("threads", *t);
+  const std::string model_path = resolve_model(args.required("model"));
+  const std::string hw_path = resolve_hardware(args.required("hw"));
+  const Model model = load_model(model_path);
+  const Cluster hw = load_cluster(hw_path);
+  o.search.top_k = 1;
+  SigintCancel sigint;
+  o.search.cancel = sigint.flag();
+  const search::SizeClusterResult r = search::size_cluster(model, hw, o);
+
+  if (args.flag("json")) {
+    JsonWriter w(true);
+    w.begin_object();
+    w.field("kind", "starfish.size_cluster").field("model", model.name).field("hardware", hw.name);
+    w.field("tokens", o.tokens).field("days", o.days).field("found", r.found);
+    if (r.found) {
+      w.field("nodes", r.nodes).field("gpus", r.cluster.total_gpus()).field("days_needed", r.days_needed);
+      if (r.cost > 0) w.field("cost", r.cost);
+      w.key("search");
+      write_search_json(w, r.best);
+    } else {
+      w.field("why_not", r.why_not);
+    }
+    w.field("probes", r.probes);
+    w.end_object();
+    std::fputs((w.str() + "\n").c_str(), stdout);
+    return r.found ? 0 : 1;
+  }
+  if (!r.found) {
+    std::printf("%s cannot train on %s tokens within %g days on up to %d nodes of %s: %s\n", model.name.c_str(),
+                units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, o.max_nodes, hw.name.c_str(),
+                r.why_not.c_str());
+    return 1;
+  }
+  const search::Row& best = r.best.rows.front();
+  std::printf("%s on %s tokens within %g days: %d nodes of %s (%d GPUs), %.1f days\n", model.name.c_str(),
+              units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, r.nodes, hw.name.c_str(),
+              r.cluster.total_gpus(), r.days_needed);
+  std::printf("plan: %s\n", plan_summary(r.best.job(best)).c_str());
+  std::printf("throughput %s tokens/s, MFU %.1f%%", units::human_count(best.tokens_per_s).c_str(),
+              100 * best.analytic.mfu);
+  if (r.cost > 0) std::printf(", cost about $%s", units::human_count(r.cost).c_str());
+  std::printf("  (%d searches)\n", r.probes);
+  return 0;
+}
+
+}  // namespace starfish::cli

@@ -1,0 +1,140 @@
+// The search verbs as a user runs them: bad input gives an exit code and one line on stderr.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun run(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "starfish_search_stderr.txt";
+  const std::string cmd = std::string(STARFISH_CLI) + " " + args + " 2>" + err_file;
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), {});
+  return r;
+}
+
+std::string hw(const std::string& name) { return std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/" + name + ".yaml"; }
+std::string model(const std::string& name) {
+  return std::string(STARFISH_SOURCE_DIR) + "/configs/models/" + name + ".yaml";
+}
+
+void expect_one_line_error(const CliRun& r, int code, const std::string& text) {
+  EXPECT_EQ(r.code, code) << r.err;
+  EXPECT_EQ(r.err, text + "\n");
+}
+
+TEST(CliSearch, MissingModelIsAUsageError) {
+  expect_one_line_error(run("search --hw " + hw("dgx-a100-80gb")), 2, "starfish search: missing --model");
+}
+
+TEST(CliSearch, GpusAndNodesTogetherAreRefused) {
+  expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                            " --gpus 16 --nodes 2"),
+                        2, "starfish search: give --gpus or --nodes, not both");
+}
+
+TEST(CliSearch, GpusThatAreNotWholeNodesAreRefused) {
+  expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") + " --gpus 12"), 2,
+                        "starfish search: --gpus 12 is not a whole number of 8-GPU nodes of " + hw("dgx-a100-80gb"));
+}
+
+TEST(CliSearch, BadBatchIsAUsageError) {
+  expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") + " --batch 0"), 2,
+                        "starfish search: --batch expects a positive whole number, got '0'");
+}
+
+TEST(CliSearch, ABatchWithNoLayoutFindsNoPlan) {
+  // 32 GPUs: TP x PP is at most 16 for 12 heads and 12 layers, so DP >= 2 cannot divide 3.
+  const CliRun r = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") + " --nodes 4 --batch 3");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("no plan fits."), std::string::npos) << r.out;
+}
+
+TEST(CliSearch, EmitWritesALoadablePlanAndRefusesToOverwrite) {
+  const std::string path = ::testing::TempDir() + "starfish_search_emit.yaml";
+  std::filesystem::remove(path);
+  const std::string args = "search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") + " --top 3 --emit " + path;
+  const CliRun first = run(args);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("tokens/s"), std::string::npos);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  // starfish estimate reads the emitted plan back (model and hardware paths inside it).
+  const CliRun est = run("estimate --plan " + path);
+  EXPECT_EQ(est.code, 0) << est.err;
+  EXPECT_NE(est.out.find("fits         yes"), std::string::npos) << est.out;
+  const CliRun again = run(args);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find(path), std::string::npos) << again.err;
+  EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1) << again.err;
+  EXPECT_EQ(run(args + " --force").code, 0);
+}
+
+TEST(CliSearch, MegatronAndJsonCannotBeCombined) {
+  expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                            " --json --megatron"),
+                        2, "starfish search: --json cannot be combined with --megatron or --deepspeed");
+}
+
+TEST(CliSearch, MegatronArgumentsForTheBestExpressiblePlan) {
+  const CliRun r = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") + " --megatron");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("--tensor-model-parallel-size"), std::string::npos);
+  EXPECT_NE(r.out.find("--global-batch-size"), std::string::npos);
+}
+
+TEST(CliMaxsize, UnknownFamilyIsAUsageError) {
+  expect_one_line_error(run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --family bert"), 2,
+                        "starfish maxsize: --family must be gpt or llama, got 'bert'");
+}
+
+TEST(CliMaxsize, BadIterationLimitIsAUsageError) {
+  expect_one_line_error(run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --max-iteration soon"), 2,
+                        "starfish maxsize: --max-iteration expects a duration like 30s or 2min, got 'soon'");
+}
+
+TEST(CliMaxsize, ShowsStaticBesideChunked) {
+  const CliRun r = run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --seq 1024");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("static (ZeRO-Offload)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chunked (PatrickStar)"), std::string::npos) << r.out;
+}
+
+TEST(CliSizeCluster, BadTokenCountIsAUsageError) {
+  expect_one_line_error(run("size-cluster --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                            " --tokens lots --days 3"),
+                        2, "starfish size-cluster: --tokens: 'lots' is not a token count (examples: 300B, 1T, 300G, 300e9)");
+}
+
+TEST(CliSizeCluster, NegativeDaysIsAUsageError) {
+  expect_one_line_error(run("size-cluster --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                            " --tokens 10B --days -1"),
+                        2, "starfish size-cluster: --days must be positive, got '-1'");
+}
+
+TEST(CliSizeCluster, FindsNodesForASmallJob) {
+  const CliRun r = run("size-cluster --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                    " --tokens 10B --days 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"found\": true"), std::string::npos) << r.out;
+}
+
+}  // namespace
