@@ -6,7 +6,8 @@
 // the GPUs and the global batch (a cheap check); among them, a lower bound (every GPU at its
 // dense peak on the model's FLOPs) skips the hopeless ones, and a binary search finds the first
 // count whose best plan is fast enough -- assuming more nodes never make the best plan slower,
-// which holds while DP can grow. The found count and the candidate below it are both searched.
+// which holds while DP can grow (a count between two tried ones is not searched when the
+// bisection has already passed it).
 #include <cstdint>
 #include <string>
 #include <string_view>
