@@ -1,0 +1,40 @@
+// starfish calibrate --hw H --measurements M.csv --out NEW.yaml [--force]: fits the GPU's GEMM
+// efficiency curve and HBM efficiency from measurements (see sim/cost/calibration.h) and writes
+// a new hwprofile; the original is never touched.
+#include <cstdio>
+
+#include "sim/cli/cli.h"
+#include "sim/cost/calibration.h"
+#include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
+
+namespace starfish::cli {
+
+int run_calibrate(const std::vector<std::string>& argv) {
+  Args args(argv, {"hw", "measurements", "out"}, {"force", "help"});
+  if (args.flag("help")) {
+    std::printf(
+        "usage: starfish calibrate --hw H --measurements M.csv --out NEW.yaml [--force]\n"
+        "  M.csv: kind,dtype,m,n,k,bytes,seconds rows (exec/bench/gemm_calibration writes them)\n"
+        "  Fits matmul_efficiency (monotone, piecewise linear in log FLOP) and hbm_efficiency,\n"
+        "  and writes a copy of H with them. --force replaces an existing NEW.yaml.\n");
+    return 0;
+  }
+  const std::string hw_path = resolve_hardware(args.required("hw"));
+  const std::string out = args.required("out");
+  Cluster c = load_cluster(hw_path);
+  const Calibration cal = fit_calibration(c.node.gpu, read_measurements(args.required("measurements")));
+  c.node.gpu.matmul_efficiency = cal.matmul_efficiency;
+  if (cal.stream_points > 0) c.node.gpu.hbm_efficiency = cal.hbm_efficiency;
+  const std::string header = "# Calibrated by `starfish calibrate` from " + args.required("measurements") + " (" +
+                             std::to_string(cal.gemm_points) + " GEMMs, " + std::to_string(cal.stream_points) +
+                             " streaming copies) on top of " + hw_path + ".\n";
+  save_text_file(out, header + to_yaml(c), args.flag("force"));
+  std::printf("%s: matmul_efficiency from %d GEMMs:", out.c_str(), cal.gemm_points);
+  for (const auto& [flop, f] : cal.matmul_efficiency.points) std::printf(" [%s, %.3f]", units::format_flop_count(flop).c_str(), f);
+  if (cal.stream_points > 0) std::printf("; hbm_efficiency %.3f from %d copies", cal.hbm_efficiency, cal.stream_points);
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace starfish::cli
