@@ -7,6 +7,8 @@
 //              point-to-point sends; then a DP all-reduce per stage and TP rank, and the
 //              optimizer step (about 280k tasks).
 // Usage: des_events_bench [hwprofile.yaml] [microbatches for 'pipelines' (default 256)] [all|pipelines|gpt3]
+//                         [repetitions (default 1; timings on a shared machine vary, take the best)]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -157,15 +159,17 @@ int main(int argc, char** argv) {
     const std::string path = argc > 1 ? argv[1] : std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml";
     const int m = argc > 2 ? std::atoi(argv[2]) : 256;
     const std::string which = argc > 3 ? argv[3] : "all";
+    const int reps = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
     Cluster c = load_cluster(path);
     c.nodes = 1024 / c.node.gpus;
     const auto t0 = Clock::now();
     const Topology topo(c);
     std::printf("topology: %d GPUs, %zu vertices, %zu links, built in %.1f ms\n", topo.total_gpus(),
                 topo.vertex_count(), topo.link_count(), seconds_since(t0) * 1e3);
-    if (which == "all" || which == "pipelines") bench_pipelines(topo, m);
-    if (which == "all" || which == "gpt3")
-      for (int i = 0; i < (which == "gpt3" ? 5 : 1); ++i) bench_gpt3(topo);
+    for (int i = 0; i < reps; ++i) {
+      if (which == "all" || which == "pipelines") bench_pipelines(topo, m);
+      if (which == "all" || which == "gpt3") bench_gpt3(topo);
+    }
     return 0;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "des_events_bench: %s\n", ex.what());

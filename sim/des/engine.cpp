@@ -255,13 +255,21 @@ TaskId Engine::transfer(DeviceId src, DeviceId dst, double bytes, Label label, R
   return add_task(t, label);
 }
 
+size_t Engine::PlanKeyHash::operator()(const PlanKey& k) const {
+  uint64_t h = k.group;
+  h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.kind);
+  h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.algo);
+  h = h * 0x9e3779b97f4a7c15ULL + k.merge;
+  h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.chunks);
+  h = h * 0x9e3779b97f4a7c15ULL + std::hash<double>{}(k.bytes);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
 uint32_t Engine::collective_plan(const Collective& c, double bytes) {
   const bool auto_chunks = (c.kind == CollectiveKind::Broadcast || c.kind == CollectiveKind::Reduce) &&
                            c.options.pipeline_chunks <= 0;
-  std::string key = std::to_string(c.group) + "/" + std::to_string(static_cast<int>(c.kind)) + "/" +
-                    std::to_string(static_cast<int>(c.options.algo)) + "/" + (c.options.merge_steps ? "m" : "s") +
-                    "/" + std::to_string(auto_chunks ? 0 : c.options.pipeline_chunks);
-  if (auto_chunks) key += "/" + std::to_string(bytes);
+  const PlanKey key{c.group,         c.kind, c.options.algo, c.options.merge_steps, auto_chunks ? 0 : c.options.pipeline_chunks,
+                    auto_chunks ? bytes : 0.0};
   if (auto it = plan_cache_.find(key); it != plan_cache_.end()) return it->second;
   CollectivePlanRequest req;
   req.gpus = group_gpus(c.group);
@@ -284,7 +292,7 @@ uint32_t Engine::collective_plan(const Collective& c, double bytes) {
   plan.phases = static_cast<uint32_t>(phases.size());
   plans_.push_back(plan);
   const uint32_t id = static_cast<uint32_t>(plans_.size() - 1);
-  plan_cache_.emplace(std::move(key), id);
+  plan_cache_.emplace(key, id);
   return id;
 }
 
@@ -385,9 +393,11 @@ void Engine::for_each_gpu(TaskId t, F&& f) const {
       if (d >= 0 && d != s) f(d);
       break;
     }
-    case TaskKind::Collective:
-      for (int g : group_gpus(collectives_[k.a].group)) f(g);
+    case TaskKind::Collective: {
+      const GroupId grp = collectives_[k.a].group;
+      for (uint32_t i = group_begin_[grp]; i < group_begin_[grp + 1]; ++i) f(group_gpus_[i]);
       break;
+    }
     case TaskKind::Delay:
       if (k.resource != kNone && resources_[k.resource].info.gpu >= 0) f(resources_[k.resource].info.gpu);
       break;
@@ -669,15 +679,22 @@ void Engine::collect_results() {
       r.gpu_category_s[static_cast<size_t>(g) * r.category_count + tasks_[t].category] += d;
     });
   }
-  // Sort each GPU's tasks by start time (ids ascending within a GPU, so ties stay by id). They
-  // are often in order already.
+  // Sort each GPU's tasks by start time, ties by id (they are listed by id). They are nearly in
+  // order already, so insertion sort, falling back to std::sort if that turns out to be wrong.
   std::vector<std::pair<double, TaskId>> keyed;
   for (int g = 0; g < gpus; ++g) {
     auto b = r.gpu_tasks.begin() + r.gpu_task_begin[g], e = r.gpu_tasks.begin() + r.gpu_task_begin[g + 1];
-    if (std::is_sorted(b, e, [&](TaskId x, TaskId y) { return r.start_s[x] < r.start_s[y]; })) continue;
     keyed.clear();
     for (auto it = b; it != e; ++it) keyed.emplace_back(r.start_s[*it], *it);
-    std::sort(keyed.begin(), keyed.end());
+    size_t moves = 0;
+    const size_t budget = 8 * keyed.size() + 64;
+    for (size_t i = 1; i < keyed.size() && moves <= budget; ++i) {
+      const auto x = keyed[i];
+      size_t j = i;
+      for (; j > 0 && x < keyed[j - 1] && moves <= budget; --j, ++moves) keyed[j] = keyed[j - 1];
+      keyed[j] = x;
+    }
+    if (moves > budget) std::sort(keyed.begin(), keyed.end());
     for (size_t i = 0; i < keyed.size(); ++i) b[static_cast<std::ptrdiff_t>(i)] = keyed[i].second;
   }
 }

@@ -190,7 +190,19 @@ class Engine {
   // network, and cached: a pair of devices or a (group, collective) is planned once.
   std::unique_ptr<FlowNetwork> net_;
   std::unordered_map<uint64_t, std::pair<uint32_t, double>> route_cache_;  // (src,dst) -> pattern, latency
-  std::unordered_map<std::string, uint32_t> plan_cache_;
+  struct PlanKey {
+    GroupId group;
+    CollectiveKind kind;
+    CollectiveAlgo algo;
+    bool merge;
+    int chunks;
+    double bytes;  // only for automatic pipeline chunks, else 0
+    bool operator==(const PlanKey&) const = default;
+  };
+  struct PlanKeyHash {
+    size_t operator()(const PlanKey& k) const;
+  };
+  std::unordered_map<PlanKey, uint32_t, PlanKeyHash> plan_cache_;
   std::vector<Plan> plans_;
   std::vector<PlanPhase> plan_phases_;
   std::vector<LinkUse> scratch_uses_;

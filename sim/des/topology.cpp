@@ -149,6 +149,10 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
     }
     if (k == 0) links_per_node_ = static_cast<uint32_t>(links_.size());
   }
+  for (DeviceId v = 0; v < boost::num_vertices(graph_); ++v) {
+    const VertexInfo& info = graph_[v];
+    gpu_of_vertex_.push_back(info.kind == VertexKind::Gpu ? info.node * n.gpus + info.index : -1);
+  }
   compute_node_routes();
 }
 
@@ -293,11 +297,6 @@ DeviceId Topology::nvswitch(int node) const {
   check_node(node, nodes());
   if (local_nvswitch_ == kNone) throw SpecError("node " + std::to_string(node) + " has no NVSwitch");
   return static_cast<DeviceId>(node) * vertices_per_node_ + local_nvswitch_;
-}
-
-int Topology::gpu_index(DeviceId v) const {
-  const VertexInfo& info = vertex(v);
-  return info.kind == VertexKind::Gpu ? info.node * gpus_per_node() + info.index : -1;
 }
 
 int Topology::nic_of_gpu(int local_gpu) const {

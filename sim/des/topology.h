@@ -103,7 +103,8 @@ class Topology {
   bool has_nvme() const { return local_nvme_ != kNone; }
 
   int node_of(DeviceId v) const { return vertex(v).node; }
-  int gpu_index(DeviceId v) const;  // global GPU index, or -1 when v is not a GPU
+  // Global GPU index, or -1 when v is not a GPU (or not a vertex).
+  int gpu_index(DeviceId v) const { return v < gpu_of_vertex_.size() ? gpu_of_vertex_[v] : -1; }
   int nic_of_gpu(int local_gpu) const;  // the NIC a GPU's inter-node traffic uses
   int switch_of_gpu(int local_gpu) const { return local_gpu / gpus_per_root_; }
 
@@ -124,6 +125,7 @@ class Topology {
   Cluster cluster_;
   TopologyGraph graph_;
   std::vector<LinkInfo> links_;
+  std::vector<int> gpu_of_vertex_;
   int switches_ = 0, gpus_per_root_ = 1, nics_ = 0;
   uint32_t vertices_per_node_ = 0, links_per_node_ = 0;
   DeviceId fabric_ = kNone;

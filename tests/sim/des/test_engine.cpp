@@ -216,5 +216,29 @@ TEST(Engine, IntervalQueriesTellWhatRanWhen) {
   EXPECT_EQ(e.task_gpus(comm), (std::vector<int>{0, 1}));
 }
 
+TEST(Engine, AGpipePipelineHasTheTextbookBubble) {
+  // p stages, m microbatches of equal forward time t, free communication: the makespan is
+  // (m + p - 1) t and every stage is idle (p - 1) t of it.
+  const Topology topo(dgx_a100());
+  Engine e(topo);
+  const CategoryId fwd = e.category("fwd");
+  const int p = 4, m = 6;
+  const double t = 1e-3;
+  std::vector<TaskId> prev(m, kNone);
+  for (int s = 0; s < p; ++s)
+    for (int mb = 0; mb < m; ++mb) {
+      const TaskId k = e.compute(s, t, {fwd, "fwd"});
+      if (prev[mb] != kNone) e.depends(k, prev[mb]);
+      prev[mb] = k;
+    }
+  const Results& r = e.run();
+  EXPECT_DOUBLE_EQ(r.makespan_s, (m + p - 1) * t);
+  const std::vector<CategoryId> compute{fwd};
+  for (int s = 0; s < p; ++s) {
+    const double busy = r.busy_union_s(s, compute, 0, r.makespan_s);
+    EXPECT_DOUBLE_EQ(1 - busy / r.makespan_s, (p - 1.0) / (m + p - 1)) << s;
+  }
+}
+
 }  // namespace
 }  // namespace starfish::des
