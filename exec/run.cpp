@@ -32,7 +32,6 @@ namespace fs = std::filesystem;
 namespace starfish::exec {
 namespace {
 
-using units::format_bytes;
 using units::parse_bytes;
 
 int64_t to_int(const std::string& flag, const std::string& v, int64_t min) {
@@ -43,6 +42,17 @@ int64_t to_int(const std::string& flag, const std::string& v, int64_t min) {
   } catch (const std::exception&) {
   }
   throw SpecError("starfish-run: " + flag + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'");
+}
+
+// Human-readable sizes for the console (the report carries exact bytes).
+std::string format_bytes(int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
 }
 
 int64_t bytes_flag(const std::string& flag, const std::string& v) {
