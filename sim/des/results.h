@@ -3,6 +3,7 @@
 // bytes carried and the time it carried any, the makespan, and per GPU which tasks occupied it,
 // with interval queries for bubble and compute/communication analyses.
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <vector>
 
@@ -43,6 +44,15 @@ struct Results {
   // `hidden_by` did (e.g. exposed communication: cats = {tp, dp}, hidden_by = {fwd, bwd}).
   double exposed_s(int gpu, std::span<const CategoryId> cats, std::span<const CategoryId> hidden_by, double t0_s,
                    double t1_s) const;
+  // The same with braced lists: busy_union_s(g, {fwd, bwd}, 0, makespan_s).
+  double busy_union_s(int gpu, std::initializer_list<CategoryId> cats, double t0_s, double t1_s) const {
+    return busy_union_s(gpu, std::span<const CategoryId>(cats.begin(), cats.size()), t0_s, t1_s);
+  }
+  double exposed_s(int gpu, std::initializer_list<CategoryId> cats, std::initializer_list<CategoryId> hidden_by,
+                   double t0_s, double t1_s) const {
+    return exposed_s(gpu, std::span<const CategoryId>(cats.begin(), cats.size()),
+                     std::span<const CategoryId>(hidden_by.begin(), hidden_by.size()), t0_s, t1_s);
+  }
 };
 
 }  // namespace starfish::des

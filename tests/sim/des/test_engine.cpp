@@ -209,6 +209,8 @@ TEST(Engine, IntervalQueriesTellWhatRanWhen) {
   EXPECT_DOUBLE_EQ(r.busy_union_s(0, comms, 0, r.makespan_s), comm_end - 2e-3);
   EXPECT_DOUBLE_EQ(r.exposed_s(0, comms, compute, 0, r.makespan_s), comm_end - 8e-3);
   EXPECT_DOUBLE_EQ(r.busy_union_s(0, compute, 3e-3, 5e-3), 2e-3);
+  EXPECT_DOUBLE_EQ(r.busy_union_s(0, {fwd}, 3e-3, 5e-3), 2e-3);
+  EXPECT_DOUBLE_EQ(r.exposed_s(0, {tp, dp}, {fwd}, 0, r.makespan_s), comm_end - 8e-3);
   EXPECT_DOUBLE_EQ(r.category_busy_s(1, tp), comm_end - 2e-3);  // the collective occupies GPU 1 too
   EXPECT_EQ(r.tasks_running(4.5e-3, 5e-3), (std::vector<TaskId>{k2, comm, gap}));
   EXPECT_EQ(r.tasks_running(12.5e-3, 20e-3), (std::vector<TaskId>{k3}));
