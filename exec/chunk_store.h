@@ -34,6 +34,7 @@ class ChunkStore : public TrainableStore {
   at::Tensor param(const std::string& name) override;
   void accumulate_grad(const std::string& name, const at::Tensor& grad) override;
   void release(const std::vector<std::string>& names, Pass pass) override;
+  at::Device device() const override { return backend_.uses_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
 
   void reduce_gradients(Comm&) override {}  // the runtime reduces at each chunk's last backward use
   bool sharded() const override { return runtime_->zero().sharded(); }

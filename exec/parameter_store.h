@@ -22,6 +22,8 @@ class ParameterStore {
   // Adds `grad` (model shape) into the tensor's gradient; only between access(backward) and release.
   virtual void accumulate_grad(const std::string& name, const at::Tensor& grad) = 0;
   virtual void release(const std::vector<std::string>& names, Pass pass) = 0;
+  // Where compute runs (the batch is moved there).
+  virtual at::Device device() const { return at::kCPU; }
 };
 
 }  // namespace starfish::exec

@@ -270,7 +270,8 @@ int run_rank(const RunOptions& o) {
     for (const auto& [n, t] : trainer.store().save_state()) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
     j << "{\n  \"kind\": \"run\",\n  \"plan\": \"" << json_escape(o.plan_path) << "\",\n  \"model\": \"" << json_escape(model.name)
       << "\",\n  \"parameters\": " << gpt.parameter_count() << ",\n  \"world_size\": " << env.world_size << ",\n  \"collectives\": \""
-      << comm.backend_name() << "\",\n  \"gpu_tier\": \"CPU pool (no CUDA)\",\n  \"store\": \"" << (chunked ? "chunks" : "flat")
+      << comm.backend_name() << "\",\n  \"gpu_tier\": \"" << (chunked ? backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"))
+      << "\",\n  \"store\": \"" << (chunked ? "chunks" : "flat")
       << "\",\n  \"dtype\": \""
       << to_string(training.dtype) << "\",\n  \"iteration_time_s\": " << mean << ",\n  \"tokens_per_s\": "
       << (mean > 0 ? double(training.global_batch) * model.seq_len / mean : 0) << ",\n  \"peak_memory_bytes\": ";

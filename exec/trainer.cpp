@@ -49,6 +49,8 @@ StepResult StoreTrainer::step() {
   store_->zero_grad();
   for (int64_t m = 0; m < split_.micro_batches; ++m) {
     Batch b = data_.batch(training_.seed, it, split_.first + m * split_.micro_batch, split_.micro_batch, gpt_.model().seq_len);
+    b.tokens = b.tokens.to(store_->device());
+    b.targets = b.targets.to(store_->device());
     at::Tensor h = b.tokens;
     for (int s = 0; s < gpt_.segments(); ++s) h = run_segment(gpt_, *store_, s, h, b.targets, anchor_);
     loss_sum += h.item<double>();

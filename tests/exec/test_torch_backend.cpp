@@ -18,14 +18,16 @@ TEST(TorchBackend, GpuTierIsACapacityLimitedCpuPoolAndSaysSo) {
   TempDir dir("backend-cap");
   Comm solo(RankEnv{});
   TorchBackend b(TierCapacity{1000, 0, 0}, dir.path.string(), solo);
-  EXPECT_EQ(b.gpu_tier_description(), "gpu tier: CPU pool (no CUDA)");
+  // A CUDA build on a GPU machine (scripts/device-check.sh) has the real device instead.
+  EXPECT_EQ(b.gpu_tier_description(), b.uses_cuda() ? "gpu tier: cuda:0" : "gpu tier: CPU pool (no CUDA)");
   const Buffer x = b.allocate(Tier::gpu, 600);
-  EXPECT_EQ(b.bytes(x).device().type(), at::kCPU);
+  EXPECT_EQ(b.bytes(x).device().type(), b.uses_cuda() ? at::kCUDA : at::kCPU);
   try {
     b.allocate(Tier::gpu, 500);
     ADD_FAILURE() << "no error";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "torch backend: out of memory on the gpu tier (CPU pool): 500 bytes requested, 600 of 1000 in use");
+    EXPECT_EQ(std::string(e.what()), std::string("torch backend: out of memory on the gpu tier") + (b.uses_cuda() ? "" : " (CPU pool)") +
+                                         ": 500 bytes requested, 600 of 1000 in use");
   }
   b.release(x);
   const Buffer y = b.allocate(Tier::gpu, 1000);
@@ -50,7 +52,7 @@ TEST(TorchBackend, BytesSurviveARoundTripThroughEveryTierAndAreCountedPerDirecti
     b.bytes(c).zero_();
     b.wait(b.copy(n, c, 4096, MoveTag{1, 3, MoveReason::access, Queue::compute}));
     b.wait(b.copy(c, back, 2048, MoveTag{1, 3, MoveReason::access, Queue::compute}));
-    EXPECT_TRUE(torch::equal(b.bytes(back).view(at::kFloat).narrow(0, 0, 512), torch::arange(512, torch::kFloat)));
+    EXPECT_TRUE(torch::equal(b.bytes(back).view(at::kFloat).narrow(0, 0, 512).cpu(), torch::arange(512, torch::kFloat)));
     EXPECT_EQ(b.copied_bytes(Tier::gpu, Tier::cpu), 4096);
     EXPECT_EQ(b.copied_bytes(Tier::cpu, Tier::nvme), 4096);
     EXPECT_EQ(b.copied_bytes(Tier::nvme, Tier::cpu), 4096);
@@ -71,7 +73,7 @@ TEST(TorchBackend, CollectivesOfOneRankFollowTheBufferContract) {
   const Buffer in = b.allocate(Tier::gpu, 64), out = b.allocate(Tier::gpu, 64);
   b.bytes(in).view(at::kFloat).fill_(2.5);
   b.collective(CollectiveKind::all_gather, g, {in}, {out}, DType::fp32, MoveTag{});
-  EXPECT_TRUE(torch::equal(b.bytes(out), b.bytes(in)));
+  EXPECT_TRUE(torch::equal(b.bytes(out).cpu(), b.bytes(in).cpu()));
   b.collective(CollectiveKind::all_reduce, g, {in}, {in}, DType::fp32, MoveTag{});
   EXPECT_EQ(b.bytes(in).view(at::kFloat)[3].item<float>(), 2.5f);
   try {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One command for a GPU machine: builds the executor against that machine's LibTorch (with CUDA),
+# runs the executor's tests (the Torch Backend then uses cuda:0, pinned host buffers and a copy
+# stream) and its benchmarks, and writes everything to $OUT (or ./device-check-out). Budget: under
+# 5 minutes on a 16-core machine. It needs python3 with torch (CUDA build), cmake, ninja, yaml-cpp,
+# Boost.Graph and GoogleTest.
+#   usage: scripts/device-check.sh            (from the repository root)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${OUT:-$root/device-check-out}"
+mkdir -p "$out"
+build="$root/build-device"
+log() { echo "[device-check] $*" | tee -a "$out/summary.txt"; }
+: >"$out/summary.txt"
+
+torch_dir="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)/Torch"
+if [ ! -f "$torch_dir/TorchConfig.cmake" ]; then
+  log "no LibTorch from python3 (import torch failed): cannot build the executor"; exit 2
+fi
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
+  | tee -a "$out/summary.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$out/summary.txt"
+
+# pip's LibTorch is built with the pre-C++11 ABI on some versions: match it, or linking fails.
+abi="$(python3 -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')"
+jobs="$(nproc)"
+log "configure (Torch_DIR=$torch_dir, CXX11 ABI $abi)"
+if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTARFISH_EXEC=ON -DSTARFISH_CUDA=ON \
+     -DSTARFISH_GUI=OFF -DSTARFISH_BENCH=ON -DTorch_DIR="$torch_dir" \
+     -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$abi" >"$out/configure.log" 2>&1; then
+  log "configure failed (see configure.log)"; exit 3
+fi
+grep -E "Starfish|CUDA code paths" "$out/configure.log" | tee -a "$out/summary.txt"
+log "build with $jobs jobs"
+exec_tests=$(cd "$root/tests/exec" && ls test_*.cpp | sed 's/^test_/test_exec_/; s/\.cpp$//')
+if ! timeout 180 ninja -C "$build" -j"$jobs" starfish-run exec_overhead exec_max_model $exec_tests >"$out/build.log" 2>&1; then
+  log "build failed or timed out (see build.log)"; tail -30 "$out/build.log" >>"$out/summary.txt"; exit 4
+fi
+
+status=0
+for t in $exec_tests; do
+  if timeout 60 "$build/tests/exec/$t" --gtest_brief=1 >"$out/$t.log" 2>&1; then
+    log "$t: passed"
+  else
+    log "$t: FAILED (see $t.log)"; status=1
+  fi
+done
+# Merge the per-test logs into one file so $OUT stays within 8 files.
+cat "$out"/test_exec_*.log >"$out/tests.log" 2>/dev/null && rm -f "$out"/test_exec_*.log
+
+log "benchmarks"
+{
+  timeout 60 "$build/exec/exec_overhead" 8 512 5
+  timeout 60 "$build/exec/exec_max_model" 64 256 64
+} >"$out/bench.txt" 2>&1 || status=1
+cat "$out/bench.txt" >>"$out/summary.txt"
+log "done, status $status"
+exit $status
