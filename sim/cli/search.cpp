@@ -7,6 +7,7 @@
 
 #include "sim/cli/cli.h"
 #include "sim/cli/plan_export.h"
+#include "sim/search/des_refiner.h"
 #include "sim/search/search.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
@@ -15,14 +16,16 @@ namespace starfish::cli {
 
 int run_search(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp"},
-            {"json", "megatron", "deepspeed", "force", "help"});
+            {"json", "megatron", "deepspeed", "force", "analytic-only", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
         "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed] [--json]\n"
-        "                       [--threads N] [--max-tp N]\n"
+        "                       [--threads N] [--max-tp N] [--analytic-only]\n"
         "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
-        "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s (analytic model).\n"
+        "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s with the analytic\n"
+        "  model, then simulates the best K with the event simulator and re-ranks them\n"
+        "  (--analytic-only skips the simulation).\n"
         "  B: global batch in sequences (default about 4Mi tokens, a multiple of the GPUs)\n"
         "  K: rows shown (default 10); --emit writes the winner as a plan file (no overwrite\n"
         "  without --force); --megatron / --deepspeed print the winner's launch settings.\n"
@@ -47,6 +50,7 @@ int run_search(const std::vector<std::string>& argv) {
   // The exporters take the best plan their framework can express: keep enough rows to find one.
   const int shown = opt.top_k;
   if (args.flag("megatron") || args.flag("deepspeed")) opt.top_k = std::max(opt.top_k, 5000);
+  if (!args.flag("analytic-only")) opt.refiner = search::des_refiner();
   ProgressBar bar;
   SigintCancel sigint;
   opt.cancel = sigint.flag();
@@ -68,6 +72,7 @@ int run_search(const std::vector<std::string>& argv) {
     if (r.rows.empty()) std::printf("no plan fits.\n");
     else print_search_rows(r, shown);
     print_rejections(r, 12);
+    for (const auto& [label, why] : r.simulator_rejected) std::printf("  rejected by the simulator: %s: %s\n", label.c_str(), why.c_str());
   }
   export_winner(r, args, model_path, hw_path);
   if (r.rows.empty()) return 1;

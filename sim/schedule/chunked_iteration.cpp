@@ -113,9 +113,6 @@ class SimHooks final : public StepHooks {
 }  // namespace
 
 BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng) {
-  if (job.plan.pp > 1)
-    job.plan.provenance.fail("plan.pipeline_parallel", "the chunk runtime does not run pipeline parallelism (as PatrickStar); "
-                                                       "use pipeline_parallel 1 with chunk_size, or chunk_size 0");
   BuiltIteration out;
   out.fwd = eng.category(category::forward);
   out.bwd = eng.category(category::backward);

@@ -15,7 +15,7 @@
 
 namespace starfish::schedule {
 
-// Throws SpecError for plans the chunk runtime does not run (pipeline parallelism).
+// (make_job guarantees the plan has no pipeline parallelism.)
 BuiltIteration build_chunked_iteration(const Job& job, des::Engine& engine);
 
 // The non-model GPU bytes the simulator gives the runtime at the start of each step: the hidden

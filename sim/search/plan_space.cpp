@@ -131,6 +131,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   const Offload& o = p.offload;
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !c.node.nvme)
     return "offload to NVMe without an NVMe";
+  if (p.chunked() && p.pp > 1) return "the chunk runtime has no pipeline parallelism";
   if (p.chunked() && p.chunk_elements < 1024) return "chunk under 1Ki elements";
   if (p.chunk_elements < 0) return "negative chunk size";
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
@@ -205,7 +206,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
             for (const Placement& pl : placement_of[z]) {
               for (int64_t chunk : s.chunk_elements) {
                 if (pl.chunked != (chunk > 0)) continue;
-                if (chunk > 0 && chunk < 1024) continue;
+                if (chunk > 0 && (chunk < 1024 || pp > 1)) continue;  // chunk plans: no pipeline
                 for (Recompute rc : s.recompute) {
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;

@@ -350,6 +350,14 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
     // Refined rows first (by refined throughput; those the simulator says do not fit last among
     // them), then the rest in analytic order.
     std::stable_sort(rows.begin(), rows.begin() + k, better);
+    // A plan the simulator says does not fit is no answer: report it, drop it.
+    std::vector<Row> kept;
+    kept.reserve(rows.size());
+    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+      if (i < k && rows[i].refined && !rows[i].refined->fits) result.simulator_rejected.emplace_back(rows[i].label(), rows[i].refined->why_not);
+      else kept.push_back(std::move(rows[i]));
+    }
+    rows = std::move(kept);
     result.cancelled = cancelled();
   }
   if (static_cast<int>(rows.size()) > opt.top_k) rows.resize(std::max(0, opt.top_k));

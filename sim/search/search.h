@@ -93,6 +93,8 @@ struct RejectedFamily {
 };
 
 struct SearchResult {
+  // Plans the analytic tier ranked high but the simulator rejected: (label, why).
+  std::vector<std::pair<std::string, std::string>> simulator_rejected;
   Model model;
   Cluster cluster;
   Training training;

@@ -57,6 +57,9 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   const Offload& o = plan.offload;
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !cluster.node.nvme)
     pp.fail("plan.offload", "offload to nvme, but the hardware has no node.nvme" + of_cluster);
+  if (plan.chunked() && plan.pp > 1)
+    pp.fail("plan.pipeline_parallel", "the chunk runtime does not run pipeline parallelism (PatrickStar has none): use "
+                                      "pipeline_parallel 1 with chunk_size, or chunk_size 0");
   if (plan.chunked() && plan.chunk_elements < 1024)
     pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
   if (!cluster.node.gpu.peak_flops.count(training.dtype))

@@ -21,7 +21,8 @@ struct Job {
 // field's file:line. Rules: TP divides heads, kv_heads and the FFN; PP * virtual stages divides
 // layers; TP * PP * DP equals the cluster's GPUs; the global batch divides into micro-batches
 // over DP; interleaving needs virtual stages > 1 and micro-batches divisible by PP; offload to
-// NVMe needs an NVMe; the dtype is one the GPU supports.
+// NVMe needs an NVMe; chunk-runtime plans have no pipeline parallelism; the dtype is one the GPU
+// supports.
 Job make_job(Model model, Cluster cluster, Training training, Plan plan);
 
 // The plan Starfish assumes when none is given: pure data parallelism over every GPU, no ZeRO.

@@ -71,7 +71,7 @@ TEST(Search, RejectionSummaryNamesFamilyTierAndCount) {
   EXPECT_EQ(plans + r.fitting, r.enumerated);
   const RejectedFamily& f = r.rejected.front();
   EXPECT_NE(f.text().find(f.family + ": " + f.constraint + " (needs "), std::string::npos) << f.text();
-  EXPECT_NE(f.text().find(" x " + std::to_string(f.plans) + " plans"), std::string::npos) << f.text();
+  EXPECT_NE(f.text().find(" x " + std::to_string(f.plans) + (f.plans == 1 ? " plan" : " plans")), std::string::npos) << f.text();
 }
 
 TEST(Search, CancellationReturnsTheBestOfThePlansEvaluatedSoFar) {
@@ -79,7 +79,7 @@ TEST(Search, CancellationReturnsTheBestOfThePlansEvaluatedSoFar) {
   Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
   c.nodes = 128;
   Training t;
-  t.global_batch = 1536;
+  t.global_batch = 1536 * 4;  // many micro-batch sizes: a big space
   std::atomic<bool> cancel{false};
   SearchOptions o;
   o.threads = 1;
@@ -144,10 +144,13 @@ TEST(Search, RefinerReranksTheBestKAndMayRejectPlans) {
   };
   const SearchResult r = search(k.m, k.c, k.t, o);
   EXPECT_EQ(r.refined, 5);
-  ASSERT_EQ(r.rows.size(), 5u);
+  // The rejected winner is dropped from the ranking and reported with the simulator's reason.
+  ASSERT_EQ(r.rows.size(), 4u);
   EXPECT_EQ(r.rows.front().plan, second);
-  EXPECT_EQ(r.rows.back().plan, first);
-  EXPECT_EQ(r.rows.back().tokens_per_s, 0);
+  for (const Row& row : r.rows) EXPECT_NE(row.plan, first);
+  ASSERT_EQ(r.simulator_rejected.size(), 1u);
+  EXPECT_EQ(r.simulator_rejected[0].first, plain.rows[0].label());
+  EXPECT_EQ(r.simulator_rejected[0].second, "simulated peak over capacity");
   EXPECT_EQ(r.rows.front().refined->source, "des");
 }
 

@@ -1,0 +1,13 @@
+#pragma once
+// The search's second tier: the discrete-event simulator (sim/schedule) as a Refiner. Each
+// call builds and runs its own engine, so it is safe from several threads at once.
+#include "sim/search/search.h"
+
+namespace starfish::search {
+
+// Evaluation of a plan by simulating one iteration. A plan the simulator cannot run (a chunk
+// plan whose busiest moment does not fit the GPU, say) comes back as not fitting, with why.
+Evaluation simulate_evaluation(const Job& job);
+Refiner des_refiner();
+
+}  // namespace starfish::search
