@@ -1,0 +1,176 @@
+#include "gui/model_editor.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+
+#include "gui/app_paths.h"
+#include "gui/hf_import.h"
+#include "sim/cost/params.h"
+#include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
+
+namespace starfish::gui {
+namespace {
+
+QSpinBox* spin(int lo, int hi) {
+  auto* s = new QSpinBox;
+  s->setRange(lo, hi);
+  s->setGroupSeparatorShown(true);
+  return s;
+}
+
+}  // namespace
+
+ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  preset_ = new QComboBox;
+  for (const QString& p : bundled_models()) preset_->addItem(QFileInfo(p).completeBaseName(), p);
+  preset_->setToolTip("Bundled models (configs/models/*.yaml)");
+  form->addRow("Model", preset_);
+  name_ = new QLineEdit;
+  form->addRow("Name", name_);
+  family_ = new QComboBox;
+  family_->addItems({"gpt", "llama"});
+  family_->setToolTip("How the what-if's maximum model size grows this model");
+  form->addRow("Family", family_);
+
+  layers_ = spin(1, 100000);
+  hidden_ = spin(1, 1 << 20);
+  heads_ = spin(1, 65536);
+  kv_heads_ = spin(1, 65536);
+  ffn_ = spin(1, 1 << 22);
+  seq_ = spin(1, 1 << 22);
+  vocab_ = spin(1, 1 << 24);
+  auto* shape = new QHBoxLayout;
+  shape->addWidget(new QLabel("layers"));
+  shape->addWidget(layers_);
+  shape->addWidget(new QLabel("hidden"));
+  shape->addWidget(hidden_, 1);
+  form->addRow("Shape", shape);
+  auto* heads = new QHBoxLayout;
+  heads->addWidget(heads_);
+  heads->addWidget(new QLabel("kv"));
+  heads->addWidget(kv_heads_);
+  form->addRow("Heads", heads);
+  auto* ffn = new QHBoxLayout;
+  ffn->addWidget(ffn_, 1);
+  ffn->addWidget(new QLabel("seq"));
+  ffn->addWidget(seq_);
+  form->addRow("FFN", ffn);
+  form->addRow("Vocabulary", vocab_);
+
+  activation_ = new QComboBox;
+  activation_->addItems({"gelu", "swiglu"});
+  norm_ = new QComboBox;
+  norm_->addItems({"layernorm", "rmsnorm"});
+  position_ = new QComboBox;
+  position_->addItems({"learned", "rope"});
+  auto* kinds = new QHBoxLayout;
+  kinds->addWidget(activation_);
+  kinds->addWidget(norm_);
+  kinds->addWidget(position_);
+  form->addRow("Layers are", kinds);
+  tied_ = new QCheckBox("tied embeddings");
+  bias_ = new QCheckBox("biases");
+  auto* flags = new QHBoxLayout;
+  flags->addWidget(tied_);
+  flags->addWidget(bias_);
+  form->addRow("", flags);
+  params_ = new QLabel;
+  params_->setStyleSheet("font-weight: bold;");
+  form->addRow("Parameters", params_);
+
+  connect(preset_, &QComboBox::activated, this, [this](int i) {
+    try {
+      loadModel(preset_->itemData(i).toString());
+    } catch (const std::exception& e) {
+      Q_EMIT loadFailed(QString::fromStdString(e.what()));
+    }
+  });
+  auto edited = [this] {
+    if (filling_) return;
+    updateParams();
+    Q_EMIT changed();
+  };
+  for (QSpinBox* s : {layers_, hidden_, heads_, kv_heads_, ffn_, seq_, vocab_}) connect(s, &QSpinBox::valueChanged, this, edited);
+  for (QComboBox* c : {family_, activation_, norm_, position_}) connect(c, &QComboBox::currentIndexChanged, this, edited);
+  for (QCheckBox* b : {tied_, bias_}) connect(b, &QCheckBox::toggled, this, edited);
+  connect(name_, &QLineEdit::textEdited, this, edited);
+}
+
+void ModelEditor::loadModel(const QString& name_or_path) {
+  const QString path = resolve_model(name_or_path);
+  setModel(load_model(path.toStdString()), path);
+}
+
+void ModelEditor::importHfConfig(const QString& path) { setModel(import_hf_config_file(path.toStdString()), QString()); }
+
+void ModelEditor::setModel(const Model& m, const QString& path) {
+  loaded_ = m;
+  path_ = path;
+  const int i = preset_->findData(path);
+  if (i >= 0) preset_->setCurrentIndex(i);
+  else preset_->setCurrentIndex(-1), preset_->setPlaceholderText(QString::fromStdString(m.name) + " (imported)");
+  fill(m);
+  Q_EMIT changed();
+}
+
+void ModelEditor::fill(const Model& m) {
+  filling_ = true;
+  name_->setText(QString::fromStdString(m.name));
+  family_->setCurrentText(QString::fromStdString(m.family));
+  layers_->setValue(m.layers);
+  hidden_->setValue(m.hidden);
+  heads_->setValue(m.heads);
+  kv_heads_->setValue(m.kv_heads);
+  ffn_->setValue(m.ffn_hidden);
+  seq_->setValue(m.seq_len);
+  vocab_->setValue(m.vocab);
+  activation_->setCurrentIndex(m.activation == Activation::swiglu ? 1 : 0);
+  norm_->setCurrentIndex(m.norm == Norm::rmsnorm ? 1 : 0);
+  position_->setCurrentIndex(m.position == PositionEmbedding::rope ? 1 : 0);
+  tied_->setChecked(m.tied_embeddings);
+  bias_->setChecked(m.bias);
+  filling_ = false;
+  updateParams();
+}
+
+Model ModelEditor::model() const {
+  Model m = loaded_;
+  m.name = name_->text().toStdString();
+  m.family = family_->currentText().toStdString();
+  m.layers = layers_->value();
+  m.hidden = hidden_->value();
+  m.heads = heads_->value();
+  m.kv_heads = kv_heads_->value();
+  m.ffn_hidden = ffn_->value();
+  m.seq_len = seq_->value();
+  m.vocab = vocab_->value();
+  m.activation = activation_->currentIndex() == 1 ? Activation::swiglu : Activation::gelu;
+  m.norm = norm_->currentIndex() == 1 ? Norm::rmsnorm : Norm::layernorm;
+  m.position = position_->currentIndex() == 1 ? PositionEmbedding::rope : PositionEmbedding::learned;
+  m.tied_embeddings = tied_->isChecked();
+  m.bias = bias_->isChecked();
+  return m;
+}
+
+void ModelEditor::updateParams() {
+  const Model m = model();
+  if (m.heads <= 0 || m.hidden % m.heads != 0 || m.heads % m.kv_heads != 0) {
+    params_->setText(QString("heads %1 / kv %2 do not divide hidden %3").arg(m.heads).arg(m.kv_heads).arg(m.hidden));
+    return;
+  }
+  const ParamCount p = count_parameters(m);
+  params_->setText(QString("%1  (%2 per layer)")
+                       .arg(QString::fromStdString(units::human_count(static_cast<double>(p.total))))
+                       .arg(QString::fromStdString(units::human_count(static_cast<double>(p.per_layer)))));
+}
+
+}  // namespace starfish::gui

@@ -1,0 +1,63 @@
+#pragma once
+// Picks a bundled model (configs/models), a model file or a Hugging Face config.json, and edits
+// its shape. Shows the parameter count as it changes.
+#include <QWidget>
+
+#include "sim/spec/model.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+
+namespace starfish::gui {
+
+class ModelEditor : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ModelEditor(QWidget* parent = nullptr);
+
+  Model model() const;
+  void setModel(const Model& m, const QString& path);
+  void loadModel(const QString& name_or_path);     // YAML model file or bundled name; throws SpecError
+  void importHfConfig(const QString& path);        // config.json; throws SpecError
+  QString path() const { return path_; }
+  bool modified() const { return !(model() == loaded_); }
+
+  QComboBox* modelBox() const { return preset_; }
+  QSpinBox* layersBox() const { return layers_; }
+  QSpinBox* hiddenBox() const { return hidden_; }
+  QSpinBox* headsBox() const { return heads_; }
+  QLabel* paramsLabel() const { return params_; }
+
+ Q_SIGNALS:
+  void changed();
+  void loadFailed(const QString& message);
+
+ private:
+  void fill(const Model& m);
+  void updateParams();
+
+  Model loaded_;
+  QString path_;
+  bool filling_ = false;
+  QComboBox* preset_;
+  QLineEdit* name_;
+  QComboBox* family_;
+  QSpinBox* layers_;
+  QSpinBox* hidden_;
+  QSpinBox* heads_;
+  QSpinBox* kv_heads_;
+  QSpinBox* ffn_;
+  QSpinBox* seq_;
+  QSpinBox* vocab_;
+  QComboBox* activation_;
+  QComboBox* norm_;
+  QComboBox* position_;
+  QCheckBox* tied_;
+  QCheckBox* bias_;
+  QLabel* params_;
+};
+
+}  // namespace starfish::gui
