@@ -157,7 +157,11 @@ std::string exact_text(double value, const Suffix& suffix, double (*parse)(std::
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g%.*s", precision, v, static_cast<int>(suffix.text.size()), suffix.text.data());
     if (std::string_view(buf).find('e') != std::string_view::npos) continue;  // no "8e+01GiB"
-    if (parse(buf) == value) return buf;
+    try {
+      if (parse(buf) == value) return buf;
+    } catch (const std::invalid_argument&) {
+      // "298.4KiB" is no whole number of bytes: a longer text may be
+    }
   }
   return "";
 }

@@ -1,0 +1,32 @@
+#pragma once
+// A small JSON reader (RFC 8259) into a tree, for reports and logs Starfish itself writes.
+// Errors name the source, line and column.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace starfish {
+
+class JsonValue {
+ public:
+  enum class Type { null, boolean, number, string, array, object };
+  Type type = Type::null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<JsonValue> array;
+  std::vector<std::pair<std::string, JsonValue>> object;  // in file order
+
+  // Member lookup; nullptr when absent or not an object.
+  const JsonValue* find(const std::string& key) const;
+  // A dotted path ("memory.peak_gpu_bytes") to a number, if present.
+  std::optional<double> number_at(const std::string& path) const;
+  std::optional<std::string> string_at(const std::string& path) const;
+};
+
+JsonValue parse_json(const std::string& text, const std::string& source = "<json>");
+JsonValue read_json_file(const std::string& path);
+
+}  // namespace starfish
