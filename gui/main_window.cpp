@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -13,6 +14,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QProgressBar>
+#include <QRegularExpression>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -35,6 +37,7 @@
 #include "gui/search_worker.h"
 #include "gui/sim_worker.h"
 #include "gui/whatif_panel.h"
+#include "sim/search/des_refiner.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
 
@@ -153,6 +156,10 @@ QWidget* MainWindow::buildSetup() {
   dtype_->addItems({"auto", "bf16", "fp16", "fp32"});
   dtype_->setToolTip("auto: bf16 where the GPU has it, else fp16, else fp32");
   form->addRow("Precision", dtype_);
+  refine_ = new QCheckBox("Re-rank the best 8 plans with the event simulator");
+  refine_->setChecked(true);
+  refine_->setToolTip("Off: the analytic model alone ranks every plan (faster)");
+  form->addRow(refine_);
   connect(batch_, &QSpinBox::valueChanged, this, &MainWindow::inputsChanged);
   connect(dtype_, &QComboBox::currentIndexChanged, this, &MainWindow::inputsChanged);
 
@@ -290,7 +297,8 @@ std::optional<Cluster> MainWindow::checkedCluster() {
   try {
     return parse_cluster_text(to_yaml(hardware_->cluster()), "hardware");
   } catch (const std::exception& e) {
-    error(e.what());
+    // The line numbers are of a text the user never saw: keep only the field and the reason.
+    error(QString(e.what()).replace(QRegularExpression("^hardware:\\d+:\\d+: "), "hardware: "));
     return std::nullopt;
   }
 }
@@ -317,7 +325,12 @@ void MainWindow::startSearch() {
   r.model = model_->model();
   r.cluster = *cluster;
   r.training = training();
-  r.options.top_k = 50;
+  r.options.top_k = 40;
+  if (refine_->isChecked()) {
+    // The search's second tier: the best plans re-ranked by the event simulator.
+    r.options.refiner = search::des_refiner();
+    r.options.refine_top = 8;
+  }
   progress_->setRange(0, 1);
   progress_->setValue(0);
   search_status_->setText("Enumerating plans...");
@@ -422,6 +435,12 @@ void MainWindow::showDetails() {
     html += QString("<h3>Search</h3><p>%1 plans enumerated, %2 evaluated, %3 pruned by the memory bound, %4 fit (%5 s on %6 threads).</p>")
                 .arg(result_->enumerated).arg(result_->evaluated).arg(result_->pruned).arg(result_->fitting)
                 .arg(result_->elapsed_s, 0, 'f', 2).arg(result_->threads);
+    if (!result_->simulator_rejected.empty()) {
+      html += "<p><b>Ranked high by the analytic model but rejected by the simulator:</b></p><ul>";
+      for (const auto& [label, why] : result_->simulator_rejected)
+        html += "<li>" + (q(label) + ": " + q(why)).toHtmlEscaped() + "</li>";
+      html += "</ul>";
+    }
     if (!result_->rejected.empty()) {
       html += "<p><b>Rejected families</b> (closest plan of each):</p><ul>";
       int n = 0;

@@ -12,6 +12,7 @@
 #include "sim/search/search.h"
 
 class QAction;
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QProgressBar;
@@ -71,7 +72,9 @@ class MainWindow : public QMainWindow {
   QPushButton* searchButton() const { return search_button_; }
   QPushButton* cancelButton() const { return cancel_button_; }
   QAction* runAction() const { return run_action_; }
+  QAction* exportAction(ExportFormat f) const { return export_actions_[static_cast<int>(f)]; }
   QSpinBox* batchBox() const { return batch_; }
+  QCheckBox* refineBox() const { return refine_; }
 
  Q_SIGNALS:
   void searchFinished();
@@ -93,6 +96,7 @@ class MainWindow : public QMainWindow {
   ModelEditor* model_;
   QSpinBox* batch_;
   QComboBox* dtype_;
+  QCheckBox* refine_;
   QPushButton* search_button_;
   QPushButton* cancel_button_;
   QProgressBar* progress_;

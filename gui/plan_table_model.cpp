@@ -39,12 +39,12 @@ int PlanTableModel::columnCount(const QModelIndex& parent) const { return parent
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
   static const char* names[ColumnCount] = {"#", "Plan", "TP", "PP", "DP", "mb", "ZeRO", "Schedule", "Recompute",
-                                           "Offload p/g/o", "Chunk", "Tokens/s", "MFU", "Iteration", "GPU mem", "CPU mem/node", "$ / M tokens"};
+                                           "Offload p/g/o", "Chunk", "Tokens/s", "by", "MFU", "Iteration", "GPU mem", "CPU mem/node", "$ / M tokens"};
   static const char* tips[ColumnCount] = {
       "Rank by throughput", "Short label", "Tensor parallel", "Pipeline parallel (x virtual stages)", "Data parallel",
       "Micro-batch (sequences)", "ZeRO stage", "Pipeline schedule", "Activation recompute",
       "Tier of params / grads / optimizer states: G = GPU, C = CPU, N = NVMe", "Chunk runtime chunk size in elements (static: no chunks)",
-      "Predicted tokens per second (analytic; DES where refined)", "Model FLOP utilisation", "One iteration",
+      "Predicted tokens per second", "Which model predicted it: des = the event simulator, analytic = closed forms", "Model FLOP utilisation", "One iteration",
       "Peak per GPU, most loaded stage", "Per node", "With the profile's price per GPU hour"};
   if (role == Qt::DisplayRole) return names[section];
   if (role == Qt::ToolTipRole) return tips[section];
@@ -81,6 +81,7 @@ QVariant PlanTableModel::value(const search::Row& r, int rank, int column) const
     case ColOffload: return tier_letter(p.offload.params) + tier_letter(p.offload.grads) + tier_letter(p.offload.optimizer);
     case ColChunk: return static_cast<qlonglong>(p.chunk_elements);
     case ColTokensPerS: return r.tokens_per_s;
+    case ColSource: return r.refined ? QString::fromStdString(r.refined->source) : QString("analytic");
     case ColMFU: return r.refined ? r.refined->mfu : r.analytic.mfu;
     case ColIteration: return r.refined ? r.refined->iteration_s : r.analytic.time.iteration_s;
     case ColGpuMem: return r.analytic.gpu.total();

@@ -1,0 +1,173 @@
+// The GUI's pieces on real data: editors reproduce every bundled profile and model exactly,
+// the plan table shows and sorts a real search, the memory chart's bars are the estimate's
+// bytes over capacity, the Gantt view has one row per pipeline stage with every simulated span,
+// and the link chart lists the busiest links in order.
+#include <QtCharts/QBarSet>
+#include <QtTest/QtTest>
+#include <QtWidgets>
+#include <algorithm>
+#include <set>
+
+#include "gui/app_paths.h"
+#include "gui/gantt_view.h"
+#include "gui/hardware_editor.h"
+#include "gui/link_chart.h"
+#include "gui/memory_chart.h"
+#include "gui/model_editor.h"
+#include "gui/plan_table_model.h"
+#include "sim/schedule/simulate.h"
+#include "sim/search/search.h"
+#include "sim/spec/spec_io.h"
+
+using namespace starfish;
+
+namespace {
+
+std::string src(const char* rel) { return std::string(STARFISH_SOURCE_DIR) + "/" + rel; }
+
+Job pipeline_job() {
+  // GPT-2 large (36 layers, 20 heads) on one DGX A100: TP 2 x 4 pipeline stages, 1F1B: a bubble exists.
+  Plan p;
+  p.tp = 2;
+  p.pp = 4;
+  p.micro_batch = 4;
+  p.schedule = Schedule::one_f_one_b;
+  Training t;
+  t.global_batch = 32;
+  return make_job(load_model(src("configs/models/gpt2-large.yaml")), load_cluster(src("hwprofiles/dgx-a100-80gb.yaml")), t, p);
+}
+
+}  // namespace
+
+class WidgetsTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void hardware_editor_reproduces_every_bundled_profile() {
+    gui::HardwareEditor ed;
+    QVERIFY(gui::bundled_hwprofiles().size() >= 7);
+    for (const QString& path : gui::bundled_hwprofiles()) {
+      ed.loadProfile(path);
+      const Cluster loaded = load_cluster(path.toStdString());
+      QVERIFY2(ed.cluster() == loaded, qPrintable(path));
+      QVERIFY(!ed.modified());
+    }
+  }
+
+  void hardware_editor_edits_the_fields_it_shows() {
+    gui::HardwareEditor ed;
+    ed.loadProfile("consumer-pc");
+    QVERIFY(!ed.cluster().node.nvlink);
+    ed.nvlinkBox()->setChecked(true);
+    QVERIFY(ed.cluster().node.nvlink.has_value());
+    QCOMPARE(ed.cluster().node.nvlink->bandwidth_Bps, 300e9);
+    ed.pcieGenBox()->setValue(5);
+    QCOMPARE(ed.cluster().node.pcie.generation, 5);
+    ed.gpusBox()->setValue(4);
+    QCOMPARE(ed.cluster().node.gpus, 4);
+    ed.hostRamBox()->setValue(256);
+    QCOMPARE(ed.cluster().node.host.memory_bytes, int64_t{256} << 30);
+    ed.gpuTypeBox()->setCurrentText("A100-SXM4-80GB");
+    QCOMPARE(ed.cluster().node.gpu, load_cluster(src("hwprofiles/dgx-a100-80gb.yaml")).node.gpu);
+    QVERIFY(ed.modified());
+    // What is not on screen stays as loaded.
+    QCOMPARE(ed.cluster().node.host.cpu_adam_params_per_s, load_cluster(src("hwprofiles/consumer-pc.yaml")).node.host.cpu_adam_params_per_s);
+  }
+
+  void model_editor_reproduces_every_bundled_model() {
+    gui::ModelEditor ed;
+    QVERIFY(gui::bundled_models().size() >= 30);
+    for (const QString& path : gui::bundled_models()) {
+      ed.loadModel(path);
+      QVERIFY2(ed.model() == load_model(path.toStdString()), qPrintable(path));
+    }
+    ed.loadModel("gpt3-175b");
+    QCOMPARE(ed.paramsLabel()->text().left(5), QString("175 B"));
+    ed.layersBox()->setValue(48);
+    QCOMPARE(ed.model().layers, 48);
+    QVERIFY(ed.modified());
+  }
+
+  void plan_table_shows_and_sorts_a_search() {
+    const Model m = load_model(src("configs/models/gpt2-xl.yaml"));
+    const Cluster c = load_cluster(src("hwprofiles/dgx-a100-80gb.yaml"));
+    search::SearchOptions o;
+    o.top_k = 20;
+    auto r = std::make_shared<const search::SearchResult>(search::search(m, c, search::default_search_training(m, c), o));
+    QCOMPARE(static_cast<int>(r->rows.size()), 20);
+    gui::PlanTableModel model;
+    model.setResult(r);
+    QCOMPARE(model.rowCount(), 20);
+    QCOMPARE(model.data(model.index(0, gui::PlanTableModel::ColTP), Qt::DisplayRole).toInt(), r->rows[0].plan.tp);
+    QCOMPARE(model.data(model.index(3, gui::PlanTableModel::ColTokensPerS), gui::PlanTableModel::SortRole).toDouble(),
+             r->rows[3].tokens_per_s);
+    // Sort by GPU memory ascending: the values come out ordered, and each row still maps to its plan.
+    model.sort(gui::PlanTableModel::ColGpuMem, Qt::AscendingOrder);
+    double prev = -1;
+    for (int i = 0; i < model.rowCount(); ++i) {
+      const double v = model.data(model.index(i, gui::PlanTableModel::ColGpuMem), gui::PlanTableModel::SortRole).toDouble();
+      QVERIFY(v >= prev);
+      prev = v;
+      QCOMPARE(v, r->rows[model.searchRow(i)].analytic.gpu.total());
+    }
+    model.sort(gui::PlanTableModel::ColRank, Qt::DescendingOrder);
+    QCOMPARE(model.searchRow(0), 19);
+  }
+
+  void memory_chart_bars_are_bytes_over_capacity() {
+    const Job job = pipeline_job();
+    const Estimate e = estimate(job);
+    gui::MemoryChart chart;
+    chart.setEstimate(e, "plan");
+    QVERIFY(chart.set("params") && chart.set("optimizer") && chart.set("activations"));
+    QCOMPARE(chart.set("params")->at(0), e.gpu.params_bytes / e.gpu.capacity_bytes * 100);
+    QCOMPARE(chart.set("optimizer")->at(0), e.gpu.optimizer_bytes / e.gpu.capacity_bytes * 100);
+    QCOMPARE(chart.set("activations")->at(0), e.gpu.activations_bytes / e.gpu.capacity_bytes * 100);
+    QCOMPARE(chart.set("buffers")->at(1), e.cpu.buffers_bytes / e.cpu.capacity_bytes * 100);
+    QVERIFY(chart.set("params")->at(0) > 0);
+    QCOMPARE(chart.categories().size(), 3);
+    QVERIFY(chart.categories()[0].startsWith("GPU: "));
+  }
+
+  void gantt_has_a_row_per_stage_and_every_span() {
+    const Job job = pipeline_job();
+    schedule::SimOptions opt;
+    opt.keep_spans = true;
+    const schedule::SimReport rep = schedule::simulate(job, opt);
+    QVERIFY(!rep.spans.empty());
+    std::set<int> stages;
+    for (const auto& s : rep.spans) stages.insert(s.stage);
+    gui::GanttView g;
+    g.setReport(rep);
+    QCOMPARE(g.rowCount(), static_cast<int>(stages.size()));
+    QCOMPARE(g.spanCount(), static_cast<int>(rep.spans.size()));
+    QVERIFY(stages.count(0) && stages.count(3));  // 4 pipeline stages
+    QVERIFY(g.rowLabel(0).startsWith("stage 0"));
+    // 1F1B with 4 stages: every stage idles part of the iteration (the bubble), and no more than all of it.
+    for (int i = 0; i < 4; ++i) QVERIFY(g.idleFraction(i) > 0 && g.idleFraction(i) < 1);
+    const double z = g.zoom();
+    g.setZoom(z * 4);
+    QCOMPARE(g.zoom(), z * 4);
+    QVERIFY(g.sizeHint().width() > 3000);
+    g.clear();
+    QCOMPARE(g.rowCount(), 0);
+  }
+
+  void link_chart_lists_the_busiest_links_first() {
+    const schedule::SimReport rep = schedule::simulate(pipeline_job());
+    QVERIFY(rep.links.size() >= 3);
+    gui::LinkChart chart;
+    chart.setLinks(rep.links, 5);
+    const int n = std::min<int>(5, static_cast<int>(rep.links.size()));
+    QCOMPARE(chart.utilisation()->count(), n);
+    std::vector<double> u;
+    for (const auto& l : rep.links) u.push_back(l.utilisation * 100);
+    std::sort(u.rbegin(), u.rend());
+    // The axis runs bottom-up, so the busiest link is the last bar.
+    QCOMPARE(chart.utilisation()->at(n - 1), u[0]);
+    QCOMPARE(chart.utilisation()->at(0), u[n - 1]);
+    QCOMPARE(chart.linkNames().size(), n);
+  }
+};
+
+QTEST_MAIN(WidgetsTest)
+#include "test_widgets.moc"
