@@ -27,4 +27,10 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
   return out;
 }
 
+ChunkPlan chunk_plan(const Job& job, int dp_index, const MemoryBudget& budget) {
+  ChunkPlan out = chunk_plan(job, dp_index);
+  out.options.budget = budget;
+  return out;
+}
+
 }  // namespace starfish

@@ -42,5 +42,6 @@ int run_maxsize(const std::vector<std::string>& args);
 int run_size_cluster(const std::vector<std::string>& args);
 int run_simulate(const std::vector<std::string>& args);
 int run_calibrate(const std::vector<std::string>& args);
+int run_compare(const std::vector<std::string>& args);
 
 }  // namespace starfish::cli

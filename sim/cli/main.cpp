@@ -20,6 +20,7 @@ const std::map<std::string, Verb>& verbs() {
   static const std::map<std::string, Verb> table{
       {"estimate", {starfish::cli::run_estimate, "analytic parameters, FLOPs, memory per tier and iteration time"}},
       {"calibrate", {starfish::cli::run_calibrate, "fit a GPU's GEMM and HBM efficiency from measurements into a new hwprofile"}},
+      {"compare", {starfish::cli::run_compare, "predicted (simulate --json) against measured (starfish-run --report)"}},
       {"check", {starfish::cli::run_check, "validate hwprofile, model and plan YAML files"}},
       {"search", {starfish::cli::run_search, "rank every plan of a model on a cluster by throughput"}},
       {"maxsize", {starfish::cli::run_maxsize, "the largest model of a family some plan can train on the hardware"}},

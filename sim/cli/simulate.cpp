@@ -50,18 +50,32 @@ void table(const Job& job, const schedule::SimReport& r, const std::string& trac
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "plan", "nodes", "trace"}, {"json", "help"});
+  Args args(argv, {"model", "hw", "plan", "nodes", "trace", "moves", "non-model"}, {"json", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]\n"
         "  Simulates one training iteration with the discrete-event simulator.\n"
-        "  --trace writes a Chrome-trace / Perfetto JSON timeline of every task.\n");
+        "  --trace writes a Chrome-trace / Perfetto JSON timeline of every task.\n"
+        "  Chunk plans: --moves writes the runtime's move log (JSON lines); --non-model BYTES gives\n"
+        "  the runtime that much non-model memory at every moment instead of the computed\n"
+        "  activations (to match a starfish-run given the same --non-model).\n");
     return 0;
   }
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
   const Job job = load_job(args.get("model"), args.get("hw"), args.get("plan"), args.get("nodes"));
   schedule::SimOptions options;
   if (auto t = args.get("trace")) options.trace_path = *t;
+  if (auto m = args.get("moves")) {
+    if (!job.plan.chunked()) throw UsageError("--moves needs a chunk plan (chunk_size > 0): only the chunk runtime moves chunks");
+    options.moves_path = *m;
+  }
+  if (auto n = args.get("non-model")) {
+    try {
+      options.fixed_non_model_bytes = units::parse_bytes(*n);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--non-model: ") + e.what());
+    }
+  }
   const schedule::SimReport r = schedule::simulate(job, options);
   if (args.flag("json")) std::fputs(schedule::to_json(r).c_str(), stdout);
   else table(job, r, options.trace_path);

@@ -34,13 +34,14 @@ int64_t step_non_model_bytes(const Job& job, const LayerCosts& c, const Step& s)
 
 class SimHooks final : public StepHooks {
  public:
-  SimHooks(const Job& job, des::Engine& eng, SimBackend& backend, BuiltIteration& out, const LayerCosts& costs)
-      : job_(job), eng_(eng), backend_(backend), out_(out), c_(costs), stage_(out.stages.front()) {
+  SimHooks(const Job& job, des::Engine& eng, SimBackend& backend, BuiltIteration& out, const LayerCosts& costs,
+           int64_t fixed_non_model)
+      : job_(job), eng_(eng), backend_(backend), out_(out), c_(costs), stage_(out.stages.front()), fixed_(fixed_non_model) {
     tp_group_ = eng_.group(stage_.tp_group);
   }
 
   int64_t non_model_bytes(const Step& s, int) override {
-    non_model_ = step_non_model_bytes(job_, c_, s);
+    non_model_ = fixed_ >= 0 ? fixed_ : step_non_model_bytes(job_, c_, s);
     return non_model_;
   }
 
@@ -106,13 +107,14 @@ class SimHooks final : public StepHooks {
   des::GroupId tp_group_ = 0;
   des::ResourceId cpu_stream_ = des::kNone;
   des::TaskId last_task_ = des::kNone;
+  int64_t fixed_ = -1;
   int64_t non_model_ = 0;
   double level_ = 0, cpu_peak_ = 0, nvme_peak_ = 0;
 };
 
 }  // namespace
 
-BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng) {
+BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t fixed_non_model_bytes) {
   BuiltIteration out;
   out.fwd = eng.category(category::forward);
   out.bwd = eng.category(category::backward);
@@ -133,7 +135,7 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng) {
   SimBackend backend(eng, 0, 0, SimBackendCategories{out.offload, out.dp});
   ChunkRuntime runtime(cp.layout, cp.options, backend);
   IterationDriver driver(runtime, cp.tied_embeddings);
-  SimHooks hooks(job, eng, backend, out, costs);
+  SimHooks hooks(job, eng, backend, out, costs, fixed_non_model_bytes);
   // The warm-up records the trace and then places the optimizer states; the iteration after it
   // still pays for that placement (chunks left where the warm-up's optimizer step ran). The
   // third iteration is the steady state, and the one simulated.
@@ -141,6 +143,7 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng) {
   driver.run_iteration(hooks);
   backend.start_recording();
   driver.run_iteration(hooks);
+  out.moves = runtime.moves();
   out.cpu_bytes_per_node = hooks.cpu_peak() * job.cluster.node.gpus;
   out.nvme_bytes_per_node = hooks.nvme_peak() * job.cluster.node.gpus;
   return out;

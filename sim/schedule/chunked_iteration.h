@@ -16,7 +16,7 @@
 namespace starfish::schedule {
 
 // (make_job guarantees the plan has no pipeline parallelism.)
-BuiltIteration build_chunked_iteration(const Job& job, des::Engine& engine);
+BuiltIteration build_chunked_iteration(const Job& job, des::Engine& engine, int64_t fixed_non_model_bytes = -1);
 
 // The non-model GPU bytes the simulator gives the runtime at the start of each step: the hidden
 // states, the activations kept so far (the layer's own rebuilt in full under recompute) and the

@@ -337,7 +337,7 @@ class Builder {
 }  // namespace
 
 BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {
-  if (job.plan.chunked()) return build_chunked_iteration(job, engine);
+  if (job.plan.chunked()) return build_chunked_iteration(job, engine, options.fixed_non_model_bytes);
   return Builder(job, engine, options).build();
 }
 

@@ -20,12 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "sim/chunk/move_log.h"
 #include "sim/des/engine.h"
 #include "sim/spec/job.h"
 
 namespace starfish::schedule {
 
 struct BuildOptions {
+  // Chunk plans: the non-model GPU bytes given to the runtime at every moment, instead of the
+  // cost model's activations (-1): what an executor told a fixed value is compared against.
+  int64_t fixed_non_model_bytes = -1;
   des::CollectiveAlgo tp_algo = des::CollectiveAlgo::Ring;
   // DP collectives use the hierarchical algorithm when the group has several GPUs on each of
   // several nodes (NCCL's behaviour), else the ring.
@@ -64,6 +68,7 @@ struct BuiltIteration {
   des::CategoryId fwd = 0, bwd = 0, recompute = 0, tp = 0, pp = 0, dp = 0, optimizer = 0, offload = 0;
   double cpu_bytes_per_node = 0;       // model states on the host (constant)
   double nvme_bytes_per_node = 0;
+  std::vector<Move> moves;             // chunk plans: the runtime's move log, every iteration it ran
 };
 
 // Adds the iteration's tasks to `engine` (whose topology is built from job.cluster).

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 
 #include "sim/cost/flops.h"
 #include "sim/des/engine.h"
@@ -57,7 +58,9 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const des::Topology topo(job.cluster);
   des::Engine engine(topo);
-  const BuiltIteration it = build_iteration(job, engine, {});
+  BuildOptions build;
+  build.fixed_non_model_bytes = options.fixed_non_model_bytes;
+  const BuiltIteration it = build_iteration(job, engine, build);
   SimReport rep;
   rep.build_wall_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
@@ -112,6 +115,14 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   rep.cpu_bytes_per_node = it.cpu_bytes_per_node;
   rep.cpu_capacity_bytes = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
   rep.nvme_bytes_per_node = it.nvme_bytes_per_node;
+  rep.cpu_bytes_per_gpu = rep.cpu_bytes_per_node / c.node.gpus;
+  rep.nvme_bytes_per_gpu = rep.nvme_bytes_per_node / c.node.gpus;
+  rep.moves = static_cast<int64_t>(it.moves.size());
+  if (!options.moves_path.empty()) {
+    std::ofstream out(options.moves_path);
+    write_move_log(out, it.moves);
+    if (!out) throw SpecError(options.moves_path + ": cannot write the move log");
+  }
   rep.nvme_capacity_bytes = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
 
   for (des::TaskId t = 0; t < engine.task_count(); ++t) {
@@ -182,6 +193,7 @@ std::string to_json(const SimReport& r) {
   w.field("peak_gpu_bytes", r.peak_gpu_bytes).field("gpu_capacity_bytes", r.gpu_capacity_bytes);
   w.field("cpu_bytes_per_node", r.cpu_bytes_per_node).field("cpu_capacity_bytes", r.cpu_capacity_bytes);
   w.field("nvme_bytes_per_node", r.nvme_bytes_per_node).field("nvme_capacity_bytes", r.nvme_capacity_bytes);
+  w.field("cpu_bytes_per_gpu", r.cpu_bytes_per_gpu).field("nvme_bytes_per_gpu", r.nvme_bytes_per_gpu);
   w.key("stages").begin_array();
   for (const auto& s : r.memory) {
     w.begin_object().field("stage", s.stage).field("gpu", s.gpu).field("model_state_bytes", s.model_state_bytes);
@@ -194,6 +206,7 @@ std::string to_json(const SimReport& r) {
   w.key("bytes").begin_object();
   w.field("h2d", r.h2d_bytes).field("d2h", r.d2h_bytes).field("nvme_read", r.nvme_read_bytes).field("nvme_write", r.nvme_write_bytes);
   w.end_object();
+  w.field("moves", r.moves);
   w.key("links").begin_array();
   for (const auto& l : r.links)
     w.begin_object().field("name", l.name).field("kind", l.kind).field("bytes", l.bytes).field("busy_s", l.busy_s)

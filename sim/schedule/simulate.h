@@ -63,7 +63,9 @@ struct SimReport {
   double peak_gpu_bytes = 0, gpu_capacity_bytes = 0;
   double cpu_bytes_per_node = 0, cpu_capacity_bytes = 0;
   double nvme_bytes_per_node = 0, nvme_capacity_bytes = 0;
+  double cpu_bytes_per_gpu = 0, nvme_bytes_per_gpu = 0;  // the node's share of one GPU
   double h2d_bytes = 0, d2h_bytes = 0, nvme_read_bytes = 0, nvme_write_bytes = 0;  // lead GPUs
+  int64_t moves = 0;              // chunk plans: moves the runtime decided (all iterations it ran)
   std::vector<LinkReport> links;  // links that carried bytes, busiest first
   std::vector<TaskSpan> spans;    // with SimOptions::keep_spans, in task order
   // Simulator statistics.
@@ -77,11 +79,16 @@ struct SimOptions {
   int timeline_points = 256;    // memory timeline samples per stage
   size_t max_links = 64;        // links listed in the report
   bool keep_spans = false;      // fill SimReport::spans (a GUI's Gantt view)
+  std::string moves_path;       // chunk plans: write the runtime's move log (JSON lines) here
+  int64_t fixed_non_model_bytes = -1;  // chunk plans: see BuildOptions
 };
 
 SimReport simulate(const Job& job, const SimOptions& options = {});
 
-// The report as JSON (the format `starfish-run` writes too, so `starfish compare` reads both).
+// The report as JSON. `starfish-run` writes the same keys for what it measures (kind
+// "starfish.run"): iteration_s, tokens_per_s, memory.peak_gpu_bytes, memory.cpu_bytes_per_gpu,
+// memory.nvme_bytes_per_gpu, bytes.{h2d,d2h,nvme_read,nvme_write} and moves, so that
+// `starfish compare` reads both.
 std::string to_json(const SimReport& report);
 
 }  // namespace starfish::schedule
