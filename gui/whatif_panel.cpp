@@ -208,14 +208,14 @@ void WhatIfPanel::done() {
   }
   QString t;
   if (r.best)
-    t = QString("<b>%1, best plan:</b> %2 tokens/s, %3 MFU (%4)")
+    t = QString("<b>%1, best plan (analytic):</b> %2 tokens/s, %3 MFU (%4)")
             .arg(q(model_.name), q(units::human_count(r.best->tokens_per_s)))
             .arg(QString::number(r.best->analytic.mfu * 100, 'f', 1) + "%", q(r.best->label()));
   else
     t = QString("<b>%1:</b> no plan fits (%2)").arg(q(model_.name), q(r.best_why_not));
   if (plan_) {
     if (r.plan_estimate && r.plan_estimate->fits)
-      t += QString("<br><b>Chosen plan here:</b> %1 tokens/s, iteration %2")
+      t += QString("<br><b>Chosen plan here (analytic):</b> %1 tokens/s, iteration %2")
                .arg(q(units::human_count(r.plan_estimate->tokens_per_s)), q(units::human_seconds(r.plan_estimate->time.iteration_s)));
     else if (r.plan_estimate)
       t += QString("<br><b>Chosen plan here:</b> does not fit: %1").arg(q(r.plan_estimate->why_not).toHtmlEscaped());
