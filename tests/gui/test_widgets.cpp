@@ -15,6 +15,7 @@
 #include "gui/memory_chart.h"
 #include "gui/model_editor.h"
 #include "gui/plan_table_model.h"
+#include "gui/run_panel.h"
 #include "sim/schedule/simulate.h"
 #include "sim/search/search.h"
 #include "sim/spec/spec_io.h"
@@ -166,6 +167,29 @@ class WidgetsTest : public QObject {
     QCOMPARE(chart.utilisation()->at(n - 1), u[0]);
     QCOMPARE(chart.utilisation()->at(0), u[n - 1]);
     QCOMPARE(chart.linkNames().size(), n);
+  }
+
+  void run_report_is_read_in_the_executors_format() {
+    // The fields exec/run.cpp writes for `starfish-run --report`.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("run.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\n  \"kind\": \"run\",\n  \"iteration_time_s\": 0.25,\n  \"tokens_per_s\": 1024,\n  \"iterations\": []\n}\n");
+    f.close();
+    double it = 0, tps = 0;
+    QString error;
+    QVERIFY(gui::RunPanel::read_report(path, it, tps, error));
+    QCOMPARE(it, 0.25);
+    QCOMPARE(tps, 1024.0);
+    QVERIFY(!gui::RunPanel::read_report(dir.filePath("none.json"), it, tps, error));
+    QCOMPARE(error, "no report at " + dir.filePath("none.json"));
+    QFile g(path);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write("{\"kind\": \"run\"}");
+    g.close();
+    QVERIFY(!gui::RunPanel::read_report(path, it, tps, error));
+    QCOMPARE(error, path + ": no iteration_time_s / tokens_per_s");
   }
 };
 
