@@ -23,19 +23,16 @@ std::string overflow(const char* tier, const TierUse& u) {
 
 }  // namespace
 
-Estimate estimate(const Job& job) {
-  const Model& m = job.model;
-  const Cluster& c = job.cluster;
-  const Plan& p = job.plan;
-  const Training& t = job.training;
+void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
+                   const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,
+                   Estimate& e) {
   const GpuSpec& gpu = c.node.gpu;
-  const int dp = job.dp();
+  const int dp = p.dp;
   const int64_t act_bytes = bytes_of(t.dtype);
 
-  Estimate e;
-  e.params = count_parameters(m);
-  e.micro_batches = job.micro_batches();
-  const IterationFlops fl = iteration_flops(m, t.global_batch, p.recompute);
+  e = Estimate{};
+  e.params = params;
+  e.micro_batches = t.global_batch / (int64_t{p.micro_batch} * p.dp);
   e.model_flops = fl.model;
   e.hardware_flops = fl.hardware;
 
@@ -44,13 +41,11 @@ Estimate estimate(const Job& job) {
   const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
   double worst_gpu = -1;
   ModelStates worst_states;
+  const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
   for (int stage = 0; stage < p.pp; ++stage) {
-    const Shard shard{p.tp, p.pp, stage, p.virtual_stages};
-    const double n = static_cast<double>(shard_parameters(m, shard));
+    const double n = stage_n[stage];
     const ModelStates ms = model_states(t, p, dp, n, layer_params, chunk_bytes);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
-    // Buffers: pipeline send/receive of one micro-batch's boundary activation each way.
-    const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
     const double total = ms.total_gpu() + act.total() + p2p;
     if (total > worst_gpu) {
       worst_gpu = total;
@@ -65,7 +60,6 @@ Estimate estimate(const Job& job) {
     }
   }
   e.gpu.capacity_bytes = static_cast<double>(gpu.memory_bytes - gpu.reserved_bytes);
-  // Every GPU of a node is assumed as loaded as the worst stage (conservative for the host).
   const double g = c.node.gpus;
   e.cpu.params_bytes = worst_states.params.cpu * g;
   e.cpu.grads_bytes = worst_states.grads.cpu * g;
@@ -75,12 +69,16 @@ Estimate estimate(const Job& job) {
   e.nvme.grads_bytes = worst_states.grads.nvme * g;
   e.nvme.optimizer_bytes = worst_states.optimizer.nvme * g;
   e.nvme.capacity_bytes = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
-  if (!e.gpu.fits()) e.why_not = overflow("GPU", e.gpu);
-  else if (!e.cpu.fits()) e.why_not = overflow("CPU (per node)", e.cpu);
-  else if (!e.nvme.fits()) e.why_not = overflow("NVMe (per node)", e.nvme);
-  e.fits = e.why_not.empty();
+  const bool gpu_fits = e.gpu.fits(), cpu_fits = e.cpu.fits(), nvme_fits = e.nvme.fits();
+  e.fits = gpu_fits && cpu_fits && nvme_fits;
+  if (options.explain) {
+    if (!gpu_fits) e.why_not = overflow("GPU", e.gpu);
+    else if (!cpu_fits) e.why_not = overflow("CPU (per node)", e.cpu);
+    else if (!nvme_fits) e.why_not = overflow("NVMe (per node)", e.nvme);
+  }
+  if (!e.fits && options.memory_only_if_rejected) return;
 
-  // ---- time of one micro-batch on the slowest stage (the last: it also runs the output layer)
+  // ---- time of one micro-batch on the slowest stage
   const LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
   const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
   const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
@@ -88,8 +86,6 @@ Estimate estimate(const Job& job) {
   const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   double tp_comm = 0;
   if (p.tp > 1) {
-    // Megatron: 2 all-reduces in forward and 2 in backward per layer (SP: all-gather +
-    // reduce-scatter pairs of the same total volume); full recompute repeats the forward ones.
     const LinkParams link = link_for_group(c, p.tp, 1);
     const double ar = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes, link);
     const double per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * ar;
@@ -97,8 +93,6 @@ Estimate estimate(const Job& job) {
   }
   double pp_comm = 0;
   if (p.pp > 1) {
-    // One activation forward and one gradient backward per micro-batch and model chunk; with
-    // TP, Megatron's scatter/gather sends 1/tp of it over the inter-stage link.
     const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
     pp_comm = 2.0 * p.virtual_stages *
               collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, boundary_bytes / p.tp, link);
@@ -110,37 +104,32 @@ Estimate estimate(const Job& job) {
   e.time.pp_comm_s = mb * pp_comm;
   e.time.bubble_s = (p.pp - 1.0) / p.virtual_stages * per_micro_batch;
 
-  // ---- data parallelism: grads of this stage's params once per iteration
   const StateBytes sb = state_bytes_per_param(t, p.chunked());
   const double grad_bytes = e.params_per_gpu * static_cast<double>(act_bytes);
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
     double dp_time = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, dp, grad_bytes, link);
-    // ZeRO-3 all-gathers the params before forward and again before backward.
+    // ZeRO-3 all-gathers a model chunk's params before each of its forward and backward passes,
+    // every micro-batch (DeepSpeed stage 3 with gradient accumulation does the same).
     if (p.zero_stage == 3)
-      dp_time += 2 * collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, grad_bytes, link);
+      dp_time += 2 * mb * collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, grad_bytes, link);
     e.time.dp_comm_s = dp_time;
   }
 
-  // ---- optimizer step where the optimizer states live
   const double opt_params = e.params_per_gpu / (p.zero_stage >= 1 ? dp : 1);
   if (p.offload.optimizer == Tier::gpu) {
-    // Read master, moments and grad, write master, moments and param: HBM bound.
     const double bytes_per_param = 2 * sb.optimizer + 2 * static_cast<double>(act_bytes);
     e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * bytes_per_param);
   } else {
-    // CPU Adam over the node's share; every GPU of the node shares the host's CPU Adam rate.
     e.time.optimizer_s = opt_params * g / c.node.host.cpu_adam_params_per_s;
     if (p.offload.optimizer == Tier::nvme && c.node.nvme) {
       const double node_bytes = opt_params * g * sb.optimizer;
       e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
     }
-    // Grads down to the host, updated params back up, over each GPU's PCIe share.
     const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
     e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
   }
   if (p.offload.params != Tier::gpu) {
-    // Params fetched for forward and again for backward.
     const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
     e.time.offload_s += 2 * e.params_per_gpu / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
   }
@@ -152,6 +141,17 @@ Estimate estimate(const Job& job) {
   e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
   e.mfu = e.model_flops / e.time.iteration_s / gpus / gpu.peak(t.dtype);
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
+}
+
+
+Estimate estimate(const Job& job) {
+  const Plan& p = job.plan;
+  std::vector<double> stage_params;
+  for (int stage = 0; stage < p.pp; ++stage)
+    stage_params.push_back(static_cast<double>(shard_parameters(job.model, Shard{p.tp, p.pp, stage, p.virtual_stages})));
+  Estimate e;
+  estimate_into(job.model, job.cluster, job.training, p, count_parameters(job.model), stage_params,
+                iteration_flops(job.model, job.training.global_batch, p.recompute), EstimateOptions{}, e);
   return e;
 }
 

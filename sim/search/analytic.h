@@ -2,15 +2,12 @@
 // The search's analytic tier: starfish::estimate() with everything that does not depend on the
 // plan computed once.
 //
-// Why a twin and not estimate() itself: estimate() calls shard_parameters() for every pipeline
-// stage, which builds every parameter tensor of the stage with its name (std::string) -- about
-// 100 us per call for GPT-3 175B, 10x over the search's budget. Here the per-stage parameter
-// counts are cached per (TP, PP, virtual stages), the model's FLOPs per recompute mode, and a
-// plan that overflows memory skips the time model. The arithmetic is estimate.cpp's, step for
-// step and in the same order; tests/sim/search/test_analytic.cpp checks that both give
-// identical numbers on every plan of several spaces, so a change in sim/cost that is not
-// mirrored here fails a test. (Proposed for sim/cost: a closed-form shard_parameters() and an
-// estimate(job, cache) overload; then this file reduces to a call.)
+// estimate() calls shard_parameters() for every pipeline stage, which builds every parameter
+// tensor of the stage with its name (std::string) -- about 100 us per call for GPT-3 175B, 10x
+// over the search's budget. Here the per-stage parameter counts are cached per (TP, PP, virtual
+// stages) and the model's FLOPs per recompute mode, and the plan goes through the same
+// arithmetic (sim/cost's estimate_into); a plan that overflows memory skips the time model.
+// tests/sim/search/test_analytic.cpp checks both give identical numbers.
 #include <cstdint>
 #include <map>
 #include <tuple>

@@ -86,7 +86,9 @@ TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
     SearchOptions so;
     so.top_k = 1;
     const SearchResult s = search(m, c, t, so);
-    if (!s.rows.empty()) EXPECT_GT(static_cast<double>(o.tokens) / s.rows.front().tokens_per_s / 86400.0, o.days) << n;
+    if (!s.rows.empty()) {
+      EXPECT_GT(static_cast<double>(o.tokens) / s.rows.front().tokens_per_s / 86400.0, o.days) << n;
+    }
   }
 }
 

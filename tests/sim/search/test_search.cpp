@@ -56,7 +56,9 @@ TEST(Search, RankingIsTheSameForAnyThreadCount) {
   for (size_t i = 0; i < a.rows.size(); ++i) {
     EXPECT_EQ(a.rows[i].index, b.rows[i].index);
     EXPECT_EQ(a.rows[i].tokens_per_s, b.rows[i].tokens_per_s);
-    if (i > 0) EXPECT_GE(a.rows[i - 1].tokens_per_s, a.rows[i].tokens_per_s);
+    if (i > 0) {
+      EXPECT_GE(a.rows[i - 1].tokens_per_s, a.rows[i].tokens_per_s);
+    }
   }
   ASSERT_EQ(a.rejected.size(), b.rejected.size());
   for (size_t i = 0; i < a.rejected.size(); ++i) EXPECT_EQ(a.rejected[i].text(), b.rejected[i].text());
