@@ -29,6 +29,20 @@ ChunkStore::ChunkStore(const Gpt& gpt, const Training& training, ChunkStoreOptio
   const int zero_world = ro.zero == ZeroMode::replicated ? 1 : static_cast<int>(ro.dp_ranks.size());
   layout_ = std::make_unique<ChunkLayout>(ChunkLayout::build(
       parameter_tensors(gpt.model()), LayoutOptions::of(training, options_.chunk_elements, zero_world)));
+  init(seed);
+}
+
+ChunkStore::ChunkStore(const Gpt& gpt, ChunkPlan plan, int64_t non_model_bytes, TorchBackend& backend, uint64_t seed)
+    : gpt_(gpt), options_{plan.layout.options().chunk_elements, std::move(plan.options), non_model_bytes}, backend_(backend) {
+  if (plan.tied_embeddings != gpt.model().tied_embeddings)
+    throw std::logic_error("chunk store: the chunk plan's tied_embeddings differs from the model's");
+  layout_ = std::make_unique<ChunkLayout>(std::move(plan.layout));
+  init(seed);
+}
+
+void ChunkStore::init(uint64_t seed) {
+  const Gpt& gpt = gpt_;
+  const RuntimeOptions& ro = options_.runtime;
   for (size_t i = 0; i < layout_->tensors().size(); ++i) {
     if (layout_->tensors()[i].name != gpt.params().at(i).name)
       throw std::logic_error("chunk store: layout tensor " + std::to_string(i) + " is " + layout_->tensors()[i].name +

@@ -14,6 +14,7 @@
 #include "exec/trainable_store.h"
 #include "sim/chunk/chunk_runtime.h"
 #include "sim/chunk/iteration_driver.h"
+#include "sim/chunk/runtime_config.h"
 
 namespace starfish::exec {
 
@@ -28,6 +29,9 @@ class ChunkStore : public TrainableStore {
   // Builds the layout from the GPT's tensors and the training (dtype, optimizer), makes the
   // runtime and writes the initial values into the chunks this rank keeps.
   ChunkStore(const Gpt& gpt, const Training& training, ChunkStoreOptions options, TorchBackend& backend, uint64_t seed);
+  // From the layout and options sim/chunk/runtime_config.h's chunk_plan() makes for a Job: the
+  // very inputs the simulator's runtime gets for the same plan and budget.
+  ChunkStore(const Gpt& gpt, ChunkPlan plan, int64_t non_model_bytes, TorchBackend& backend, uint64_t seed);
   ~ChunkStore() override;
 
   void access(const std::vector<std::string>& names, Pass pass) override;
@@ -53,6 +57,7 @@ class ChunkStore : public TrainableStore {
   at::Tensor view(int chunk, int64_t offset_elements, int64_t elements) const;  // typed, GPU/CPU tier
   at::ScalarType chunk_type(int chunk) const;
   void begin_if_needed();
+  void init(uint64_t seed);  // after layout_ and options_ are set
 
   const Gpt& gpt_;
   ChunkStoreOptions options_;

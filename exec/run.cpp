@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,16 +17,19 @@
 
 #include "exec/checkpoint.h"
 #include "exec/chunk_store.h"
-#include "exec/torch_backend.h"
-#include "sim/chunk/move_log.h"
-#include "sim/spec/units.h"
 #include "exec/data.h"
 #include "exec/dist.h"
 #include "exec/flat_store.h"
 #include "exec/gpt_model.h"
+#include "exec/torch_backend.h"
 #include "exec/trainer.h"
+#include "sim/chunk/move_log.h"
+#include "sim/chunk/runtime_config.h"
 #include "sim/spec/error.h"
+#include "sim/spec/job.h"
+#include "sim/spec/json_writer.h"
 #include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
 
 namespace fs = std::filesystem;
 
@@ -63,16 +67,6 @@ int64_t bytes_flag(const std::string& flag, const std::string& v) {
   }
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (c == '\n') o += "\\n";
-    else o += c;
-  }
-  return o;
-}
-
 void check_plan_supported(const Plan& p, int world_size) {
   if (p.tp != 1) throw SpecError(p.provenance.file + ": field 'plan.tensor_parallel': starfish-run runs data parallelism only (tp must be 1)");
   if (p.pp != 1) throw SpecError(p.provenance.file + ": field 'plan.pipeline_parallel': starfish-run runs data parallelism only (pp must be 1)");
@@ -84,7 +78,7 @@ void check_plan_supported(const Plan& p, int world_size) {
 }  // namespace
 
 const char* run_usage() {
-  return "usage: starfish-run [--nproc N] [--model M.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
+  return "usage: starfish-run [--nproc N] [--model M.yaml] [--hw H.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
          "                    [--checkpoint-every N] [--resume] [--report FILE.json] [--params-out FILE] [--threads N]\n"
          "                    [--gpu-budget SIZE] [--cpu-budget SIZE] [--nvme-budget SIZE] [--non-model SIZE]\n"
          "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--quiet] plan.yaml";
@@ -109,6 +103,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     else if (a == "--threads") o.threads = static_cast<int>(to_int(a, value(), 1));
     else if (a == "--kill-in-save") o.kill_in_save = static_cast<int>(to_int(a, value(), 1));  // test hook
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--hw") o.hardware_path = value();
     else if (a == "--gpu-budget") o.gpu_budget_bytes = bytes_flag(a, value());
     else if (a == "--cpu-budget") o.cpu_budget_bytes = bytes_flag(a, value());
     else if (a == "--nvme-budget") o.nvme_budget_bytes = bytes_flag(a, value());
@@ -127,12 +122,87 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   return o;
 }
 
+namespace {
+
+int64_t host_memory_bytes() { return int64_t{::sysconf(_SC_PHYS_PAGES)} * ::sysconf(_SC_PAGE_SIZE); }
+
+// The Job's hardware when neither the plan nor --hw names a profile: this machine as starfish-run
+// sees it, one node with one "GPU" per rank. Only what the chunk runtime's budgets read is
+// known (GPU memory = the GPU budget, host memory of which half is left to the rest of the
+// machine, NVMe = the NVMe budget); its speed is not (peak 0): the executor measures, it does
+// not predict.
+Cluster local_cluster(const RunOptions& o, int world_size, DType dtype) {
+  Cluster c;
+  c.name = "local";
+  c.description = "this machine as starfish-run sees it (no hardware profile)";
+  c.provenance.file = "<starfish-run: no hardware profile>";
+  c.node.name = "local";
+  c.node.gpus = world_size;
+  c.node.gpu.name = "starfish-run device";
+  c.node.gpu.memory_bytes = o.gpu_budget_bytes.value_or(0);
+  c.node.gpu.peak_flops[dtype] = 0;
+  const int64_t host = host_memory_bytes();
+  c.node.host.memory_bytes = host;
+  c.node.host.reserved_bytes = host - host / 2;
+  if (o.nvme_budget_bytes.value_or(0) > 0) c.node.nvme = NvmeSpec{*o.nvme_budget_bytes * world_size, 0, 0, 0};
+  return c;
+}
+
+// What the run has done up to a point: the Backend's copies by tier pair, its collective traffic
+// and the moves the runtime decided. Differences of two give one iteration's.
+struct Counters {
+  std::array<std::array<int64_t, 3>, 3> copied{};
+  int64_t collective_bytes = 0;
+  int64_t moves = 0;
+
+  static Counters of(const TorchBackend& b, const ChunkRuntime& rt) {
+    Counters c;
+    for (Tier f : {Tier::gpu, Tier::cpu, Tier::nvme})
+      for (Tier t : {Tier::gpu, Tier::cpu, Tier::nvme}) c.at(f, t) = b.copied_bytes(f, t);
+    c.collective_bytes = b.collective_bytes();
+    c.moves = static_cast<int64_t>(rt.moves().size());
+    return c;
+  }
+  int64_t& at(Tier f, Tier t) { return copied[static_cast<int>(f)][static_cast<int>(t)]; }
+  int64_t at(Tier f, Tier t) const { return copied[static_cast<int>(f)][static_cast<int>(t)]; }
+  Counters minus(const Counters& o) const {
+    Counters d;
+    for (int f = 0; f < 3; ++f)
+      for (int t = 0; t < 3; ++t) d.copied[f][t] = copied[f][t] - o.copied[f][t];
+    d.collective_bytes = collective_bytes - o.collective_bytes;
+    d.moves = moves - o.moves;
+    return d;
+  }
+  // The simulator's four byte counts (schedule/simulate.cpp): an NVMe <-> GPU copy crosses the
+  // host, so it counts as NVMe traffic and as host <-> GPU traffic.
+  int64_t h2d() const { return at(Tier::cpu, Tier::gpu) + at(Tier::nvme, Tier::gpu); }
+  int64_t d2h() const { return at(Tier::gpu, Tier::cpu) + at(Tier::gpu, Tier::nvme); }
+  int64_t nvme_read() const { return at(Tier::nvme, Tier::cpu) + at(Tier::nvme, Tier::gpu); }
+  int64_t nvme_write() const { return at(Tier::cpu, Tier::nvme) + at(Tier::gpu, Tier::nvme); }
+};
+
+// The simulator simulates the chunk runtime's third iteration: the first is the warm-up (trace,
+// LRU, no prefetch) and the second still moves the optimizer states to where the warm-up placed
+// them. A run's steady iterations are the same: from its third on (when it ran fewer, its last).
+// Plans without chunks only leave out the first (allocation, first-touch).
+size_t first_steady(size_t iterations, bool chunked) {
+  const size_t skip = chunked ? 2 : 1;
+  if (iterations == 0) return 0;
+  return std::min(skip, iterations - 1);
+}
+
+}  // namespace
+
 int run_rank(const RunOptions& o) {
   const RankEnv env = RankEnv::from_environment();
   const PlanFile pf = load_plan_file(o.plan_path);
+  auto relative_to_plan = [&](const std::string& ref) {
+    if (fs::path(ref).is_absolute()) return ref;
+    return (fs::path(o.plan_path).parent_path() / ref).lexically_normal().string();
+  };
   std::string model_path;
   if (o.model_path) model_path = *o.model_path;
-  else if (pf.model_path) model_path = (fs::path(o.plan_path).parent_path() / *pf.model_path).string();
+  else if (pf.model_path) model_path = relative_to_plan(*pf.model_path);
   else throw SpecError(o.plan_path + ": the plan names no model (add 'model: path.yaml' or pass --model)");
   const Model model = load_model(model_path);
   check_plan_supported(pf.plan, env.world_size);
@@ -141,6 +211,17 @@ int run_rank(const RunOptions& o) {
   if (training.dtype != DType::fp32 && training.dtype != DType::bf16)
     throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32 or bf16, not " + to_string(training.dtype));
   if (model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
+
+  // The Job, as the simulator makes it (make_job checks the plan against model and hardware):
+  // the chunk runtime's layout, ZeRO mode, DP group and budgets all come from it.
+  std::optional<std::string> hardware_path = o.hardware_path;
+  if (!hardware_path && pf.hardware_path) hardware_path = relative_to_plan(*pf.hardware_path);
+  Cluster cluster = hardware_path ? load_cluster(*hardware_path) : local_cluster(o, env.world_size, training.dtype);
+  if (hardware_path && cluster.total_gpus() != env.world_size)
+    throw SpecError(*hardware_path + ": the hardware has " + std::to_string(cluster.total_gpus()) + " GPUs but this run has " +
+                    std::to_string(env.world_size) + " rank(s) (WORLD_SIZE / --nproc): run one rank per GPU");
+  const std::string hardware_name = hardware_path ? cluster.name : o.plan_path;
+  const Job job = make_job(model, std::move(cluster), training, pf.plan);
 
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(o.threads > 0 ? o.threads : std::max(1, hw / env.world_size));
@@ -159,8 +240,8 @@ int run_rank(const RunOptions& o) {
   ChunkStore* chunks = nullptr;
   std::unique_ptr<TrainableStore> store;
   int64_t non_model = 0;
+  MemoryBudget budget;
   if (chunked) {
-    if (o.gpu_budget_bytes <= 0) throw SpecError("starfish-run: a chunked plan (plan.chunk_size) needs --gpu-budget SIZE");
     const BatchSplit split = BatchSplit::make(training, pf.plan, env.rank, env.world_size);
     if (split.micro_batches != 1)
       throw SpecError(o.plan_path + ": field 'plan.micro_batch': with the chunk runtime each rank runs one micro-batch per iteration "
@@ -168,21 +249,21 @@ int run_rank(const RunOptions& o) {
     // Activations live in ordinary host memory here; the runtime is told an estimate per moment
     // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
     non_model = o.non_model_bytes >= 0 ? o.non_model_bytes : split.micro_batch * model.seq_len * int64_t{model.hidden} * 4 * 16;
-    const int64_t host = int64_t{::sysconf(_SC_PHYS_PAGES)} * ::sysconf(_SC_PAGE_SIZE);
-    ChunkStoreOptions co;
-    co.chunk_elements = pf.plan.chunk_elements;
-    co.non_model_bytes = non_model;
-    co.runtime.budget = MemoryBudget{o.gpu_budget_bytes, o.cpu_budget_bytes > 0 ? o.cpu_budget_bytes : host / 2 / env.world_size,
-                                     o.nvme_budget_bytes};
-    co.runtime.eviction = o.lru ? EvictionKind::lru : EvictionKind::farthest_next_use;
-    co.runtime.prefetch = !o.no_prefetch;
-    co.runtime.zero = pf.plan.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
-    co.runtime.dp_ranks.clear();
-    for (int r = 0; r < env.world_size; ++r) co.runtime.dp_ranks.push_back(r);
-    co.runtime.dp_index = env.rank;
+    // Layout, ZeRO mode, DP group and the hardware's budgets: the simulator's own chunk_plan().
+    // A budget flag replaces the hardware's share of that tier (chunk_plan(job, rank, budget)).
+    budget = chunk_plan(job, env.rank).options.budget;
+    if (o.gpu_budget_bytes) budget.gpu_bytes = *o.gpu_budget_bytes;
+    if (o.cpu_budget_bytes) budget.cpu_bytes = *o.cpu_budget_bytes;
+    if (o.nvme_budget_bytes) budget.nvme_bytes = *o.nvme_budget_bytes;
+    if (budget.gpu_bytes <= 0)
+      throw SpecError("starfish-run: a chunked plan (plan.chunk_size) needs --gpu-budget SIZE, or a hardware profile "
+                      "(the plan's 'hardware:' or --hw) whose GPU memory gives it");
+    ChunkPlan cp = chunk_plan(job, env.rank, budget);
+    cp.options.eviction = o.lru ? EvictionKind::lru : EvictionKind::farthest_next_use;
+    cp.options.prefetch = !o.no_prefetch;
     // The pool's capacity is the budget: the runtime keeps within it, the pool enforces it.
-    backend = std::make_unique<TorchBackend>(TierCapacity{o.gpu_budget_bytes, 0, 0}, o.scratch_dir, comm);
-    auto cs = std::make_unique<ChunkStore>(gpt, training, co, *backend, training.seed);
+    backend = std::make_unique<TorchBackend>(TierCapacity{budget.gpu_bytes, 0, 0}, o.scratch_dir, comm);
+    auto cs = std::make_unique<ChunkStore>(gpt, std::move(cp), non_model, *backend, training.seed);
     chunks = cs.get();
     store = std::move(cs);
   } else {
@@ -195,15 +276,17 @@ int run_rank(const RunOptions& o) {
     s << "starfish-run: model " << model.name << " (" << gpt.parameter_count() << " parameters), " << env.world_size << " rank(s) ("
       << comm.backend_name() << "), " << at::get_num_threads() << " threads/rank, " << to_string(training.dtype) << ", "
       << "global batch " << training.global_batch << " x " << model.seq_len << " tokens, data "
-      << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)";
+      << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)"
+      << (hardware_path ? ", hardware " + job.cluster.name + " (" + *hardware_path + ")" : std::string());
     say(s.str());
     if (chunked) {
       const ChunkLayout& l = chunks->layout();
       std::ostringstream c;
-      c << "starfish-run: " << backend->gpu_tier_description() << ", budget " << format_bytes(o.gpu_budget_bytes) << "; "
-        << l.param_chunks() << " param chunks of " << pf.plan.chunk_elements << " elements ("
-        << format_bytes(l.total_bytes()) << " of chunks in all), ZeRO " << to_string(chunks->runtime().zero().mode())
-        << ", non-model " << format_bytes(non_model) << "/moment (estimate)";
+      c << "starfish-run: " << backend->gpu_tier_description() << ", budget gpu " << format_bytes(budget.gpu_bytes) << ", cpu "
+        << format_bytes(budget.cpu_bytes) << ", nvme " << format_bytes(budget.nvme_bytes) << "; " << l.param_chunks()
+        << " param chunks of " << pf.plan.chunk_elements << " elements (" << format_bytes(l.total_bytes())
+        << " of chunks in all), ZeRO " << to_string(chunks->runtime().zero().mode()) << ", non-model " << format_bytes(non_model)
+        << "/moment" << (o.non_model_bytes >= 0 ? "" : " (estimate)");
       say(c.str());
     } else {
       say("starfish-run: gpu tier: CPU pool (no CUDA); plan without chunks: parameters in one flat store");
@@ -230,9 +313,17 @@ int run_rank(const RunOptions& o) {
   };
 
   std::vector<StepResult> results;
+  std::vector<Counters> per_iteration;  // chunked plans: what each iteration moved
+  // Checkpoint saves read chunks through read_host, not the runtime's moves: they do not count.
+  Counters before = chunked ? Counters::of(*backend, chunks->runtime()) : Counters{};
   while (trainer.steps_done() < training.iterations) {
     const StepResult r = trainer.step();
     results.push_back(r);
+    if (chunked) {
+      const Counters now = Counters::of(*backend, chunks->runtime());
+      per_iteration.push_back(now.minus(before));
+      before = now;
+    }
     char line[200];
     std::snprintf(line, sizeof line, "iter %4lld/%lld  loss %.4f  grad_norm %.3f  %.3f s", static_cast<long long>(trainer.steps_done()),
                   static_cast<long long>(training.iterations), r.loss, r.grad_norm, r.seconds);
@@ -249,6 +340,7 @@ int run_rank(const RunOptions& o) {
     const std::string path = env.world_size > 1 ? o.move_log_path + ".rank" + std::to_string(env.rank) : o.move_log_path;
     std::ofstream out(path);
     write_move_log(out, chunks->runtime().moves());
+    if (!out) throw SpecError(path + ": cannot write the move log");
     say("starfish-run: move log (" + std::to_string(chunks->runtime().moves().size()) + " moves) in " + path);
   }
   if (chunked) {
@@ -262,41 +354,86 @@ int run_rank(const RunOptions& o) {
     say(m.str());
   }
   if (lead && !o.report_path.empty()) {
-    std::ostringstream j;
-    double total = 0, steady = 0;
-    for (size_t i = 0; i < results.size(); ++i) total += results[i].seconds, steady += i > 0 ? results[i].seconds : 0;
-    const double mean = results.size() > 1 ? steady / double(results.size() - 1) : (results.empty() ? 0 : total);
-    int64_t state_bytes = 0;
-    for (const auto& [n, t] : trainer.store().save_state()) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
-    j << "{\n  \"kind\": \"run\",\n  \"plan\": \"" << json_escape(o.plan_path) << "\",\n  \"model\": \"" << json_escape(model.name)
-      << "\",\n  \"parameters\": " << gpt.parameter_count() << ",\n  \"world_size\": " << env.world_size << ",\n  \"collectives\": \""
-      << comm.backend_name() << "\",\n  \"gpu_tier\": \"" << (chunked ? backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"))
-      << "\",\n  \"store\": \"" << (chunked ? "chunks" : "flat")
-      << "\",\n  \"dtype\": \""
-      << to_string(training.dtype) << "\",\n  \"iteration_time_s\": " << mean << ",\n  \"tokens_per_s\": "
-      << (mean > 0 ? double(training.global_batch) * model.seq_len / mean : 0) << ",\n  \"peak_memory_bytes\": ";
+    // The keys of the simulator's report (schedule/simulate.h, to_json), so that `starfish
+    // compare sim.json run.json` reads both; the rest is what only a real run has.
+    const size_t steady = first_steady(results.size(), chunked);
+    const double steady_n = static_cast<double>(results.size() - steady);
+    double steady_s = 0;
+    for (size_t i = steady; i < results.size(); ++i) steady_s += results[i].seconds;
+    const double mean_s = results.empty() ? 0 : steady_s / steady_n;
+    const int64_t first_iteration = trainer.steps_done() - static_cast<int64_t>(results.size()) + 1;
+
+    JsonWriter w(true);
+    w.begin_object();
+    w.field("kind", "starfish.run");
+    w.field("model", model.name).field("hardware", hardware_name).field("gpus", env.world_size);
+    w.field("plan", o.plan_path).field("parameters", gpt.parameter_count());
+    w.field("iteration_s", mean_s);
+    w.field("tokens_per_s", mean_s > 0 ? static_cast<double>(training.global_batch) * model.seq_len / mean_s : 0.0);
+    w.field("steady_from_iteration", first_iteration + static_cast<int64_t>(steady));
+    w.field("steady_iterations", static_cast<int64_t>(results.size() - steady));
+    w.field("collectives", comm.backend_name());
+    w.field("gpu_tier", chunked ? backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"));
+    w.field("store", chunked ? "chunks" : "flat").field("dtype", to_string(training.dtype));
+    w.key("memory").begin_object();
     if (chunked) {
-      j << "{\"gpu\": " << backend->usage(Tier::gpu).peak_bytes << ", \"cpu\": " << backend->usage(Tier::cpu).peak_bytes
-        << ", \"nvme\": " << backend->usage(Tier::nvme).peak_bytes << "},\n  \"moved_bytes\": {";
-      const Tier tiers[] = {Tier::gpu, Tier::cpu, Tier::nvme};
-      bool first = true;
-      for (Tier a : tiers)
-        for (Tier b : tiers)
-          if (a != b) {
-            j << (first ? "" : ", ") << "\"" << to_string(a) << "_to_" << to_string(b) << "\": " << backend->copied_bytes(a, b);
-            first = false;
-          }
-      j << ", \"collectives\": " << backend->collective_bytes() << "},\n  \"moves\": " << chunks->runtime().moves().size()
-        << ",\n  \"non_model_bytes_per_moment\": " << non_model;
+      // Per tier, this rank's peak over the whole run. The simulator's GPU peak is chunks plus
+      // the non-model bytes of the moment; the pool here holds the chunks only (activations
+      // live in host memory on the CPU device, and outside the pool's count on CUDA), so the
+      // comparable figure adds the non-model bytes the runtime reserved at every moment.
+      const int64_t pool_peak = backend->usage(Tier::gpu).peak_bytes;
+      w.field("peak_gpu_bytes", pool_peak + non_model);
+      w.field("cpu_bytes_per_gpu", backend->usage(Tier::cpu).peak_bytes);
+      w.field("nvme_bytes_per_gpu", backend->usage(Tier::nvme).peak_bytes);
+      w.field("gpu_pool_peak_bytes", pool_peak).field("non_model_bytes_per_moment", non_model);
+      w.field("gpu_budget_bytes", budget.gpu_bytes).field("cpu_budget_bytes", budget.cpu_bytes);
+      w.field("nvme_budget_bytes", budget.nvme_bytes);
     } else {
-      j << "{\"gpu\": " << state_bytes << ", \"cpu\": 0, \"nvme\": 0},\n  \"moved_bytes\": {}";
+      int64_t state_bytes = 0;
+      for (const auto& [n, t] : trainer.store().save_state()) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
+      w.field("model_state_bytes", state_bytes);  // parameters and optimizer states; activations are not measured
     }
-    j << ",\n  \"iterations\": [";
-    for (size_t i = 0; i < results.size(); ++i)
-      j << (i ? ",\n" : "\n") << "    {\"iteration\": " << trainer.steps_done() - int64_t(results.size()) + int64_t(i) + 1
-        << ", \"loss\": " << results[i].loss << ", \"grad_norm\": " << results[i].grad_norm << ", \"time_s\": " << results[i].seconds << "}";
-    j << "\n  ]\n}\n";
-    std::ofstream(o.report_path) << j.str();
+    w.end_object();
+    if (chunked) {
+      // The simulator reports the bytes of ONE iteration, its steady third; here, per rank, the
+      // mean per iteration over the steady iterations (the first two moved what the warm-up set up).
+      Counters sum;
+      for (size_t i = steady; i < per_iteration.size(); ++i)
+        for (int f = 0; f < 3; ++f)
+          for (int t = 0; t < 3; ++t) sum.copied[f][t] += per_iteration[i].copied[f][t];
+      for (size_t i = steady; i < per_iteration.size(); ++i) sum.collective_bytes += per_iteration[i].collective_bytes;
+      auto mean = [&](int64_t total) { return static_cast<double>(total) / steady_n; };
+      w.key("bytes").begin_object();
+      w.field("h2d", mean(sum.h2d())).field("d2h", mean(sum.d2h()));
+      w.field("nvme_read", mean(sum.nvme_read())).field("nvme_write", mean(sum.nvme_write()));
+      w.field("collectives", mean(sum.collective_bytes));
+      w.end_object();
+      // Like the simulator's: every move the runtime decided, over all iterations it ran.
+      w.field("moves", static_cast<int64_t>(chunks->runtime().moves().size()));
+      w.key("copied_bytes").begin_object();  // totals over the run, by tier pair
+      const Counters total = Counters::of(*backend, chunks->runtime());
+      for (Tier a : {Tier::gpu, Tier::cpu, Tier::nvme})
+        for (Tier b : {Tier::gpu, Tier::cpu, Tier::nvme})
+          if (a != b) w.field(std::string(to_string(a)) + "_to_" + to_string(b), total.at(a, b));
+      w.field("collectives", total.collective_bytes);
+      w.end_object();
+    }
+    w.key("iterations").begin_array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      w.begin_object().field("iteration", first_iteration + static_cast<int64_t>(i));
+      w.field("loss", results[i].loss).field("grad_norm", results[i].grad_norm).field("time_s", results[i].seconds);
+      if (chunked) {
+        const Counters& c = per_iteration[i];
+        w.field("moves", c.moves).field("h2d", c.h2d()).field("d2h", c.d2h());
+        w.field("nvme_read", c.nvme_read()).field("nvme_write", c.nvme_write()).field("collectives", c.collective_bytes);
+      }
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+    std::ofstream out(o.report_path);
+    out << w.str() << "\n";
+    if (!out) throw SpecError(o.report_path + ": cannot write the report");
     say("starfish-run: report in " + o.report_path);
   }
   return 0;

@@ -20,11 +20,19 @@ struct RunOptions {
   std::string params_path;                 // final parameters as a checkpoint file (rank 0); empty: none
   int threads = 0;                         // intra-op threads; 0 = hardware threads / local ranks
   int kill_in_save = 0;                    // test hook: SIGKILL this rank half-way through save number k
+  // The hardware the run's Job is made with (its budgets, and the report's "hardware"): overrides
+  // the plan's `hardware`. Without either, the Job describes this machine as starfish-run sees it.
+  std::optional<std::string> hardware_path;
   // Chunked plans (plan.chunk_size > 0): the tiers' budgets for this rank, the NVMe scratch root
   // and the move log (JSON lines, one file per rank: <path>.rank<r> when more than one rank).
-  int64_t gpu_budget_bytes = 0;            // required for chunked plans (the "GPU" pool here)
-  int64_t cpu_budget_bytes = 0;            // 0: half the host memory / ranks
-  int64_t nvme_budget_bytes = 0;           // 0: no NVMe tier
+  // A budget not given comes from the hardware, exactly as the simulator takes it
+  // (sim/chunk/runtime_config.h): GPU memory less its reservation, host memory less its
+  // reservation per GPU of the node, NVMe capacity per GPU of the node. Without hardware the GPU
+  // budget is required, the CPU budget is half this machine's memory per rank, and there is no
+  // NVMe tier.
+  std::optional<int64_t> gpu_budget_bytes;   // the "GPU" pool here
+  std::optional<int64_t> cpu_budget_bytes;
+  std::optional<int64_t> nvme_budget_bytes;  // 0: no NVMe tier
   int64_t non_model_bytes = -1;            // per moment; -1: estimated from the batch
   std::string scratch_dir = "/tmp";
   std::string move_log_path;
