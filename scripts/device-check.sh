@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One command for a GPU machine: builds the executor against that machine's LibTorch (with CUDA),
 # runs the executor's tests (the Torch Backend then uses cuda:0, pinned host buffers and a copy
-# stream) and its benchmarks, and writes everything to $OUT (or ./device-check-out). Budget: under
-# 5 minutes on a 16-core machine. It needs python3 with torch (CUDA build), cmake, ninja, yaml-cpp,
+# stream), its benchmarks and the GEMM calibration (gemm_calibration's CSV, for `starfish
+# calibrate`: docs/calibration.md), and writes everything to $OUT (or ./device-check-out).
+# Budget: under 5 minutes on a 16-core machine. It needs python3 with torch (CUDA build), cmake, ninja, yaml-cpp,
 # Boost.Graph and GoogleTest.
 #   usage: scripts/device-check.sh            (from the repository root)
 set -uo pipefail
@@ -33,7 +34,9 @@ fi
 grep -E "Starfish|CUDA code paths" "$out/configure.log" | tee -a "$out/summary.txt"
 log "build with $jobs jobs"
 exec_tests=$(cd "$root/tests/exec" && ls test_*.cpp | sed 's/^test_/test_exec_/; s/\.cpp$//')
-if ! timeout 180 ninja -C "$build" -j"$jobs" starfish-run exec_overhead exec_max_model $exec_tests >"$out/build.log" 2>&1; then
+# The tests also need `starfish` (the simulator-parity test runs `starfish compare`).
+if ! timeout 240 ninja -C "$build" -j"$jobs" starfish starfish-run exec_overhead exec_max_model gemm_calibration $exec_tests \
+     >"$out/build.log" 2>&1; then
   log "build failed or timed out (see build.log)"; tail -30 "$out/build.log" >>"$out/summary.txt"; exit 4
 fi
 
@@ -54,5 +57,30 @@ log "benchmarks"
   timeout 60 "$build/exec/exec_max_model" 64 256 64
 } >"$out/bench.txt" 2>&1 || status=1
 cat "$out/bench.txt" >>"$out/summary.txt"
+
+# GEMM efficiency and streaming bandwidth of this GPU, as `starfish calibrate --measurements` reads
+# them. bf16 is what the hwprofiles' curves describe; its largest shapes take ~1e13 FLOP.
+log "gemm calibration (bf16)"
+name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr -c 'A-Za-z0-9\n' '-' | tr -s '-' | sed 's/-$//')"
+csv="$out/gemm-${name:-device}-bf16.csv"
+if timeout 150 "$build/exec/gemm_calibration" --dtype bf16 >"$csv" 2>"$out/gemm_calibration.err"; then
+  log "gemm_calibration: $(($(wc -l <"$csv") - 1)) measurements in $(basename "$csv")"
+else
+  log "gemm_calibration: FAILED (see gemm_calibration.err)"; status=1
+fi
+cat "$out/gemm_calibration.err" >>"$out/summary.txt" 2>/dev/null && rm -f "$out/gemm_calibration.err"
+# The CSV must be what `starfish calibrate` reads: fit it against the bundled profile with the
+# same peak (H100 and H200 SXM share 989 TFLOP/s dense bf16; other GPUs have no profile here).
+case "$name" in
+  *H100*|*H200*)
+    if "$build/sim/starfish" calibrate --hw dgx-h100 --measurements "$csv" --out "$out/dgx-h100-calibrated.yaml" --force \
+         >>"$out/summary.txt" 2>&1; then
+      log "starfish calibrate: fitted curve in dgx-h100-calibrated.yaml"
+      grep -A12 "matmul_efficiency" "$out/dgx-h100-calibrated.yaml" | tee -a "$out/summary.txt"
+    else
+      log "starfish calibrate: FAILED on $(basename "$csv")"; status=1
+    fi ;;
+  *) log "starfish calibrate: no bundled profile for $name; fit the CSV by hand (docs/calibration.md)" ;;
+esac
 log "done, status $status"
 exit $status
