@@ -90,7 +90,8 @@ TEST(Search, CancellationReturnsTheBestOfThePlansEvaluatedSoFar) {
   o.cancel = &cancel;
   int64_t done_at_cancel = -1;
   o.progress = [&](const Progress& p) {
-    if (done_at_cancel < 0 && p.done > 0 && p.fitting > 0) {
+    // Only while the analytic tier runs: the final "done" report comes after the search ended.
+    if (done_at_cancel < 0 && p.done > 0 && p.fitting > 0 && std::string(p.phase) == "analytic") {
       done_at_cancel = p.done;
       cancel = true;
     }
