@@ -218,6 +218,12 @@ TaskId Engine::copy(int gpu, CopyDir dir, double bytes, Label label) {
   return add_task(t, label);
 }
 
+CopyDir Engine::copy_direction(TaskId t) const {
+  check_task(t, "copy_direction");
+  if (tasks_[t].kind != TaskKind::Copy) throw SpecError(describe(t) + " is not a copy");
+  return static_cast<CopyDir>(tasks_[t].b);
+}
+
 TaskId Engine::nvme_read(int node, double bytes, Label label) {
   const DeviceId n = guarded("nvme-read", label, [&] { return topo_.nvme(node); });
   check_bytes(bytes, "nvme-read", label);

@@ -110,6 +110,8 @@ class Engine {
   // The node a task belongs to: its resource's node, a transfer's source node, a collective's
   // first GPU's node; 0 for a delay without a stream.
   int task_node(TaskId t) const;
+  // A copy's direction (throws for other tasks; with one copy engine both share a resource).
+  CopyDir copy_direction(TaskId t) const;
   // A collective's kind and group (throws for other tasks).
   CollectiveKind collective_kind(TaskId t) const;
   GroupId collective_group(TaskId t) const;

@@ -116,14 +116,7 @@ class SimHooks final : public StepHooks {
 
 BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t fixed_non_model_bytes) {
   BuiltIteration out;
-  out.fwd = eng.category(category::forward);
-  out.bwd = eng.category(category::backward);
-  out.recompute = eng.category(category::recompute);
-  out.tp = eng.category(category::tp);
-  out.pp = eng.category(category::pp);
-  out.dp = eng.category(category::dp);
-  out.optimizer = eng.category(category::optimizer);
-  out.offload = eng.category(category::offload);
+  intern_categories(eng, out);
   StageInfo stage;
   stage.lead_gpu = 0;
   for (int t = 0; t < job.plan.tp; ++t) stage.tp_group.push_back(t);

@@ -49,14 +49,7 @@ class Builder {
   Builder(const Job& job, des::Engine& eng, const BuildOptions& opt) : job_(job), eng_(eng), opt_(opt) {}
 
   BuiltIteration build() {
-    out_.fwd = eng_.category(category::forward);
-    out_.bwd = eng_.category(category::backward);
-    out_.recompute = eng_.category(category::recompute);
-    out_.tp = eng_.category(category::tp);
-    out_.pp = eng_.category(category::pp);
-    out_.dp = eng_.category(category::dp);
-    out_.optimizer = eng_.category(category::optimizer);
-    out_.offload = eng_.category(category::offload);
+    intern_categories(eng_, out_);
     setup_costs();
     const int P = job_.plan.pp, V = job_.plan.virtual_stages, M = static_cast<int>(job_.micro_batches());
     first_f_.assign(static_cast<size_t>(P * V * M), kNone);
@@ -335,6 +328,17 @@ class Builder {
 };
 
 }  // namespace
+
+void intern_categories(des::Engine& eng, BuiltIteration& out) {
+  out.fwd = eng.category(category::forward);
+  out.bwd = eng.category(category::backward);
+  out.recompute = eng.category(category::recompute);
+  out.tp = eng.category(category::tp);
+  out.pp = eng.category(category::pp);
+  out.dp = eng.category(category::dp);
+  out.optimizer = eng.category(category::optimizer);
+  out.offload = eng.category(category::offload);
+}
 
 BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {
   if (job.plan.chunked()) return build_chunked_iteration(job, engine, options.fixed_non_model_bytes);

@@ -71,6 +71,9 @@ struct BuiltIteration {
   std::vector<Move> moves;             // chunk plans: the runtime's move log, every iteration it ran
 };
 
+// Interns the categories above in `engine` and records their ids in `out`.
+void intern_categories(des::Engine& engine, BuiltIteration& out);
+
 // Adds the iteration's tasks to `engine` (whose topology is built from job.cluster).
 BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options = {});
 

@@ -128,8 +128,8 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   for (des::TaskId t = 0; t < engine.task_count(); ++t) {
     switch (engine.task_kind(t)) {
       case des::TaskKind::Copy:
-        (engine.resource(engine.task_resource(t)).kind == des::ResourceKind::CopyH2D ? rep.h2d_bytes : rep.d2h_bytes) +=
-            engine.task_bytes(t);
+        // By direction, not by engine: with one copy engine both directions share it.
+        (engine.copy_direction(t) == des::CopyDir::H2D ? rep.h2d_bytes : rep.d2h_bytes) += engine.task_bytes(t);
         break;
       case des::TaskKind::NvmeRead: rep.nvme_read_bytes += engine.task_bytes(t); break;
       case des::TaskKind::NvmeWrite: rep.nvme_write_bytes += engine.task_bytes(t); break;

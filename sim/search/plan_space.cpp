@@ -72,6 +72,11 @@ SearchSpace SearchSpace::chunked_only() {
 
 Plan Candidate::to_plan() const {
   Plan p;
+  fill(p);
+  return p;
+}
+
+void Candidate::fill(Plan& p) const {
   p.tp = tp;
   p.pp = pp;
   p.dp = dp;
@@ -83,7 +88,6 @@ Plan Candidate::to_plan() const {
   p.offload = Offload{params, grads, optimizer};
   p.chunk_elements = chunk_elements;
   p.recompute = recompute;
-  return p;
 }
 
 Candidate to_candidate(const Plan& p) {

@@ -67,6 +67,8 @@ struct Candidate {
   Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
 
   Plan to_plan() const;  // dp resolved, as make_job would leave it
+
+  void fill(Plan& p) const;  // to_plan() into an existing Plan (no new Plan per candidate)
 };
 Candidate to_candidate(const Plan& plan);  // plan.dp must be resolved
 

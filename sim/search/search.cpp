@@ -72,20 +72,6 @@ bool better(const Row& a, const Row& b) {
   return a.index < b.index;
 }
 
-void fill_plan(Plan& p, const Candidate& c) {
-  p.tp = c.tp;
-  p.pp = c.pp;
-  p.dp = c.dp;
-  p.virtual_stages = c.virtual_stages;
-  p.micro_batch = c.micro_batch;
-  p.sequence_parallel = c.sequence_parallel;
-  p.schedule = c.schedule;
-  p.zero_stage = c.zero_stage;
-  p.offload = Offload{c.params, c.grads, c.optimizer};
-  p.chunk_elements = c.chunk_elements;
-  p.recompute = c.recompute;
-}
-
 struct Worker {
   std::vector<Row> top;  // a heap of at most `keep` rows, worst at the front
   std::map<FamilyKey, Rejections> rejected;
@@ -184,7 +170,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
       int64_t block_fitting = 0;
       for (int64_t i = begin; i < end; ++i) {
         const Candidate& c = candidates[i];
-        fill_plan(plan, c);
+        c.fill(plan);
         if (opt.prune) {
           const BoundKey key{c.tp, c.pp, c.virtual_stages, c.zero_stage, static_cast<int>(c.params),
                              static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements};

@@ -92,6 +92,20 @@ TEST(ChunkedIteration, SimulatedCopiesAreTheRuntimesDecisions) {
   EXPECT_EQ(r.d2h_bytes, static_cast<double>(m.d2h));
 }
 
+TEST(ChunkedIteration, OneCopyEngineStillCountsBothDirections) {
+  Job job = chunked_job(4LL << 30);
+  job.cluster.node.gpu.copy_engines = 1;  // H2D and D2H share one engine
+  const SimReport r = simulate(job);
+  const ChunkPlan cp = chunk_plan(job, 0);
+  ReferenceBackend probe;
+  ChunkRuntime rt(cp.layout, cp.options, probe);
+  const IterationDriver driver(rt, cp.tied_embeddings);
+  const Moved m = reference_moves(job, chunked_non_model_bytes(job, driver.steps()));
+  EXPECT_GT(m.d2h, 0);
+  EXPECT_EQ(r.d2h_bytes, static_cast<double>(m.d2h));
+  EXPECT_EQ(r.h2d_bytes, static_cast<double>(m.h2d));
+}
+
 TEST(ChunkedIteration, PipelineParallelChunkPlansAreRejected) {
   Training t;
   t.global_batch = 4;
