@@ -267,7 +267,8 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
         cv.notify_all();
       });
     std::unique_lock<std::mutex> lock(mu);
-    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == threads; })) {
+    const auto interval = std::chrono::duration<double>(std::max(1e-4, opt.progress_interval_s));
+    while (!cv.wait_for(lock, interval, [&] { return finished == threads; })) {
       lock.unlock();
       report("analytic");
       lock.lock();

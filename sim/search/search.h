@@ -55,7 +55,8 @@ struct SearchOptions {
   Refiner refiner;               // optional second tier
   int refine_top = 0;            // plans refined (0: top_k) when a refiner is given
   int threads = 0;               // 0: every hardware thread
-  ProgressFn progress;           // called on the calling thread about every 100 ms, and at the end
+  ProgressFn progress;           // called on the calling thread every progress_interval_s, and at the end
+  double progress_interval_s = 0.1;
   const std::atomic<bool>* cancel = nullptr;
   double max_iteration_s = 0;    // > 0: a plan with a longer iteration is rejected ("time")
   bool prune = true;             // family-level memory lower bound before evaluating (never

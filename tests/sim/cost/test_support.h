@@ -1,35 +1,9 @@
 #pragma once
-// Small helpers shared by the cost tests: models and clusters built in code, so the cost tests
-// depend on no bundled file.
+// Clusters built in code for the cost tests (models: tests/support/models.h).
 #include "sim/spec/hardware.h"
-#include "sim/spec/model.h"
+#include "support/models.h"
 
 namespace starfish::testing {
-
-inline Model gpt(int layers, int hidden, int heads, int seq, int vocab) {
-  Model m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.seq_len = seq;
-  m.vocab = vocab;
-  return m;
-}
-
-inline Model llama2_7b() {
-  Model m = gpt(32, 4096, 32, 4096, 32000);
-  m.name = "llama-2-7b";
-  m.ffn_hidden = 11008;
-  m.activation = Activation::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.position = PositionEmbedding::rope;
-  m.tied_embeddings = false;
-  m.bias = false;
-  return m;
-}
 
 // A DGX-A100-like node: 8 GPUs on NVSwitch at 300 GB/s, 8 NICs of 25 GB/s.
 inline Cluster dgx(int nodes) {

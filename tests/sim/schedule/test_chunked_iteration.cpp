@@ -6,22 +6,12 @@
 #include "sim/chunk/runtime_config.h"
 #include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/simulate.h"
+#include "support/models.h"
 
 namespace starfish::schedule {
 namespace {
 
-Model gpt(int layers, int hidden) {
-  Model m;
-  m.name = "gpt-chunked";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn_hidden = 4 * hidden;
-  m.seq_len = 1024;
-  m.vocab = 50257;
-  return m;
-}
+Model gpt(int layers, int hidden) { return testing::gpt(layers, hidden, 16, 1024, 50257, "gpt-chunked"); }
 
 Cluster one_gpu(int64_t gpu_bytes) {
   Cluster c;

@@ -8,21 +8,13 @@
 #include "sim/des/engine.h"
 #include "sim/schedule/iteration_builder.h"
 #include "sim/schedule/simulate.h"
+#include "support/models.h"
 
 namespace starfish::schedule {
 namespace {
 
 Model gpt(int layers, int hidden, int heads, int seq) {
-  Model m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.seq_len = seq;
-  m.vocab = 8;  // a negligible output layer: every stage does the same work
-  return m;
+  return testing::gpt(layers, hidden, heads, seq, 8);  // a negligible output layer: every stage does the same work
 }
 
 // A node whose links and memory are so fast that communication, element-wise kernels and the

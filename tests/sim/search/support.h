@@ -2,21 +2,13 @@
 // Models and clusters built in code for the search tests (no bundled file needed).
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
+#include "support/models.h"
 #include "sim/spec/training.h"
 
 namespace starfish::search_test {
 
 inline Model small_gpt(int layers = 8, int hidden = 512, int heads = 8) {
-  Model m;
-  m.name = "small-gpt";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.seq_len = 512;
-  m.vocab = 8000;
-  return m;
+  return testing::gpt(layers, hidden, heads, 512, 8000, "small-gpt");
 }
 
 // Nodes of 4 small GPUs with NVMe, so every tier and every axis is in play.

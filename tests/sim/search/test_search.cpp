@@ -88,6 +88,7 @@ TEST(Search, CancellationReturnsTheBestOfThePlansEvaluatedSoFar) {
   o.space.max_virtual_stages = 48;  // a big space (over a million plans): it runs for seconds
   o.space.chunk_elements = {0, 1 << 22, 1 << 23, 1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28};
   o.cancel = &cancel;
+  o.progress_interval_s = 0.002;  // report (and so cancel) long before the search could end
   int64_t done_at_cancel = -1;
   o.progress = [&](const Progress& p) {
     // Only while the analytic tier runs: the final "done" report comes after the search ended.
