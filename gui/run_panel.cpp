@@ -114,11 +114,11 @@ bool RunPanel::read_report(const QString& path, double& iteration_s, double& tok
     return false;
   }
   const QJsonObject o = doc.object();
-  if (!o.contains("iteration_time_s") || !o.contains("tokens_per_s")) {
-    error = path + ": no iteration_time_s / tokens_per_s";
+  if (!o.contains("iteration_s") || !o.contains("tokens_per_s")) {
+    error = path + ": no iteration_s / tokens_per_s";
     return false;
   }
-  iteration_s = o.value("iteration_time_s").toDouble();
+  iteration_s = o.value("iteration_s").toDouble();
   tokens_per_s = o.value("tokens_per_s").toDouble();
   return true;
 }

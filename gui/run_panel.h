@@ -34,7 +34,8 @@ class RunPanel : public QWidget {
   QString log() const;
   QTableWidget* comparison() const { return table_; }
 
-  // The report's measured numbers ("iteration_time_s", "tokens_per_s"); false when unreadable.
+  // The report's measured numbers ("iteration_s", "tokens_per_s": the keys `starfish-run
+  // --report` shares with the simulator's report); false when unreadable.
   static bool read_report(const QString& path, double& iteration_s, double& tokens_per_s, QString& error);
 
  Q_SIGNALS:

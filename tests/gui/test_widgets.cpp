@@ -175,7 +175,7 @@ class WidgetsTest : public QObject {
     const QString path = dir.filePath("run.json");
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write("{\n  \"kind\": \"run\",\n  \"iteration_time_s\": 0.25,\n  \"tokens_per_s\": 1024,\n  \"iterations\": []\n}\n");
+    f.write("{\n  \"kind\": \"starfish.run\",\n  \"iteration_s\": 0.25,\n  \"tokens_per_s\": 1024,\n  \"iterations\": []\n}\n");
     f.close();
     double it = 0, tps = 0;
     QString error;
@@ -189,8 +189,30 @@ class WidgetsTest : public QObject {
     g.write("{\"kind\": \"run\"}");
     g.close();
     QVERIFY(!gui::RunPanel::read_report(path, it, tps, error));
-    QCOMPARE(error, path + ": no iteration_time_s / tokens_per_s");
+    QCOMPARE(error, path + ": no iteration_s / tokens_per_s");
   }
+
+#ifdef STARFISH_RUN  // built with the executor (LibTorch); without it the Run action is disabled
+  void run_panel_trains_a_plan_with_the_real_executor() {
+    gui::RunPanel panel;
+    panel.setExecutable(STARFISH_RUN);
+    QTemporaryDir dir;
+    const QString report = dir.filePath("run.json");
+    QSignalSpy done(&panel, &gui::RunPanel::finished);
+    panel.start(QString(STARFISH_SOURCE_DIR) + "/exec/configs/tiny-gpt-chunked-plan.yaml", report,
+                gui::Prediction{0.5, 500, "simulated"}, 2);
+    QVERIFY(done.wait(240000));
+    QCOMPARE(done.takeFirst().at(0).toInt(), 0);
+    QVERIFY2(panel.log().contains("iter    2/2"), qPrintable(panel.log()));
+    double it = 0, tps = 0;
+    QString error;
+    QVERIFY2(gui::RunPanel::read_report(report, it, tps, error), qPrintable(error));
+    QVERIFY(it > 0 && tps > 0);
+    // The comparison shows measured beside predicted, and their ratio.
+    QVERIFY(!panel.comparison()->item(0, 2)->text().isEmpty());
+    QCOMPARE(panel.comparison()->item(0, 3)->text(), QString("%1x").arg(it / 0.5, 0, 'f', 2));
+  }
+#endif
 };
 
 QTEST_MAIN(WidgetsTest)
