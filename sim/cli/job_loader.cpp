@@ -36,6 +36,11 @@ Job load_job(const std::optional<std::string>& model, const std::optional<std::s
 
   Model m = load_model(model_path);
   Cluster c = load_cluster(hw_path);
+  if (pf && pf->nodes) {
+    if (*pf->nodes > 1 && !c.node.nic)
+      pf->plan.provenance.fail("nodes", std::to_string(*pf->nodes) + " nodes, but " + hw_path + " has no node.nic");
+    c.nodes = *pf->nodes;
+  }
   if (nodes) {
     int n = 0;
     try {

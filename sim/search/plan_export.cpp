@@ -133,6 +133,7 @@ std::string plan_file_yaml(const Job& job, const std::string& model_path, const 
   PlanFile f;
   if (!model_path.empty()) f.model_path = model_path;
   if (!hardware_path.empty()) f.hardware_path = hardware_path;
+  f.nodes = job.cluster.nodes;  // the search may have resized the hardware file's cluster
   f.training = job.training;
   f.plan = job.plan;
   return to_yaml(f);

@@ -223,6 +223,7 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   MapReader r(root, prov, "");
   p.model_path = r.text_or_none("model");
   p.hardware_path = r.text_or_none("hardware");
+  if (r.has("nodes")) p.nodes = static_cast<int>(r.integer("nodes", 1));
   {
     MapReader t(r.node("training"), p.training.provenance, "training");
     Training& tr = p.training;
@@ -390,6 +391,7 @@ std::string to_yaml(const PlanFile& p) {
   e << YAML::BeginMap;
   if (p.model_path) emit_kv(e, "model", *p.model_path);
   if (p.hardware_path) emit_kv(e, "hardware", *p.hardware_path);
+  if (p.nodes) emit_num(e, "nodes", *p.nodes);
   const Training& t = p.training;
   e << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
   emit_num(e, "global_batch", t.global_batch);

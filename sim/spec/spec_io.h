@@ -21,6 +21,7 @@ namespace starfish {
 struct PlanFile {
   std::optional<std::string> model_path;     // resolved against the plan file's folder
   std::optional<std::string> hardware_path;
+  std::optional<int> nodes;                  // overrides the hardware file's node count
   Training training;
   Plan plan;
   bool operator==(const PlanFile&) const = default;

@@ -1,7 +1,9 @@
 // The `starfish` CLI as a user runs it: bundled names, tables, JSON, and one-line errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <unistd.h>
 
 #include "support/run_command.h"
 
@@ -54,6 +56,19 @@ TEST(CliEstimate, UsageErrorsExitTwo) {
   r = run_command(kCli + " frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind("starfish: unknown verb 'frobnicate'", 0), 0u);
+}
+
+TEST(CliSimulate, AnEmittedMultiNodePlanSimulatesAsIs) {
+  // The search resizes the one-node hwprofile to 2 nodes; the emitted plan must say so.
+  const std::string plan = "/tmp/starfish_cli_emitted_" + std::to_string(::getpid()) + ".yaml";
+  std::remove(plan.c_str());
+  auto r = run_command("cd " + kRoot + " && " + kCli + " search --model gpt2-small --hw dgx-a100-80gb --nodes 2 --top 1 " +
+                       "--analytic-only --emit " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_command(kCli + " simulate --plan " + plan + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"gpus\": 16"), std::string::npos) << r.out.substr(0, 400);
+  std::remove(plan.c_str());
 }
 
 TEST(CliCheck, ValidatesFilesOfEachKind) {

@@ -36,6 +36,7 @@ TEST(RoundTrip, ModelAndPlanFile) {
 
   PlanFile p;
   p.model_path = "../models/x.yaml";
+  p.nodes = 16;
   p.training.global_batch = 512;
   p.training.learning_rate = 3e-4;
   p.plan.tp = 8;
