@@ -217,6 +217,7 @@ int run_rank(const RunOptions& o) {
   std::optional<std::string> hardware_path = o.hardware_path;
   if (!hardware_path && pf.hardware_path) hardware_path = relative_to_plan(*pf.hardware_path);
   Cluster cluster = hardware_path ? load_cluster(*hardware_path) : local_cluster(o, env.world_size, training.dtype);
+  if (hardware_path && pf.nodes) cluster.nodes = *pf.nodes;  // the plan's node count, as `starfish simulate` reads it
   if (hardware_path && cluster.total_gpus() != env.world_size)
     throw SpecError(*hardware_path + ": the hardware has " + std::to_string(cluster.total_gpus()) + " GPUs but this run has " +
                     std::to_string(env.world_size) + " rank(s) (WORLD_SIZE / --nproc): run one rank per GPU");

@@ -1,14 +1,14 @@
 // The search verbs as a user runs them: bad input gives an exit code and one line on stderr.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "support/run_command.h"
 
 namespace {
 
@@ -17,19 +17,11 @@ struct CliRun {
   std::string out, err;
 };
 
+// Through the shared runner: its stderr file is unique per process and call, so tests running
+// in parallel (ctest -j) never read each other's errors.
 CliRun run(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "starfish_search_stderr.txt";
-  const std::string cmd = std::string(STARFISH_CLI) + " " + args + " 2>" + err_file;
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(in), {});
-  return r;
+  const auto r = starfish::testing::run_command(std::string(STARFISH_CLI) + " " + args);
+  return CliRun{r.exit_code, r.out, r.err};
 }
 
 std::string hw(const std::string& name) { return std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/" + name + ".yaml"; }
