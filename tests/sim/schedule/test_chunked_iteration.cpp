@@ -45,12 +45,13 @@ Job chunked_job(int64_t gpu_bytes) {
 struct Moved {
   int64_t h2d = 0, d2h = 0;
 };
-Moved reference_moves(const Job& job, const std::vector<int64_t>& non_model) {
+// The non-model memory per step is the simulator's own (chunked_non_model_bytes).
+Moved reference_moves(const Job& job) {
   const ChunkPlan cp = chunk_plan(job, 0);
   ReferenceBackend backend;
   ChunkRuntime rt(cp.layout, cp.options, backend);
   IterationDriver driver(rt, cp.tied_embeddings);
-  FixedNonModel hooks(non_model);
+  FixedNonModel hooks(chunked_non_model_bytes(job, driver.steps()));
   driver.run_iteration(hooks);
   driver.run_iteration(hooks);
   const Moved before{backend.copied(Tier::cpu, Tier::gpu), backend.copied(Tier::gpu, Tier::cpu)};
@@ -72,11 +73,7 @@ TEST(ChunkedIteration, SimulatedCopiesAreTheRuntimesDecisions) {
   // exactly the bytes the simulated iteration's copy tasks carry, in both directions.
   const Job job = chunked_job(4LL << 30);
   const SimReport r = simulate(job);
-  const ChunkPlan cp = chunk_plan(job, 0);
-  ReferenceBackend probe;
-  ChunkRuntime rt(cp.layout, cp.options, probe);
-  const IterationDriver driver(rt, cp.tied_embeddings);
-  const Moved m = reference_moves(job, chunked_non_model_bytes(job, driver.steps()));
+  const Moved m = reference_moves(job);
   EXPECT_GT(m.h2d, 0);
   EXPECT_EQ(r.h2d_bytes, static_cast<double>(m.h2d));
   EXPECT_EQ(r.d2h_bytes, static_cast<double>(m.d2h));
@@ -86,11 +83,7 @@ TEST(ChunkedIteration, OneCopyEngineStillCountsBothDirections) {
   Job job = chunked_job(4LL << 30);
   job.cluster.node.gpu.copy_engines = 1;  // H2D and D2H share one engine
   const SimReport r = simulate(job);
-  const ChunkPlan cp = chunk_plan(job, 0);
-  ReferenceBackend probe;
-  ChunkRuntime rt(cp.layout, cp.options, probe);
-  const IterationDriver driver(rt, cp.tied_embeddings);
-  const Moved m = reference_moves(job, chunked_non_model_bytes(job, driver.steps()));
+  const Moved m = reference_moves(job);
   EXPECT_GT(m.d2h, 0);
   EXPECT_EQ(r.d2h_bytes, static_cast<double>(m.d2h));
   EXPECT_EQ(r.h2d_bytes, static_cast<double>(m.h2d));
