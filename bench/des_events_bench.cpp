@@ -116,7 +116,7 @@ void bench_gpt3(const Topology& topo) {
             if (incoming[d * T + t] != kNone) e.depends(kernels[t], incoming[d * T + t]);
             if (dir == 1 && i == 0) e.depends(kernels[t], stage_done[(s * D + d) * T + t]);  // last stage: its fwd
           }
-          const TaskId ar = e.collective(CollectiveKind::AllReduce, tp_group[s * D + d], tp_bytes, {tpc, "tp"});
+          const TaskId ar = e.collective(CollectiveKind::all_reduce, tp_group[s * D + d], tp_bytes, {tpc, "tp"});
           e.depends(ar, std::span<const TaskId>(kernels, T));
           for (int t = 0; t < T; ++t) {
             if (dir == 0) stage_done[(s * D + d) * T + t] = ar;
@@ -138,7 +138,7 @@ void bench_gpt3(const Topology& topo) {
     for (int t = 0; t < T; ++t) {
       std::vector<int> g;
       for (int d = 0; d < D; ++d) g.push_back(gpu_of(s, d, t));
-      const TaskId ar = e.collective(CollectiveKind::AllReduce, e.group(g), grad_bytes, {dpc, "dp grads"});
+      const TaskId ar = e.collective(CollectiveKind::all_reduce, e.group(g), grad_bytes, {dpc, "dp grads"});
       for (int d = 0; d < D; ++d) e.depends(ar, last_bwd[s * D + d].back());
       for (int d = 0; d < D; ++d) {
         const TaskId o = e.compute(gpu_of(s, d, t), 5e-3, {opt, "adam"});

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost/collectives.h"  // CollectiveKind
+#include "sim/spec/collective_kind.h"
 #include "sim/spec/dtype.h"
 #include "sim/spec/plan.h"  // Tier { gpu, cpu, nvme }
 
@@ -67,7 +67,7 @@ struct MoveTag {
 };
 
 // CollectiveKind (all_gather, reduce_scatter, broadcast, reduce, all_reduce, ...) is the one enum of
-// sim/cost/collectives.h, shared with the cost model and the simulator.
+// sim/spec/collective_kind.h, shared with the cost model and the simulator.
 
 // A set of ranks working together. `id` is stable for the run (the executor caches its c10d
 // group by it); `ranks` are global ranks in group order; `index` is this rank's position in

@@ -61,17 +61,5 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   return link;
 }
 
-const char* to_string(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_reduce: return "all-reduce";
-    case CollectiveKind::all_gather: return "all-gather";
-    case CollectiveKind::reduce_scatter: return "reduce-scatter";
-    case CollectiveKind::broadcast: return "broadcast";
-    case CollectiveKind::reduce: return "reduce";
-    case CollectiveKind::all_to_all: return "all-to-all";
-    case CollectiveKind::send_recv: return "send-recv";
-  }
-  return "?";
-}
 
 }  // namespace starfish

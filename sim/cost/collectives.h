@@ -4,12 +4,11 @@
 // size of the whole buffer on one rank; `bandwidth_Bps` the per-rank, per-direction bandwidth.
 #include <cstdint>
 
+#include "sim/spec/collective_kind.h"
 #include "sim/spec/hardware.h"
 
 namespace starfish {
 
-// The one enum of collectives, shared by the cost model, the chunk runtime's Backend and the DES.
-enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv };
 enum class CollectiveAlgorithm { ring, tree };
 
 struct LinkParams {
@@ -31,7 +30,5 @@ double collective_bytes_sent_per_rank(CollectiveKind kind, int ranks, double byt
 // members per node that drive parallel rings (NCCL channels), and by the intra-node link.
 LinkParams link_for_group(const Cluster& cluster, int ranks, int stride);
 
-// "all-reduce", "all-gather", ... as written in move logs and traces.
-const char* to_string(CollectiveKind k);
 
 }  // namespace starfish

@@ -9,17 +9,6 @@
 
 namespace starfish::des {
 
-const char* to_string(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::AllReduce: return "all-reduce";
-    case CollectiveKind::AllGather: return "all-gather";
-    case CollectiveKind::ReduceScatter: return "reduce-scatter";
-    case CollectiveKind::Broadcast: return "broadcast";
-    case CollectiveKind::Reduce: return "reduce";
-    case CollectiveKind::AllToAll: return "all-to-all";
-  }
-  return "?";
-}
 
 const char* to_string(CollectiveAlgo a) {
   switch (a) {
@@ -88,19 +77,21 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
   if (n < 2) return out;
   StepBuilder b(topo);
   switch (req.kind) {
-    case CollectiveKind::AllReduce:
+    case CollectiveKind::send_recv:
+      throw SpecError("send-recv is a point-to-point transfer (Engine::transfer), not a collective");
+    case CollectiveKind::all_reduce:
       ring_members(b, g);
       out.push_back(b.phase(2 * (n - 1), 1.0 / n));
       break;
-    case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
       ring_members(b, g);
       out.push_back(b.phase(n - 1, 1.0 / n));
       break;
-    case CollectiveKind::Broadcast:
-    case CollectiveKind::Reduce: {
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce: {
       for (int i = 0; i + 1 < n; ++i) {
-        if (req.kind == CollectiveKind::Broadcast) b.member(g[i], g[i + 1]);
+        if (req.kind == CollectiveKind::broadcast) b.member(g[i], g[i + 1]);
         else b.member(g[i + 1], g[i]);
       }
       CollectivePhase p = b.phase(1, 1.0);
@@ -115,7 +106,7 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
       out.push_back(std::move(p));
       break;
     }
-    case CollectiveKind::AllToAll:
+    case CollectiveKind::all_to_all:
       for (int s = 1; s < n; ++s) {
         for (int i = 0; i < n; ++i) b.member(g[i], g[(i + s) % n]);
         out.push_back(b.phase(1, 1.0 / n));
@@ -158,16 +149,16 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
   const double inter_fraction = 1.0 / (static_cast<double>(L) * N);
   std::vector<CollectivePhase> out;
   switch (req.kind) {
-    case CollectiveKind::AllReduce:
+    case CollectiveKind::all_reduce:
       out.push_back(intra);
       out.push_back(b.phase(2 * (N - 1), inter_fraction));
       out.push_back(intra);
       break;
-    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::reduce_scatter:
       out.push_back(intra);
       out.push_back(b.phase(N - 1, inter_fraction));
       break;
-    case CollectiveKind::AllGather:
+    case CollectiveKind::all_gather:
       out.push_back(b.phase(N - 1, inter_fraction));
       out.push_back(intra);
       break;
@@ -202,7 +193,7 @@ std::vector<CollectivePhase> plan_collective(const Topology& topo, const Collect
   }
   if (!req.merge_steps) return phases;
 
-  if (req.kind == CollectiveKind::AllToAll && req.algo == CollectiveAlgo::Ring && phases.size() > 1) {
+  if (req.kind == CollectiveKind::all_to_all && req.algo == CollectiveAlgo::Ring && phases.size() > 1) {
     // All shifts at once: the union of their routes, each member moving bytes/n once.
     CollectivePhase all;
     std::vector<LinkUse> uses;

@@ -24,13 +24,13 @@
 #include <vector>
 
 #include "sim/des/flow_network.h"
+#include "sim/spec/collective_kind.h"
 #include "sim/des/topology.h"
 
 namespace starfish::des {
 
-enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
+using starfish::CollectiveKind;  // sim/spec/collective_kind.h (send_recv is not a collective here)
 enum class CollectiveAlgo : uint8_t { Ring, Hierarchical };
-const char* to_string(CollectiveKind k);
 const char* to_string(CollectiveAlgo a);
 
 struct CollectivePhase {
@@ -43,7 +43,7 @@ struct CollectivePhase {
 
 struct CollectivePlanRequest {
   std::span<const int> gpus;  // global GPU indices, distinct, in ring order
-  CollectiveKind kind = CollectiveKind::AllReduce;
+  CollectiveKind kind = CollectiveKind::all_reduce;
   CollectiveAlgo algo = CollectiveAlgo::Ring;
   double bytes = 0;
   int pipeline_chunks = 0;    // broadcast/reduce; 0 = choose to minimise the chain's alpha-beta time

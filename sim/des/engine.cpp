@@ -272,7 +272,7 @@ size_t Engine::PlanKeyHash::operator()(const PlanKey& k) const {
 }
 
 uint32_t Engine::collective_plan(const Collective& c, double bytes) {
-  const bool auto_chunks = (c.kind == CollectiveKind::Broadcast || c.kind == CollectiveKind::Reduce) &&
+  const bool auto_chunks = (c.kind == CollectiveKind::broadcast || c.kind == CollectiveKind::reduce) &&
                            c.options.pipeline_chunks <= 0;
   const PlanKey key{c.group,         c.kind, c.options.algo, c.options.merge_steps, auto_chunks ? 0 : c.options.pipeline_chunks,
                     auto_chunks ? bytes : 0.0};
@@ -304,6 +304,8 @@ uint32_t Engine::collective_plan(const Collective& c, double bytes) {
 
 TaskId Engine::collective(CollectiveKind kind, GroupId group, double bytes, Label label, CollectiveOptions options) {
   const char* what = to_string(kind);
+  if (kind == CollectiveKind::send_recv)
+    throw SpecError(std::string("collective '") + std::string(label.name) + "': send-recv is a point-to-point transfer (use transfer())");
   check_bytes(bytes, what, label);
   guarded(what, label, [&] { return group_gpus(group).size(); });
   if (options.stream != kNone) guarded(what, label, [&] { return resource(options.stream).node; });

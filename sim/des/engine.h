@@ -129,7 +129,7 @@ class Engine {
   };
   struct Collective {
     GroupId group = 0;
-    CollectiveKind kind = CollectiveKind::AllReduce;
+    CollectiveKind kind = CollectiveKind::all_reduce;
     CollectiveOptions options;
   };
   struct Resource {

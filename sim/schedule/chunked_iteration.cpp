@@ -60,7 +60,7 @@ class SimHooks final : public StepHooks {
     last_task_ = t;
     if (job_.plan.tp > 1 && s.index >= 0 && s.index < L) {
       const double bytes = c_.tp_bytes * (!fwd && job_.plan.recompute == Recompute::full ? 2 : 1);
-      last_task_ = eng_.collective(des::CollectiveKind::AllReduce, tp_group_, bytes, des::Label{out_.tp, "tp " + name});
+      last_task_ = eng_.collective(CollectiveKind::all_reduce, tp_group_, bytes, des::Label{out_.tp, "tp " + name});
       backend_.append_compute(last_task_);
       if (!fwd) stage_.last_backward = last_task_;
     }

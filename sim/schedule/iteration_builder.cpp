@@ -96,7 +96,7 @@ class Builder {
     if (job_.plan.tp == 1) return;
     des::CollectiveOptions o;
     o.algo = opt_.tp_algo;
-    chain(eng_.collective(des::CollectiveKind::AllReduce, group, 2 * boundary_bytes_,
+    chain(eng_.collective(CollectiveKind::all_reduce, group, 2 * boundary_bytes_,
                           label(c, "tp s%d mb%d L%d", s, mb, layer), o));
   }
 
@@ -140,7 +140,7 @@ class Builder {
       if (gather_params) {
         des::CollectiveOptions o;
         o.stream = zero_stream;
-        prefetch = eng_.collective(des::CollectiveKind::AllGather, dp_group(0, s), chunk_param_bytes,
+        prefetch = eng_.collective(CollectiveKind::all_gather, dp_group(0, s), chunk_param_bytes,
                                    label(out_.dp, "zero3 gather s%d c%d mb%d", s, op.model_chunk, mb), o);
       } else if (fetch_params) {
         prefetch = eng_.copy(lead, des::CopyDir::H2D, chunk_param_bytes,
@@ -260,7 +260,7 @@ class Builder {
         des::CollectiveOptions o;
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
-        const auto kind = p.zero_stage >= 1 ? des::CollectiveKind::ReduceScatter : des::CollectiveKind::AllReduce;
+        const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
         const TaskId x = eng_.collective(kind, dp_group(t, s), params[static_cast<size_t>(ch)] * act_bytes_,
                                          label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
         eng_.depends(x, after);
@@ -302,7 +302,7 @@ class Builder {
         des::CollectiveOptions o;
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
-        const TaskId x = eng_.collective(des::CollectiveKind::AllGather, dp_group(t, s), stage_params * act_bytes_,
+        const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), stage_params * act_bytes_,
                                          label(out_.dp, "params s%d t%d", s, t), o);
         eng_.depends(x, last);
       }

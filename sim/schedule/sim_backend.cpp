@@ -4,23 +4,6 @@
 #include <string>
 
 namespace starfish::schedule {
-namespace {
-
-des::CollectiveKind des_kind(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_gather: return des::CollectiveKind::AllGather;
-    case CollectiveKind::reduce_scatter: return des::CollectiveKind::ReduceScatter;
-    case CollectiveKind::broadcast: return des::CollectiveKind::Broadcast;
-    case CollectiveKind::reduce: return des::CollectiveKind::Reduce;
-    case CollectiveKind::all_reduce: return des::CollectiveKind::AllReduce;
-    case CollectiveKind::all_to_all: return des::CollectiveKind::AllToAll;
-    case CollectiveKind::send_recv: break;
-  }
-  throw SpecError("the chunk runtime asked for a send/recv, which is not a collective");
-}
-
-}  // namespace
-
 SimBackend::SimBackend(des::Engine& engine, int gpu, int node, SimBackendCategories categories)
     : engine_(engine), gpu_(gpu), node_(node), cat_(categories) {}
 
@@ -82,7 +65,7 @@ Completion SimBackend::collective(CollectiveKind kind, const Group& group, const
   std::vector<int> gpus = group.ranks;
   if (group.root > 0) std::rotate(gpus.begin(), gpus.begin() + group.root, gpus.end());  // the engine's root is first
   const std::string name = std::string(to_string(kind)) + " chunk " + std::to_string(tag.chunk);
-  const des::TaskId t = engine_.collective(des_kind(kind), engine_.group(std::move(gpus)), bytes, des::Label{cat_.dp, name});
+  const des::TaskId t = engine_.collective(kind, engine_.group(std::move(gpus)), bytes, des::Label{cat_.dp, name});
   return issue(t, t, tag.queue);
 }
 

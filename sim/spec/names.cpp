@@ -1,4 +1,5 @@
 // Text names of the spec enums, as written in YAML.
+#include "sim/spec/collective_kind.h"
 #include "sim/spec/dtype.h"
 #include "sim/spec/plan.h"
 #include "sim/spec/training.h"
@@ -57,6 +58,19 @@ const char* to_string(Schedule s) {
     case Schedule::gpipe: return "gpipe";
     case Schedule::one_f_one_b: return "1f1b";
     case Schedule::interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return "all-reduce";
+    case CollectiveKind::all_gather: return "all-gather";
+    case CollectiveKind::reduce_scatter: return "reduce-scatter";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::all_to_all: return "all-to-all";
+    case CollectiveKind::send_recv: return "send-recv";
   }
   return "?";
 }

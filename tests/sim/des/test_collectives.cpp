@@ -35,7 +35,7 @@ TEST(Collectives, RingAllReduceOnNvswitchMatchesTheAlphaBetaFormula) {
       for (bool merged : {true, false}) {
         CollectiveOptions opt;
         opt.merge_steps = merged;
-        const double got = run_one(topo, CollectiveKind::AllReduce, iota(0, n), B, opt);
+        const double got = run_one(topo, CollectiveKind::all_reduce, iota(0, n), B, opt);
         EXPECT_NEAR(got, expect, 0.01 * expect) << n << " " << B << " " << merged;
         EXPECT_NEAR(got, expect, 1e-9 * expect) << n << " " << B << " " << merged;  // exact but rounding
       }
@@ -49,7 +49,7 @@ TEST(Collectives, GatherScatterAndAllToAllTakeNMinusOneSteps) {
   const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 96e6;
   const int n = 8;
   const double expect = (n - 1.0) / n * B / bw + (n - 1) * lat;
-  for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllToAll}) {
+  for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_to_all}) {
     for (bool merged : {true, false}) {
       CollectiveOptions opt;
       opt.merge_steps = merged;
@@ -67,14 +67,14 @@ TEST(Collectives, BroadcastIsAPipelinedChain) {
     CollectiveOptions opt;
     opt.pipeline_chunks = k;
     const double expect = (k + n - 2) * (B / k / bw + lat);
-    EXPECT_NEAR(run_one(topo, CollectiveKind::Broadcast, iota(0, n), B, opt), expect, 1e-9 * expect) << k;
-    EXPECT_NEAR(run_one(topo, CollectiveKind::Reduce, iota(0, n), B, opt), expect, 1e-9 * expect) << k;
+    EXPECT_NEAR(run_one(topo, CollectiveKind::broadcast, iota(0, n), B, opt), expect, 1e-9 * expect) << k;
+    EXPECT_NEAR(run_one(topo, CollectiveKind::reduce, iota(0, n), B, opt), expect, 1e-9 * expect) << k;
   }
   // Automatic chunking is the best k of the same formula.
   const int k = best_pipeline_chunks(n, B, bw, lat);
   EXPECT_GT(k, 1);
   const double best = (k + n - 2) * (B / k / bw + lat);
-  EXPECT_NEAR(run_one(topo, CollectiveKind::Broadcast, iota(0, n), B), best, 1e-9 * best);
+  EXPECT_NEAR(run_one(topo, CollectiveKind::broadcast, iota(0, n), B), best, 1e-9 * best);
 }
 
 TEST(Collectives, ARingAcrossNodesRunsAtTheNicsPace) {
@@ -87,7 +87,7 @@ TEST(Collectives, ARingAcrossNodesRunsAtTheNicsPace) {
   const double nic = c.node.nic->bandwidth_Bps;
   const double lat = 2 * c.node.pcie.latency_s + c.node.nic->latency_s;
   const double expect = 2.0 * (n - 1) / n * B / nic + 2 * (n - 1) * lat;
-  EXPECT_NEAR(run_one(topo, CollectiveKind::AllReduce, iota(0, n), B), expect, 1e-9 * expect);
+  EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, n), B), expect, 1e-9 * expect);
 }
 
 TEST(Collectives, HierarchicalAllReduceUsesEveryRail) {
@@ -100,11 +100,11 @@ TEST(Collectives, HierarchicalAllReduceUsesEveryRail) {
   const double inter = 2.0 * (N - 1) / N * (B / L) / nic + 2 * (N - 1) * net_lat;  // 8 rails at once
   CollectiveOptions h;
   h.algo = CollectiveAlgo::Hierarchical;
-  const double got = run_one(topo, CollectiveKind::AllReduce, iota(0, L * N), B, h);
+  const double got = run_one(topo, CollectiveKind::all_reduce, iota(0, L * N), B, h);
   EXPECT_NEAR(got, 2 * intra + inter, 1e-9 * got);
-  EXPECT_LT(got, run_one(topo, CollectiveKind::AllReduce, iota(0, L * N), B));  // beats the flat ring
+  EXPECT_LT(got, run_one(topo, CollectiveKind::all_reduce, iota(0, L * N), B));  // beats the flat ring
   // Reduce-scatter: the first half of it.
-  const double rs = run_one(topo, CollectiveKind::ReduceScatter, iota(0, L * N), B, h);
+  const double rs = run_one(topo, CollectiveKind::reduce_scatter, iota(0, L * N), B, h);
   EXPECT_NEAR(rs, intra + (N - 1.0) / N * (B / L) / nic + (N - 1) * net_lat, 1e-9 * rs);
 }
 
@@ -115,10 +115,10 @@ TEST(Collectives, ConcurrentCollectivesShareLinks) {
   const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 400e6;
   // Two all-gathers over the same 4 GPUs at once: each ring link carries both, at half rate.
   const GroupId g = e.group({0, 1, 2, 3});
-  const TaskId a = e.collective(CollectiveKind::AllGather, g, B, {0, "a"});
-  const TaskId b = e.collective(CollectiveKind::AllGather, g, B, {0, "b"});
+  const TaskId a = e.collective(CollectiveKind::all_gather, g, B, {0, "a"});
+  const TaskId b = e.collective(CollectiveKind::all_gather, g, B, {0, "b"});
   // Another group on other GPUs is unaffected.
-  const TaskId other = e.collective(CollectiveKind::AllGather, e.group({4, 5, 6, 7}), B, {0, "o"});
+  const TaskId other = e.collective(CollectiveKind::all_gather, e.group({4, 5, 6, 7}), B, {0, "o"});
   const Results& r = e.run();
   const double alone = 3.0 / 4 * B / bw + 3 * lat;
   EXPECT_NEAR(r.end_s[a], 3.0 / 4 * B / (bw / 2) + 3 * lat, 1e-9 * r.end_s[a]);
@@ -128,7 +128,7 @@ TEST(Collectives, ConcurrentCollectivesShareLinks) {
 
 TEST(Collectives, AGroupOfOneTakesNoTime) {
   const Topology topo(dgx_a100());
-  EXPECT_EQ(run_one(topo, CollectiveKind::AllReduce, {5}, 1e9), 0.0);
+  EXPECT_EQ(run_one(topo, CollectiveKind::all_reduce, {5}, 1e9), 0.0);
 }
 
 TEST(Collectives, BadGroupsAndAlgorithmsGiveClearErrors) {
@@ -149,7 +149,7 @@ TEST(Collectives, BadGroupsAndAlgorithmsGiveClearErrors) {
   CollectiveOptions h;
   h.algo = CollectiveAlgo::Hierarchical;
   try {
-    e.collective(CollectiveKind::AllReduce, e.group({0, 1, 8}), 1e6, {0, "uneven"}, h);
+    e.collective(CollectiveKind::all_reduce, e.group({0, 1, 8}), 1e6, {0, "uneven"}, h);
     FAIL();
   } catch (const SpecError& ex) {
     EXPECT_STREQ(ex.what(),
@@ -157,7 +157,7 @@ TEST(Collectives, BadGroupsAndAlgorithmsGiveClearErrors) {
                  "node (node 0 has 2, node 1 has 1)");
   }
   try {
-    e.collective(CollectiveKind::Broadcast, e.group({0, 8}), 1e6, {0, "b"}, h);
+    e.collective(CollectiveKind::broadcast, e.group({0, 8}), 1e6, {0, "b"}, h);
     FAIL();
   } catch (const SpecError& ex) {
     EXPECT_STREQ(ex.what(),
@@ -165,7 +165,7 @@ TEST(Collectives, BadGroupsAndAlgorithmsGiveClearErrors) {
                  "broadcast; use the ring");
   }
   try {
-    e.collective(CollectiveKind::AllGather, 99, 1e6, {0, "nogroup"});
+    e.collective(CollectiveKind::all_gather, 99, 1e6, {0, "nogroup"});
     FAIL();
   } catch (const SpecError& ex) {
     EXPECT_STREQ(ex.what(), "all-gather 'nogroup': GPU group 99 does not exist");

@@ -49,7 +49,7 @@ std::vector<TaskId> add_random_dag(Engine& e, int node, uint64_t seed, int count
       default: {
         CollectiveOptions opt;
         opt.merge_steps = false;
-        t = e.collective(CollectiveKind::AllReduce, half, 1e6 * (1 + rng.below(100)), {0, "ar-steps"}, opt);
+        t = e.collective(CollectiveKind::all_reduce, half, 1e6 * (1 + rng.below(100)), {0, "ar-steps"}, opt);
       }
     }
     // Up to three dependencies on earlier tasks of this DAG.

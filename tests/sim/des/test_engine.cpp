@@ -152,7 +152,7 @@ TEST(Engine, RunTwiceGivesTheSameResults) {
   const GroupId g = e.group({0, 1, 2, 3, 4, 5, 6, 7});
   TaskId prev = e.compute(0, 1e-3, {0, "c"});
   for (int i = 0; i < 5; ++i) {
-    const TaskId ar = e.collective(CollectiveKind::AllReduce, g, 50e6, {0, "ar"});
+    const TaskId ar = e.collective(CollectiveKind::all_reduce, g, 50e6, {0, "ar"});
     const TaskId x = e.transfer(topo.gpu(i), topo.gpu(8 + i), 20e6, {0, "x"});
     const TaskId k = e.compute(i, 2e-4, {0, "k"});
     e.depends(ar, prev);
@@ -177,8 +177,8 @@ TEST(Engine, StreamsOfYourOwnSerializeTransfersAndCollectives) {
   const GroupId g = e.group({0, 1, 2, 3});
   CollectiveOptions on_stream;
   on_stream.stream = s;
-  const TaskId a = e.collective(CollectiveKind::AllGather, g, 40e6, {0, "ag"}, on_stream);
-  const TaskId b = e.collective(CollectiveKind::AllGather, g, 40e6, {0, "ag2"}, on_stream);
+  const TaskId a = e.collective(CollectiveKind::all_gather, g, 40e6, {0, "ag"}, on_stream);
+  const TaskId b = e.collective(CollectiveKind::all_gather, g, 40e6, {0, "ag2"}, on_stream);
   const TaskId x = e.transfer(topo.gpu(4), topo.gpu(5), 1e6, {0, "x"}, s);
   const Results& r = e.run();
   EXPECT_EQ(r.start_s[b], r.end_s[a]);
@@ -194,7 +194,7 @@ TEST(Engine, IntervalQueriesTellWhatRanWhen) {
   const TaskId k1 = e.compute(0, 4e-3, {fwd, "k1"});
   const TaskId k2 = e.compute(0, 4e-3, {fwd, "k2"});
   const TaskId w = e.delay(2e-3, {0, "w"});
-  const TaskId comm = e.collective(CollectiveKind::AllReduce, g, 2.5e9, {tp, "ar"});
+  const TaskId comm = e.collective(CollectiveKind::all_reduce, g, 2.5e9, {tp, "ar"});
   e.depends(k2, k1);
   e.depends(comm, w);
   const TaskId gap = e.delay(12e-3, {0, "gap"});

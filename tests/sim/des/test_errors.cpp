@@ -38,6 +38,14 @@ TEST(Errors, ADependencyCycleNamesItsTasks) {
             "dependency cycle: task 0 'a' -> task 1 'b' -> task 2 'c' -> task 0 'a'");
 }
 
+TEST(Errors, SendRecvIsATransferNotACollective) {
+  const Topology topo(dgx_a100());
+  Engine e(topo);
+  const GroupId g = e.group({0, 1});
+  EXPECT_EQ(error_of([&] { e.collective(CollectiveKind::send_recv, g, 1e6, {0, "p2p"}); }),
+            "collective 'p2p': send-recv is a point-to-point transfer (use transfer())");
+}
+
 TEST(Errors, TasksOnDevicesThatDoNotExist) {
   const Topology topo(dgx_a100());
   Engine e(topo);

@@ -103,8 +103,8 @@ TEST(FlowSharing, HalvingOneLinkSlowsOnlyTheTasksOnIt) {
     on_link.push_back(off);
     // In the same flow component (the host memory link) but not on GPU0's link.
     others.push_back(e.copy(2, CopyDir::D2H, 64e6, {0, "offload2"}));
-    others.push_back(e.collective(CollectiveKind::AllReduce, tp, 80e6, {0, "tp"}));
-    others.push_back(e.collective(CollectiveKind::AllReduce, dp, 30e6, {0, "dp"}));
+    others.push_back(e.collective(CollectiveKind::all_reduce, tp, 80e6, {0, "tp"}));
+    others.push_back(e.collective(CollectiveKind::all_reduce, dp, 30e6, {0, "dp"}));
     others.push_back(e.compute(6, 2e-4 * (i + 1), {0, "k6"}));
     others.push_back(e.transfer(topo.gpu(9), topo.gpu(10), 10e6, {0, "p2p"}));
   }

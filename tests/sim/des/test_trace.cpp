@@ -176,7 +176,7 @@ struct Fixture {
     dp = e->category("dp");
     k = e->compute(0, 2e-3, {fwd, "fwd s0 mb0"});
     cp = e->copy(0, CopyDir::D2H, 50e6, {e->category("offload"), "offload chunk 3"});
-    ar = e->collective(CollectiveKind::AllReduce, e->group({0, 8}), 100e6, {dp, "dp grads"});
+    ar = e->collective(CollectiveKind::all_reduce, e->group({0, 8}), 100e6, {dp, "dp grads"});
     x = e->transfer(topo.gpu(3), topo.gpu(11), 20e6, {e->category("pp"), "pp send"});
     x2 = e->transfer(topo.gpu(3), topo.gpu(12), 20e6, {e->category("pp"), "pp send 2"});  // overlaps x
     odd = e->delay(1e-3, {0, "quote \" backslash \\ newline \n tab \t"});
