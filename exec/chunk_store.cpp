@@ -157,7 +157,15 @@ double ChunkStore::grad_square_sum() {
   return sq;
 }
 
-void ChunkStore::optimizer_step(const OptimizerConfig& config, int64_t step, double clip) {
+void ChunkStore::optimizer_step(const OptimizerConfig& config, int64_t step, double clip) { run_optimizer_phase(&config, step, clip); }
+
+void ChunkStore::skip_optimizer_step() { run_optimizer_phase(nullptr, 0, 1.0); }
+
+// The optimizer phase walks every optimizer chunk through the runtime either way, so the
+// runtime's moves and the ZeRO collectives stay those of its schedule on every rank. Skipping
+// (config == nullptr) still restores a mixed-precision param chunk from its master: its
+// gradient was written over it during backward.
+void ChunkStore::run_optimizer_phase(const OptimizerConfig* config, int64_t step, double clip) {
   for (; cursor_ < steps_.size(); ++cursor_) {
     const Step& s = steps_[cursor_];
     if (s.phase != Phase::optimizer) throw std::logic_error("chunk store: optimizer step before the backward pass ended");
@@ -176,8 +184,12 @@ void ChunkStore::optimizer_step(const OptimizerConfig& config, int64_t step, dou
     }
     if (w.momentum.valid()) slice.exp_avg = typed(w.momentum, at::kFloat);
     if (w.variance.valid()) slice.exp_avg_sq = typed(w.variance, at::kFloat);
-    if (clip < 1.0) slice.grad.mul_(clip);
-    optimizer_update(config, step, slice);
+    if (config) {
+      if (clip < 1.0) slice.grad.mul_(clip);
+      optimizer_update(*config, step, slice);
+    } else if (slice.param.defined() && w.grad == w.param) {
+      slice.param.copy_(slice.master);
+    }
     runtime_->end_optimizer(s.index);
     runtime_->end_moment();
   }

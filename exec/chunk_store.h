@@ -44,6 +44,7 @@ class ChunkStore : public TrainableStore {
   bool sharded() const override { return runtime_->zero().sharded(); }
   double grad_square_sum() override;
   void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) override;
+  void skip_optimizer_step() override;
   void zero_grad() override {}  // a gradient's first write of an iteration overwrites
   std::vector<std::pair<std::string, at::Tensor>> gather_values(Comm& comm) override;
   std::vector<std::pair<std::string, at::Tensor>> save_state() override;
@@ -53,6 +54,7 @@ class ChunkStore : public TrainableStore {
   const ChunkRuntime& runtime() const { return *runtime_; }
 
  private:
+  void run_optimizer_phase(const OptimizerConfig* config, int64_t step, double clip);  // config null: skip
   int tensor_index(const std::string& name) const;
   at::Tensor view(int chunk, int64_t offset_elements, int64_t elements) const;  // typed, GPU/CPU tier
   at::ScalarType chunk_type(int chunk) const;

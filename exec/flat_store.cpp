@@ -51,6 +51,9 @@ void FlatStore::optimizer_step(const OptimizerConfig& config, int64_t step, doub
   optimizer_update(config, step, s);
 }
 
+// The gradients stay in grad_ until the next zero_grad; param_, master_ and the moments are untouched.
+void FlatStore::skip_optimizer_step() {}
+
 std::vector<std::pair<std::string, at::Tensor>> FlatStore::gather_values(Comm&) {
   std::vector<std::pair<std::string, at::Tensor>> v;
   for (const GptParam& p : gpt_.params()) v.emplace_back(p.name, value(p.name));

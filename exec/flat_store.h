@@ -24,6 +24,7 @@ class FlatStore : public TrainableStore {
   bool sharded() const override { return false; }
   double grad_square_sum() override;
   void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) override;
+  void skip_optimizer_step() override;
   void zero_grad() override;
   std::vector<std::pair<std::string, at::Tensor>> gather_values(Comm& comm) override;
   std::vector<std::pair<std::string, at::Tensor>> save_state() override;

@@ -208,8 +208,12 @@ int run_rank(const RunOptions& o) {
   check_plan_supported(pf.plan, env.world_size);
   Training training = pf.training;
   if (o.iterations) training.iterations = *o.iterations;
-  if (training.dtype != DType::fp32 && training.dtype != DType::bf16)
-    throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32 or bf16, not " + to_string(training.dtype));
+  if (training.dtype != DType::fp32 && training.dtype != DType::bf16 && training.dtype != DType::fp16)
+    throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(training.dtype));
+  // LibTorch's CPU kernels have no fp16 matrix multiply (addmm is not implemented for 'Half'),
+  // so fp16 (with dynamic loss scaling) runs on CUDA only.
+  if (training.dtype == DType::fp16 && !torch::cuda::is_available())
+    throw SpecError(o.plan_path + ": field 'training.dtype': fp16 needs a CUDA device (LibTorch has no fp16 matmul on CPU); use bf16 or fp32 here");
   if (model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
 
   // The Job, as the simulator makes it (make_job checks the plan against model and hardware):
@@ -235,7 +239,7 @@ int run_rank(const RunOptions& o) {
   const ByteCorpus data = o.data_path ? ByteCorpus::from_file(*o.data_path) : ByteCorpus::generated(1 << 20);
   const Gpt gpt(model);
   Comm comm(env);
-  const at::ScalarType dtype = training.dtype == DType::bf16 ? at::kBFloat16 : at::kFloat;
+  const at::ScalarType dtype = training.dtype == DType::bf16 ? at::kBFloat16 : training.dtype == DType::fp16 ? at::kHalf : at::kFloat;
   const bool chunked = pf.plan.chunked();
   std::unique_ptr<TorchBackend> backend;
   ChunkStore* chunks = nullptr;
@@ -270,7 +274,10 @@ int run_rank(const RunOptions& o) {
   } else {
     store = std::make_unique<FlatStore>(gpt, dtype, training.seed);
   }
-  StoreTrainer trainer(gpt, data, training, pf.plan, comm, std::move(store));
+  if (training.dtype == DType::fp16 && store->device().is_cpu())
+    throw SpecError(o.plan_path + ": field 'training.dtype': fp16 computes on the GPU tier, which needs a chunked plan (plan.chunk_size) on CUDA; "
+                    "the flat store computes on the CPU");
+  StoreTrainer trainer(gpt, data, training, pf.plan, comm, std::move(store));  // fp16: with dynamic loss scaling
 
   {
     std::ostringstream s;
@@ -325,10 +332,15 @@ int run_rank(const RunOptions& o) {
       per_iteration.push_back(now.minus(before));
       before = now;
     }
-    char line[200];
+    char line[240];
     std::snprintf(line, sizeof line, "iter %4lld/%lld  loss %.4f  grad_norm %.3f  %.3f s", static_cast<long long>(trainer.steps_done()),
                   static_cast<long long>(training.iterations), r.loss, r.grad_norm, r.seconds);
-    say(line);
+    std::string text = line;
+    if (trainer.loss_scaler()) {
+      std::snprintf(line, sizeof line, "  loss_scale %g%s", r.loss_scale, r.skipped ? "  skipped (inf/NaN gradients): scale halved" : "");
+      text += line;
+    }
+    say(text);
     if (o.checkpoint_every > 0 && trainer.steps_done() % o.checkpoint_every == 0 && trainer.steps_done() < training.iterations) save();
   }
   if (!o.checkpoint_dir.empty() && !results.empty()) save();
@@ -423,6 +435,7 @@ int run_rank(const RunOptions& o) {
     for (size_t i = 0; i < results.size(); ++i) {
       w.begin_object().field("iteration", first_iteration + static_cast<int64_t>(i));
       w.field("loss", results[i].loss).field("grad_norm", results[i].grad_norm).field("time_s", results[i].seconds);
+      if (trainer.loss_scaler()) w.field("loss_scale", results[i].loss_scale).field("skipped", results[i].skipped);
       if (chunked) {
         const Counters& c = per_iteration[i];
         w.field("moves", c.moves).field("h2d", c.h2d()).field("d2h", c.d2h());

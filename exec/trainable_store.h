@@ -23,6 +23,9 @@ class TrainableStore : public ParameterStore {
   // Scales the gradients by `clip` (when < 1) and runs the optimizer over every piece this rank
   // updates, where the piece lives; ends the iteration. `step` counts from 1.
   virtual void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) = 0;
+  // Ends the iteration like optimizer_step but leaves parameters and optimizer state as they
+  // were (fp16 loss scaling skips a step whose gradients overflowed).
+  virtual void skip_optimizer_step() = 0;
   // Before an iteration's first backward (a store may instead overwrite on first write).
   virtual void zero_grad() = 0;
   // Every parameter's current value (fp32, model shape) on every rank: a collective.

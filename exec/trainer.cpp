@@ -37,14 +37,19 @@ StoreTrainer::StoreTrainer(const Gpt& gpt, const ByteCorpus& data, Training trai
                            std::unique_ptr<TrainableStore> store)
     : gpt_(gpt), data_(data), training_(std::move(training)), plan_(std::move(plan)), comm_(comm), store_(std::move(store)),
       split_(BatchSplit::make(training_, plan_, comm.rank(), comm.world_size())),
-      anchor_(torch::zeros({}, torch::requires_grad())) {}
+      anchor_(torch::zeros({}, torch::requires_grad())) {
+  if (training_.dtype == DType::fp16) enable_loss_scaling();
+}
 
 StepResult StoreTrainer::step() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t it = steps_;
+  StepResult r;
+  r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
   // Each micro-batch's mean loss is scaled so that the summed gradients are those of the mean
-  // over the whole global batch; the sum over ranks happens in reduce_gradients.
-  const double scale = 1.0 / double(split_.micro_batches * comm_.world_size());
+  // over the whole global batch; the sum over ranks happens in reduce_gradients. With loss
+  // scaling the factor also carries the loss scale (a power of two: exact in any float format).
+  const double scale = r.loss_scale / double(split_.micro_batches * comm_.world_size());
   double loss_sum = 0;
   store_->zero_grad();
   for (int64_t m = 0; m < split_.micro_batches; ++m) {
@@ -65,11 +70,23 @@ StepResult StoreTrainer::step() {
     at::Tensor loss_only = stats.narrow(0, 1, 1);
     comm_.all_reduce_sum(loss_only);
   }
-  StepResult r;
-  r.grad_norm = std::sqrt(stats[0].item<double>());
+  // The global norm is the same number on every rank (reduced gradients, or a summed square
+  // sum), so every rank takes the same skip-or-step decision without another collective: any
+  // inf or NaN in any rank's gradients makes it non-finite.
+  const double scaled_norm = std::sqrt(stats[0].item<double>());
+  r.grad_norm = scaled_norm / r.loss_scale;
   r.loss = stats[1].item<double>() / double(split_.micro_batches * comm_.world_size());
-  const double clip = clip_coefficient(r.grad_norm, training_.grad_clip);
-  store_->optimizer_step(OptimizerConfig::from(training_), it + 1, clip);
+  const bool apply = scaler_ ? scaler_->update(scaled_norm) : true;
+  if (apply) {
+    // Unscaling folds into the clip factor: the gradients are multiplied once, by clip / scale.
+    // The optimizer's step number stays the iteration's (a skipped step still counts), so a
+    // checkpoint, which stores only the iteration, resumes it exactly.
+    const double clip = clip_coefficient(r.grad_norm, training_.grad_clip) / r.loss_scale;
+    store_->optimizer_step(OptimizerConfig::from(training_), it + 1, clip);
+  } else {
+    store_->skip_optimizer_step();
+    r.skipped = true;
+  }
   ++steps_;
   r.seconds = seconds_since(t0);
   return r;

@@ -6,6 +6,7 @@
 // (ordinary LibTorch parameters and torch::optim), which the tests compare step for step.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "exec/data.h"
 #include "exec/gpt_model.h"
+#include "exec/loss_scaler.h"
 #include "exec/trainable_store.h"
 #include "sim/spec/plan.h"
 #include "sim/spec/training.h"
@@ -33,7 +35,9 @@ struct BatchSplit {
 
 struct StepResult {
   double loss = 0;       // mean over the global batch (all ranks)
-  double grad_norm = 0;  // global, before clipping
+  double grad_norm = 0;  // global, before clipping (unscaled; inf or NaN when the step overflowed)
+  bool skipped = false;  // loss scaling: the gradients overflowed and the optimizer did not step
+  double loss_scale = 1; // the scale this step's loss was multiplied by (1 without loss scaling)
   double seconds = 0;    // wall time of the iteration
 };
 
@@ -45,6 +49,10 @@ class StoreTrainer {
   int64_t steps_done() const { return steps_; }
   void set_steps_done(int64_t s) { steps_ = s; }  // after loading a checkpoint
   TrainableStore& store() { return *store_; }
+  // Dynamic loss scaling: on from construction for training.dtype fp16 (default config); any
+  // dtype may turn it on (or reconfigure it) before the first step.
+  void enable_loss_scaling(LossScalerConfig config = {}) { scaler_.emplace(config); }
+  LossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
 
  private:
   const Gpt& gpt_;
@@ -55,6 +63,7 @@ class StoreTrainer {
   std::unique_ptr<TrainableStore> store_;
   BatchSplit split_;
   at::Tensor anchor_;
+  std::optional<LossScaler> scaler_;
   int64_t steps_ = 0;
 };
 
