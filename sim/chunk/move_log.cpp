@@ -10,15 +10,6 @@
 namespace starfish {
 namespace {
 
-bool parse_tier(const std::string& s, Tier& out) {
-  for (Tier t : {Tier::gpu, Tier::cpu, Tier::nvme})
-    if (s == to_string(t)) {
-      out = t;
-      return true;
-    }
-  return false;
-}
-
 [[noreturn]] void bad(int n, const std::string& why, const std::string& line) {
   throw SpecError("move log line " + std::to_string(n) + ": " + why + ": " + line);
 }

@@ -7,25 +7,17 @@
 #include <vector>
 
 #include "sim/spec/error.h"
+#include "sim/spec/json_writer.h"
 
 namespace starfish::des {
 
 namespace {
 
+// JSON string escaping is the spec's JsonWriter's (one escaper for every JSON Starfish writes).
 void put_string(std::ostream& out, std::string_view s) {
-  out << '"';
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out << '\\' << c;
-    } else if (u < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out << "\\u00" << hex[u >> 4] << hex[u & 15];
-    } else {
-      out << c;
-    }
-  }
-  out << '"';
+  std::string quoted;
+  JsonWriter::escape_into(quoted, s);
+  out << quoted;
 }
 
 void put_number(std::ostream& out, double v) {

@@ -44,6 +44,15 @@ const char* to_string(Tier t) {
   return "?";
 }
 
+bool parse_tier(const std::string& text, Tier& out) {
+  for (Tier t : {Tier::gpu, Tier::cpu, Tier::nvme})
+    if (text == to_string(t)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
 const char* to_string(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";

@@ -37,6 +37,7 @@ struct Plan {
 };
 
 const char* to_string(Tier t);
+bool parse_tier(const std::string& text, Tier& out);  // false when unknown
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 
