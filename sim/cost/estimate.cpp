@@ -97,9 +97,11 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     pp_comm = 2.0 * p.virtual_stages *
               collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, boundary_bytes / p.tp, link);
   }
-  const double per_micro_batch = stage_compute + tp_comm + pp_comm;
+  // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
+  const double accumulate = grad_accumulate_time_s(gpu, e.params_per_gpu / (p.zero_stage >= 2 ? dp : 1), act_bytes);
+  const double per_micro_batch = stage_compute + accumulate + tp_comm + pp_comm;
   const double mb = static_cast<double>(e.micro_batches);
-  e.time.compute_s = mb * stage_compute;
+  e.time.compute_s = mb * stage_compute + (mb - 1) * accumulate;
   e.time.tp_comm_s = mb * tp_comm;
   e.time.pp_comm_s = mb * pp_comm;
   e.time.bubble_s = (p.pp - 1.0) / p.virtual_stages * per_micro_batch;

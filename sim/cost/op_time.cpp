@@ -13,6 +13,10 @@ double memory_bound_time_s(const GpuSpec& gpu, double bytes) {
   return bytes / (gpu.hbm_bandwidth_Bps * gpu.hbm_efficiency);
 }
 
+double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_bytes) {
+  return memory_bound_time_s(gpu, 3.0 * static_cast<double>(grad_bytes) * params);
+}
+
 double layer_elementwise_bytes(const Model& m, int64_t b, int tp, bool sp, int64_t act_bytes) {
   const double B = static_cast<double>(act_bytes);
   const double T = static_cast<double>(m.seq_len) * b;

@@ -29,6 +29,14 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_
 // Output layer (final norm, logits GEMM, softmax cross-entropy), forward and backward.
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp);
 
+// Gradient accumulation over micro-batches: from the second micro-batch on, every weight
+// gradient the backward pass produces is added into the gradient buffer (PyTorch's
+// AccumulateGrad, Megatron's and DeepSpeed's grad buffers): read the buffer, read the new
+// gradient, write the buffer, 3 x `grad_bytes` per parameter at HBM speed. Frameworks that fuse
+// the addition into the weight-gradient GEMM (beta = 1) avoid it; the eager ones measured in
+// ../shared/data do not.
+double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_bytes);
+
 // Bytes of element-wise HBM traffic of one layer's forward on one GPU (reads + writes).
 double layer_elementwise_bytes(const Model& model, int64_t micro_batch, int tp, bool sequence_parallel,
                                int64_t act_bytes);

@@ -127,7 +127,7 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
       add_link(LinkKind::Nvme, base + local_nvme_, base + local_cpu_, n.nvme->read_Bps, n.nvme->write_Bps,
                n.nvme->latency_s);
     if (n.nvlink && n.gpus > 1) {
-      const double bw = n.nvlink->bandwidth_Bps, lat = n.nvlink->latency_s;
+      const double bw = n.nvlink->achieved_Bps(), lat = n.nvlink->latency_s;
       if (nvswitch) {
         for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), base + local_nvswitch_, bw, bw, lat / 2);
       } else if (n.gpus == 2) {
@@ -144,7 +144,7 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
     }
     for (int j = 0; j < nics_ && fabric_ != kNone; ++j) {
       if (k == 0) nic_uplink_.push_back(static_cast<LinkId>(links_.size() - first_link));
-      add_link(LinkKind::Network, base + local_nic0_ + j, fabric_, n.nic->bandwidth_Bps, n.nic->bandwidth_Bps,
+      add_link(LinkKind::Network, base + local_nic0_ + j, fabric_, n.nic->achieved_Bps(), n.nic->achieved_Bps(),
                n.nic->latency_s / 2);
     }
     if (k == 0) links_per_node_ = static_cast<uint32_t>(links_.size());

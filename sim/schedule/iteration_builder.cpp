@@ -120,6 +120,8 @@ class Builder {
     stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
 
     const std::vector<double> params = chunk_params(job_.model, p, s);
+    std::vector<double> accumulated = params;
+    if (p.zero_stage >= 2) for (double& x : accumulated) x /= job_.dp();
     const bool gather_params = p.zero_stage >= 3 && job_.dp() > 1;
     const bool fetch_params = p.offload.params != Tier::gpu;
     des::ResourceId zero_stream = kNone;
@@ -182,6 +184,10 @@ class Builder {
           st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_)});
           tp_collective(tpg, s, mb, l, out_.tp);
         }
+        // From the second micro-batch on, the chunk's weight gradients are added into its buffer.
+        if (mb > 0)
+          chain(eng_.compute(lead, grad_accumulate_time_s(job_.cluster.node.gpu, accumulated[static_cast<size_t>(op.model_chunk)], act_bytes_),
+                             label(out_.bwd, "grad acc s%d c%d mb%d", s, op.model_chunk, mb)));
       }
       if (prefetch != kNone) eng_.depends(op_first_, prefetch);
       if (st.first_task == kNone) st.first_task = op_first_;
@@ -215,7 +221,11 @@ class Builder {
     const Plan& p = job_.plan;
     const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
     const des::Topology& topo = eng_.topology();
-    const double bytes = boundary_bytes_ / p.tp;  // Megatron's scatter/gather over the TP ranks
+    // Megatron's scatter/gather: each TP rank sends 1/tp of the boundary tensor to its peer of the
+    // next stage, and the receiving TP group all-gathers the pieces over its own links.
+    const double bytes = boundary_bytes_ / p.tp;
+    std::vector<des::GroupId> tp_groups;
+    for (const StageInfo& st : out_.stages) tp_groups.push_back(eng_.group(st.tp_group));
     auto link = [&](TaskId from_last, TaskId to_first, int from_stage, int to_stage, const char* what, int mb, int gv) {
       if (from_stage == to_stage) {
         eng_.depends(to_first, from_last);
@@ -223,9 +233,15 @@ class Builder {
       }
       const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
       const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
-      const TaskId x = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
-      eng_.depends(x, from_last);
-      eng_.depends(to_first, x);
+      TaskId arrived = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
+      eng_.depends(arrived, from_last);
+      if (p.tp > 1) {
+        const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_groups[static_cast<size_t>(to_stage)],
+                                              boundary_bytes_, label(out_.pp, what, gv, mb));
+        eng_.depends(gather, arrived);
+        arrived = gather;
+      }
+      eng_.depends(to_first, arrived);
     };
     for (int gv = 1; gv < P * V; ++gv)
       for (int mb = 0; mb < M; ++mb)

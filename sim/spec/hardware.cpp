@@ -36,7 +36,7 @@ double PcieSpec::raw_Bps() const {
 }
 
 double Cluster::intra_node_bandwidth_Bps() const {
-  if (node.nvlink) return node.nvlink->bandwidth_Bps;
+  if (node.nvlink) return node.nvlink->achieved_Bps();
   // Without NVLink GPU-to-GPU traffic crosses PCIe; the GPUs behind one root share it.
   return node.pcie.bandwidth_Bps() / std::max(1, node.pcie.gpus_per_root);
 }
@@ -47,7 +47,7 @@ double Cluster::intra_node_latency_s() const {
 
 double Cluster::inter_node_bandwidth_per_gpu_Bps() const {
   if (!node.nic) return 0;
-  return node.nic->count * node.nic->bandwidth_Bps / std::max(1, node.gpus);
+  return node.nic->count * node.nic->achieved_Bps() / std::max(1, node.gpus);
 }
 
 double Cluster::inter_node_latency_s() const { return node.nic ? node.nic->latency_s : 0; }

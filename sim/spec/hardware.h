@@ -64,16 +64,20 @@ struct PcieSpec {
 };
 
 struct NvlinkSpec {
-  double bandwidth_Bps = 0;  // per GPU, per direction
+  double bandwidth_Bps = 0;  // rated, per GPU, per direction
   double latency_s = 0;
   bool switched = true;      // NVSwitch: any pair at full rate; false: ring/mesh of direct links
+  double efficiency = 1.0;   // achieved fraction of the rated rate (NCCL's protocol overhead)
+  double achieved_Bps() const { return bandwidth_Bps * efficiency; }
   bool operator==(const NvlinkSpec&) const = default;
 };
 
 struct NicSpec {
   int count = 1;             // NICs per node
-  double bandwidth_Bps = 0;  // per NIC, per direction
+  double bandwidth_Bps = 0;  // rated, per NIC, per direction
   double latency_s = 0;
+  double efficiency = 1.0;   // achieved fraction of the rated rate (encoding, headers)
+  double achieved_Bps() const { return bandwidth_Bps * efficiency; }
   bool operator==(const NicSpec&) const = default;
 };
 

@@ -110,6 +110,7 @@ NvlinkSpec read_nvlink(MapReader r) {
   NvlinkSpec n;
   n.bandwidth_Bps = r.rate("bandwidth");
   if (n.bandwidth_Bps <= 0) r.fail("bandwidth", "must be positive");
+  if (r.has("efficiency")) n.efficiency = r.real("efficiency", 0.05, 1.0);
   if (r.has("latency")) n.latency_s = r.seconds("latency");
   if (r.has("switched")) n.switched = r.boolean("switched");
   r.finish();
@@ -121,6 +122,7 @@ NicSpec read_nic(MapReader r) {
   n.count = static_cast<int>(r.integer("count", 1));
   n.bandwidth_Bps = r.rate("bandwidth");
   if (n.bandwidth_Bps <= 0) r.fail("bandwidth", "must be positive");
+  if (r.has("efficiency")) n.efficiency = r.real("efficiency", 0.05, 1.0);
   if (r.has("latency")) n.latency_s = r.seconds("latency");
   r.finish();
   return n;
@@ -349,6 +351,7 @@ std::string to_yaml(const Cluster& c) {
   if (n.nvlink) {
     e << YAML::Key << "nvlink" << YAML::Value << YAML::BeginMap;
     emit_kv(e, "bandwidth", units::format_rate(n.nvlink->bandwidth_Bps));
+    emit_num(e, "efficiency", n.nvlink->efficiency);
     emit_kv(e, "latency", units::format_seconds(n.nvlink->latency_s));
     e << YAML::Key << "switched" << YAML::Value << n.nvlink->switched;
     e << YAML::EndMap;
@@ -357,6 +360,7 @@ std::string to_yaml(const Cluster& c) {
     e << YAML::Key << "nic" << YAML::Value << YAML::BeginMap;
     emit_num(e, "count", n.nic->count);
     emit_kv(e, "bandwidth", units::format_rate(n.nic->bandwidth_Bps));
+    emit_num(e, "efficiency", n.nic->efficiency);
     emit_kv(e, "latency", units::format_seconds(n.nic->latency_s));
     e << YAML::EndMap;
   }

@@ -28,7 +28,7 @@ double run_one(const Topology& topo, CollectiveKind kind, const std::vector<int>
 TEST(Collectives, RingAllReduceOnNvswitchMatchesTheAlphaBetaFormula) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
-  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s;
+  const double bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s;
   for (int n : {2, 4, 8}) {
     for (double B : {1e6, 256e6, 4e9}) {
       const double expect = 2.0 * (n - 1) / n * B / bw + 2 * (n - 1) * lat;
@@ -46,7 +46,7 @@ TEST(Collectives, RingAllReduceOnNvswitchMatchesTheAlphaBetaFormula) {
 TEST(Collectives, GatherScatterAndAllToAllTakeNMinusOneSteps) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
-  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 96e6;
+  const double bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s, B = 96e6;
   const int n = 8;
   const double expect = (n - 1.0) / n * B / bw + (n - 1) * lat;
   for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_to_all}) {
@@ -61,7 +61,7 @@ TEST(Collectives, GatherScatterAndAllToAllTakeNMinusOneSteps) {
 TEST(Collectives, BroadcastIsAPipelinedChain) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
-  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 64e6;
+  const double bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s, B = 64e6;
   const int n = 8;
   for (int k : {1, 4, 16}) {
     CollectiveOptions opt;
@@ -84,7 +84,7 @@ TEST(Collectives, ARingAcrossNodesRunsAtTheNicsPace) {
   const double B = 1e9;
   // The ring crosses nodes at GPU 7 -> 8 and GPU 15 -> 0 over NICs of 200 Gb/s (the PCIe hops to
   // them are 25.2 GB/s); every step waits for the slowest member route's latency.
-  const double nic = c.node.nic->bandwidth_Bps;
+  const double nic = c.node.nic->achieved_Bps();
   const double lat = 2 * c.node.pcie.latency_s + c.node.nic->latency_s;
   const double expect = 2.0 * (n - 1) / n * B / nic + 2 * (n - 1) * lat;
   EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, n), B), expect, 1e-9 * expect);
@@ -94,8 +94,8 @@ TEST(Collectives, HierarchicalAllReduceUsesEveryRail) {
   const Cluster c = dgx_a100(4);
   const Topology topo(c);
   const int L = 8, N = 4;
-  const double B = 1e9, nv = c.node.nvlink->bandwidth_Bps, nv_lat = c.node.nvlink->latency_s;
-  const double nic = c.node.nic->bandwidth_Bps, net_lat = 2 * c.node.pcie.latency_s + c.node.nic->latency_s;
+  const double B = 1e9, nv = c.node.nvlink->achieved_Bps(), nv_lat = c.node.nvlink->latency_s;
+  const double nic = c.node.nic->achieved_Bps(), net_lat = 2 * c.node.pcie.latency_s + c.node.nic->latency_s;
   const double intra = (L - 1.0) / L * B / nv + (L - 1) * nv_lat;                 // reduce-scatter, all-gather
   const double inter = 2.0 * (N - 1) / N * (B / L) / nic + 2 * (N - 1) * net_lat;  // 8 rails at once
   CollectiveOptions h;
@@ -112,7 +112,7 @@ TEST(Collectives, ConcurrentCollectivesShareLinks) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
   Engine e(topo);
-  const double bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s, B = 400e6;
+  const double bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s, B = 400e6;
   // Two all-gathers over the same 4 GPUs at once: each ring link carries both, at half rate.
   const GroupId g = e.group({0, 1, 2, 3});
   const TaskId a = e.collective(CollectiveKind::all_gather, g, B, {0, "a"});

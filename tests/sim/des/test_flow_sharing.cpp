@@ -17,7 +17,7 @@ TEST(FlowSharing, TwoFlowsOnOneLinkEachGetHalf) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
   Engine e(topo);
-  const double bytes = 600e6, bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s;
+  const double bytes = 600e6, bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s;
   // Both leave GPU 0 over its one NVLink port: they share GPU0 -> NVSwitch.
   const TaskId a = e.transfer(topo.gpu(0), topo.gpu(1), bytes, {0, "a"});
   const TaskId b = e.transfer(topo.gpu(0), topo.gpu(2), bytes, {0, "b"});
@@ -31,7 +31,7 @@ TEST(FlowSharing, AFlowSharingPartOfItsRouteGetsTheMaxMinRate) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
   Engine e(topo);
-  const double X = 300e6, bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s;
+  const double X = 300e6, bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s;
   // Three flows into GPU 1 share NVSwitch -> GPU1 (bw/3 each). Flow d shares only GPU2 ->
   // NVSwitch with one of them: max-min gives it what that one leaves, 2bw/3 (not bw/2), until
   // the three end at 3X/bw; then it runs alone at bw.
@@ -51,7 +51,7 @@ TEST(FlowSharing, AShortFlowEndingSpeedsUpTheOther) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
   Engine e(topo);
-  const double X = 150e6, bw = c.node.nvlink->bandwidth_Bps, lat = c.node.nvlink->latency_s;
+  const double X = 150e6, bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s;
   const TaskId small = e.transfer(topo.gpu(0), topo.gpu(1), X, {0, "small"});
   const TaskId big = e.transfer(topo.gpu(0), topo.gpu(2), 3 * X, {0, "big"});
   const Results& r = e.run();

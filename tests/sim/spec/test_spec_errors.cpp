@@ -99,6 +99,20 @@ TEST(SpecErrors, UnknownUnitAndChoice) {
             "m.yaml:7:1: field 'activation': 'relu' is not one of: gelu, swiglu");
 }
 
+TEST(SpecErrors, LinkEfficiencyIsAFractionOfTheRatedRate) {
+  const Cluster c = parse_cluster_text(replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s, efficiency: 0.8}"), "hw.yaml");
+  EXPECT_DOUBLE_EQ(c.node.nvlink->achieved_Bps(), 240e9);
+  EXPECT_DOUBLE_EQ(parse_cluster_text(kCluster, "hw.yaml").node.nvlink->achieved_Bps(), 300e9);  // absent: the rated rate
+  EXPECT_EQ(error_of([] {
+              parse_cluster_text(replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s, efficiency: 80%}"), "hw.yaml");
+            }),
+            "hw.yaml:17:32: field 'node.nvlink.efficiency': expected a number, got '80%' (unexpected unit '%')");
+  EXPECT_EQ(error_of([] {
+              parse_cluster_text(replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s, efficiency: 1.2}"), "hw.yaml");
+            }),
+            "hw.yaml:17:32: field 'node.nvlink.efficiency': must be within [0.05, 1], got 1.2");
+}
+
 TEST(SpecErrors, SyntaxError) {
   EXPECT_EQ(error_of([] { parse_model_text("name: [unclosed\n", "m.yaml"); }).substr(0, 24), "m.yaml:2:1: invalid YAML");
   EXPECT_EQ(error_of([] { load_model("/nonexistent/m.yaml"); }), "/nonexistent/m.yaml: cannot open file");
