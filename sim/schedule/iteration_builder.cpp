@@ -267,7 +267,9 @@ class Builder {
     for (int t = 0; t < p.tp && DP > 1; ++t)
       streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / c.node.gpus, lead + t));
     for (int ch = p.virtual_stages - 1; ch >= 0; --ch) {
-      const TaskId after = chunk_last_backward_.at({s, ch});
+      // Overlapped: a model chunk's gradients are reduced once its last backward is done.
+      // Otherwise every reduction waits for the stage's whole backward (the pipeline flush).
+      const TaskId after = p.overlap_grad_reduce ? chunk_last_backward_.at({s, ch}) : st.last_backward;
       if (DP == 1) {
         reduced.push_back(after);
         continue;

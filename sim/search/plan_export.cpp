@@ -53,6 +53,7 @@ std::string megatron_arguments(const Job& job) {
   s += arg("--micro-batch-size", std::to_string(p.micro_batch));
   s += arg("--global-batch-size", std::to_string(t.global_batch));
   if (p.sequence_parallel) s += arg("--sequence-parallel");
+  if (p.overlap_grad_reduce) s += arg("--overlap-grad-reduce");
   if (p.recompute == Recompute::selective) s += arg("--recompute-granularity", "selective");
   if (p.recompute == Recompute::full) {
     s += arg("--recompute-granularity", "full");
@@ -97,6 +98,7 @@ std::string deepspeed_config(const Job& job) {
   if (t.grad_clip > 0) w.field("gradient_clipping", t.grad_clip);
   w.key("zero_optimization").begin_object();
   w.field("stage", p.zero_stage);
+  w.field("overlap_comm", p.overlap_grad_reduce);
   auto device = [&](const char* key, Tier tier) {
     if (tier == Tier::gpu) return;
     w.key(key).begin_object();

@@ -25,6 +25,10 @@ struct Plan {
   int virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
   int micro_batch = 1;         // sequences per micro-batch
   bool sequence_parallel = false;
+  // Data-parallel gradient reduction overlapped with the backward pass, a model chunk at a time
+  // (Megatron's --overlap-grad-reduce, DeepSpeed's overlap_comm). Off, the reduction starts after
+  // the pipeline flush: the default of both, and what Megatron-LM ran in 2021.
+  bool overlap_grad_reduce = false;
   Schedule schedule = Schedule::one_f_one_b;
   int zero_stage = 0;          // 0..3
   Offload offload;

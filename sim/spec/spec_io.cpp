@@ -249,6 +249,7 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     if (q.has("virtual_stages")) pl.virtual_stages = static_cast<int>(q.integer("virtual_stages", 1));
     if (q.has("micro_batch")) pl.micro_batch = static_cast<int>(q.integer("micro_batch", 1));
     if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
+    if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
     if (q.has("schedule"))
       pl.schedule = q.choice<Schedule>(
           "schedule", {{"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b}, {"interleaved", Schedule::interleaved}});
@@ -416,6 +417,7 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "micro_batch", q.micro_batch);
   emit_kv(e, "schedule", to_string(q.schedule));
   e << YAML::Key << "sequence_parallel" << YAML::Value << q.sequence_parallel;
+  e << YAML::Key << "overlap_grad_reduce" << YAML::Value << q.overlap_grad_reduce;
   emit_num(e, "zero_stage", q.zero_stage);
   emit_kv(e, "recompute", to_string(q.recompute));
   e << YAML::Key << "offload" << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -87,6 +87,40 @@ TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
   EXPECT_NEAR(sum - 4 * per_mb - 3 * accumulate, engine.task_duration_s(engine.task_count() - 1), 1e-15);  // + the optimizer
 }
 
+// Two pipeline stages of two model chunks, data parallel 2: each stage reduces its chunks'
+// gradients. Overlapped, the last chunk's reduction starts before the stage's backward ends;
+// otherwise (Megatron's default) every reduction waits for the pipeline flush.
+TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
+  const Model m = gpt(8, 1024, 16, 1024);
+  Cluster c = ideal_node(4);
+  c.node.nvlink = NvlinkSpec{100e9, 0, true};  // a reduction that takes time
+  Plan plan;
+  plan.pp = 2;
+  plan.schedule = Schedule::interleaved;
+  plan.virtual_stages = 2;
+  for (bool overlap : {false, true}) {
+    plan.overlap_grad_reduce = overlap;
+    const Job j = job(m, c, 8, plan);
+    des::Topology topo(c);
+    des::Engine engine(topo);
+    const BuiltIteration it = build_iteration(j, engine);
+    const des::Results& r = engine.run();
+    for (const StageInfo& st : it.stages) {
+      const double flush = r.end_s[st.last_backward];
+      double first_reduction = 1e30;
+      int reductions = 0;
+      for (des::TaskId t = 0; t < engine.task_count(); ++t)
+        if (engine.task_category(t) == it.dp && engine.task_gpus(t)[0] == st.lead_gpu) {
+          first_reduction = std::min(first_reduction, r.start_s[t]);
+          ++reductions;
+        }
+      EXPECT_EQ(reductions, 2) << "one per model chunk";
+      if (overlap) EXPECT_LT(first_reduction, flush) << "stage of GPU " << st.lead_gpu;
+      else EXPECT_GE(first_reduction, flush) << "stage of GPU " << st.lead_gpu;
+    }
+  }
+}
+
 TEST(Simulate, HalvingALinkSlowsOnlyTheTasksOnIt) {
   // Two stages on two nodes: only the pipeline transfers cross the network.
   Cluster c = ideal_node(1);

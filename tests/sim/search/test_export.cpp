@@ -24,12 +24,13 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   p.sequence_parallel = true;
   p.recompute = Recompute::full;
   p.zero_stage = 1;
+  p.overlap_grad_reduce = true;
   const std::string a = megatron_arguments(job_with(p));
   for (const char* expected :
        {"  --tensor-model-parallel-size 2 \\\n", "  --pipeline-model-parallel-size 2 \\\n",
         "  --num-layers-per-virtual-pipeline-stage 2 \\\n", "  --micro-batch-size 2 \\\n",
         "  --global-batch-size 64 \\\n", "  --sequence-parallel \\\n", "  --recompute-granularity full \\\n",
-        "  --recompute-method uniform \\\n", "  --use-distributed-optimizer \\\n", "  --fp16 \\\n",
+        "  --recompute-method uniform \\\n", "  --use-distributed-optimizer \\\n", "  --overlap-grad-reduce \\\n", "  --fp16 \\\n",
         "  --num-layers 8 \\\n", "  --hidden-size 512 \\\n", "  --seq-length 512 \\\n"})
     EXPECT_NE(a.find(expected), std::string::npos) << expected << " missing in\n" << a;
   EXPECT_EQ(a.find("--bf16"), std::string::npos);

@@ -49,6 +49,7 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.chunk_elements = 64LL << 20;
   p.plan.recompute = Recompute::selective;
   p.plan.sequence_parallel = true;
+  p.plan.overlap_grad_reduce = true;
   const PlanFile back = parse_plan_file_text(to_yaml(p));
   EXPECT_EQ(back, p) << to_yaml(p);
 }
