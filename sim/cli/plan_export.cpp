@@ -1,5 +1,6 @@
 #include "sim/cli/plan_export.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <csignal>
@@ -113,7 +114,11 @@ void print_search_rows(const search::SearchResult& r, int limit) {
   using units::human_count;
   const bool price = r.cluster.price_per_gpu_hour > 0;
   const bool refined = r.refined > 0;
-  std::printf("%-4s %-62s %11s %6s %6s %9s %17s %8s %8s%s%s\n", "#", "plan", "tokens/s", "MFU", "bubble", "iteration",
+  // The plan column is as wide as the widest label printed, so the columns after it line up.
+  int width = 40;
+  for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k)
+    width = std::max(width, static_cast<int>(r.rows[k].label().size()));
+  std::printf("%-4s %-*s %11s %6s %6s %9s %17s %8s %8s%s%s\n", "#", width, "plan", "tokens/s", "MFU", "bubble", "iteration",
               "GPU mem (free)", "CPU free", "NVMe free", price ? "   $/Mtok" : "", refined ? "  tier" : "");
   int i = 0;
   for (const search::Row& row : r.rows) {
@@ -129,7 +134,7 @@ void print_search_rows(const search::SearchResult& r, int limit) {
     if (row.spilled_bytes > 0) cpu += "*";
     char cost[32] = "";
     if (price) std::snprintf(cost, sizeof cost, " %9.3f", row.cost_per_million_tokens);
-    std::printf("%-4d %-62s %11s %5.1f%% %5.1f%% %9s %17s %8s %8s%s%s\n", ++i, row.label().c_str(),
+    std::printf("%-4d %-*s %11s %5.1f%% %5.1f%% %9s %17s %8s %8s%s%s\n", ++i, width, row.label().c_str(),
                 human_count(row.tokens_per_s).c_str(), 100 * mfu, 100 * bubble, units::human_seconds(iter).c_str(),
                 gpu.c_str(), cpu.c_str(), nvme.c_str(), cost, refined ? (des ? "  des" : "  analytic") : "");
   }
