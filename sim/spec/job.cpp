@@ -34,9 +34,14 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                           " GPUs" + of_cluster);
     plan.dp = gpus / (plan.tp * plan.pp);
   } else if (plan.tp * plan.pp * plan.dp != gpus) {
-    pp.fail("plan.data_parallel", "tensor_parallel x pipeline_parallel x data_parallel = " +
-                                      std::to_string(plan.tp * plan.pp * plan.dp) + " but the cluster has " +
-                                      std::to_string(gpus) + " GPUs" + of_cluster);
+    const int want = plan.tp * plan.pp * plan.dp, per_node = cluster.node.gpus;
+    // The usual cause: a one-node hardware file for a multi-node plan.
+    const std::string hint = want % per_node == 0 ? "; that is " + std::to_string(want / per_node) +
+                                                        " nodes: set the plan file's 'nodes:' to " +
+                                                        std::to_string(want / per_node)
+                                                  : "";
+    pp.fail("plan.data_parallel", "tensor_parallel x pipeline_parallel x data_parallel = " + std::to_string(want) +
+                                      " but the cluster has " + std::to_string(gpus) + " GPUs" + of_cluster + hint);
   }
   const int64_t per_step = int64_t{plan.micro_batch} * plan.dp;
   if (training.global_batch % per_step != 0)

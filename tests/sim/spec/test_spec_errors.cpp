@@ -149,6 +149,9 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {tensor_parallel: 2, data_parallel: 2}\n"),
             "plan.yaml:2:28: field 'plan.data_parallel': tensor_parallel x pipeline_parallel x data_parallel = 4 but "
             "the cluster has 8 GPUs of cluster box (hw.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 32}\nplan: {tensor_parallel: 8, data_parallel: 4}\n"),
+            "plan.yaml:2:28: field 'plan.data_parallel': tensor_parallel x pipeline_parallel x data_parallel = 32 but "
+            "the cluster has 8 GPUs of cluster box (hw.yaml); that is 4 nodes: set the plan file's 'nodes:' to 4");
   EXPECT_EQ(job_error("training: {global_batch: 12}\n"),
             "plan.yaml:1:12: field 'training.global_batch': 12 is not a multiple of micro_batch 1 x data_parallel 8");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {offload: {optimizer: nvme}}\n"),
