@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "exec/dist.h"
+#include "sim/spec/error.h"
 
 namespace starfish::exec {
 namespace {
@@ -107,6 +108,17 @@ void ChunkStore::access(const std::vector<std::string>& names, Pass pass) {
       throw std::logic_error("chunk store: tensor " + n + " is not in step " + std::to_string(cursor_));
   runtime_->enter_moment(s.signature(), options_.non_model_bytes);
   runtime_->access(s.tensors);
+  if (!residency_) return;
+  if (pass == Pass::forward) {
+    residency_->forward_accessed(s, *runtime_);
+  } else if (const std::optional<std::string> broken = residency_->backward_accessed(s, *runtime_)) {
+    throw SpecError("field 'plan.recompute': " + *broken);
+  }
+}
+
+void ChunkStore::hold_graphs(bool on) {
+  if (in_iteration_) throw std::logic_error("chunk store: hold_graphs changed within an iteration");
+  residency_ = on ? std::make_unique<GraphResidency>(gpt_.model().layers) : nullptr;
 }
 
 at::Tensor ChunkStore::param(const std::string& name) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/gpt_model.h"
+#include "exec/graph_residency.h"
 #include "exec/torch_backend.h"
 #include "exec/trainable_store.h"
 #include "sim/chunk/chunk_runtime.h"
@@ -39,6 +40,11 @@ class ChunkStore : public TrainableStore {
   void accumulate_grad(const std::string& name, const at::Tensor& grad) override;
   void release(const std::vector<std::string>& names, Pass pass) override;
   at::Device device() const override { return backend_.uses_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+  // recompute none: checks, at each backward access, that the runtime kept every chunk the
+  // layer's graph references in the buffer it had in forward (exec/graph_residency.h); throws
+  // SpecError naming plan.recompute at the first that moved. starfish-run predicts this before
+  // it trains (predict_graph_residency), so there this is a guard.
+  void hold_graphs(bool on) override;
 
   void reduce_gradients(Comm&) override {}  // the runtime reduces at each chunk's last backward use
   bool sharded() const override { return runtime_->zero().sharded(); }
@@ -71,6 +77,7 @@ class ChunkStore : public TrainableStore {
   std::vector<char> grad_written_;
   size_t cursor_ = 0;
   bool in_iteration_ = false;
+  std::unique_ptr<GraphResidency> residency_;  // set while graphs are held
 };
 
 }  // namespace starfish::exec

@@ -24,6 +24,11 @@ class ParameterStore {
   virtual void release(const std::vector<std::string>& names, Pass pass) = 0;
   // Where compute runs (the batch is moved there).
   virtual at::Device device() const { return at::kCPU; }
+  // On: the segments keep their autograd graphs from forward to backward (recompute none), and
+  // those graphs hold views of the accessed tensors, so a tensor's payload must stay where it
+  // was in its forward until its backward. A store that moves payloads checks it and throws
+  // SpecError when it cannot keep to it; one that never moves them has nothing to do.
+  virtual void hold_graphs(bool on) { (void)on; }
 };
 
 }  // namespace starfish::exec

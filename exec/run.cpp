@@ -21,6 +21,7 @@
 #include "exec/dist.h"
 #include "exec/flat_store.h"
 #include "exec/gpt_model.h"
+#include "exec/graph_residency.h"
 #include "exec/torch_backend.h"
 #include "exec/trainer.h"
 #include "sim/chunk/move_log.h"
@@ -70,6 +71,8 @@ int64_t bytes_flag(const std::string& flag, const std::string& v) {
 void check_plan_supported(const Plan& p, int world_size) {
   if (p.tp != 1) throw SpecError(p.provenance.file + ": field 'plan.tensor_parallel': starfish-run runs data parallelism only (tp must be 1)");
   if (p.pp != 1) throw SpecError(p.provenance.file + ": field 'plan.pipeline_parallel': starfish-run runs data parallelism only (pp must be 1)");
+  if (p.recompute == Recompute::selective)
+    throw SpecError(p.provenance.file + ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing (none), not selective");
   if (p.dp != 0 && p.dp != world_size)
     throw SpecError(p.provenance.file + ": field 'plan.data_parallel': the plan asks for " + std::to_string(p.dp) +
                     " ranks, this run has " + std::to_string(world_size) + " (WORLD_SIZE / --nproc)");
@@ -253,7 +256,10 @@ int run_rank(const RunOptions& o) {
                       "(micro_batch must be global_batch / ranks = " + std::to_string(split.per_rank) + ")");
     // Activations live in ordinary host memory here; the runtime is told an estimate per moment
     // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
-    non_model = o.non_model_bytes >= 0 ? o.non_model_bytes : split.micro_batch * model.seq_len * int64_t{model.hidden} * 4 * 16;
+    // Without recompute every layer's activations are alive at the start of backward.
+    const int64_t layer_activations = split.micro_batch * model.seq_len * int64_t{model.hidden} * 4 * 16;
+    non_model = o.non_model_bytes >= 0 ? o.non_model_bytes
+                                       : layer_activations * (pf.plan.recompute == Recompute::none ? model.layers : 1);
     // Layout, ZeRO mode, DP group and the hardware's budgets: the simulator's own chunk_plan().
     // A budget flag replaces the hardware's share of that tier (chunk_plan(job, rank, budget)).
     budget = chunk_plan(job, env.rank).options.budget;
@@ -266,6 +272,11 @@ int run_rank(const RunOptions& o) {
     ChunkPlan cp = chunk_plan(job, env.rank, budget);
     cp.options.eviction = o.lru ? EvictionKind::lru : EvictionKind::farthest_next_use;
     cp.options.prefetch = !o.no_prefetch;
+    // recompute none: refused before training when the runtime would move a chunk a layer's
+    // graph holds (the very decisions it will make, predicted on the reference backend).
+    if (pf.plan.recompute == Recompute::none)
+      if (const std::optional<std::string> broken = predict_graph_residency(cp.layout, cp.options, cp.tied_embeddings, non_model))
+        throw SpecError(o.plan_path + ": field 'plan.recompute': " + *broken);
     // The pool's capacity is the budget: the runtime keeps within it, the pool enforces it.
     backend = std::make_unique<TorchBackend>(TierCapacity{budget.gpu_bytes, 0, 0}, o.scratch_dir, comm);
     auto cs = std::make_unique<ChunkStore>(gpt, std::move(cp), non_model, *backend, training.seed);
@@ -282,7 +293,8 @@ int run_rank(const RunOptions& o) {
   {
     std::ostringstream s;
     s << "starfish-run: model " << model.name << " (" << gpt.parameter_count() << " parameters), " << env.world_size << " rank(s) ("
-      << comm.backend_name() << "), " << at::get_num_threads() << " threads/rank, " << to_string(training.dtype) << ", "
+      << comm.backend_name() << "), " << at::get_num_threads() << " threads/rank, " << to_string(training.dtype) << ", recompute "
+      << to_string(pf.plan.recompute) << ", "
       << "global batch " << training.global_batch << " x " << model.seq_len << " tokens, data "
       << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)"
       << (hardware_path ? ", hardware " + job.cluster.name + " (" + *hardware_path + ")" : std::string());
@@ -388,6 +400,7 @@ int run_rank(const RunOptions& o) {
     w.field("collectives", comm.backend_name());
     w.field("gpu_tier", chunked ? backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"));
     w.field("store", chunked ? "chunks" : "flat").field("dtype", to_string(training.dtype));
+    w.field("recompute", to_string(pf.plan.recompute));
     w.key("memory").begin_object();
     if (chunked) {
       // Per tier, this rank's peak over the whole run. The simulator's GPU peak is chunks plus

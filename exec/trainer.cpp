@@ -16,6 +16,51 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Selective recompute (Korthikanti et al.: only the attention core) is a cost-model choice the
+// executor does not implement; running it as full or none would train something else than the
+// plan says.
+void check_recompute(const Plan& p) {
+  if (p.recompute == Recompute::selective)
+    throw SpecError("plan.recompute: starfish-run recomputes whole layers (full) or nothing (none), not selective");
+}
+
+// recompute: full in plain LibTorch, the way torch.utils.checkpoint does it: forward without a
+// graph, backward recomputes the segment with one over its leaf parameters, whose gradients
+// autograd then accumulates into their .grad as usual.
+struct CheckpointedSegment : torch::autograd::Function<CheckpointedSegment> {
+  static torch::autograd::Variable forward(torch::autograd::AutogradContext* ctx, const Gpt* gpt, int64_t segment,
+                                           const at::Tensor& input, const at::Tensor& targets, at::TensorList params) {
+    ctx->saved_data["gpt"] = reinterpret_cast<int64_t>(gpt);
+    ctx->saved_data["segment"] = segment;
+    std::vector<at::Tensor> all{input, targets};
+    all.insert(all.end(), params.begin(), params.end());
+    ctx->save_for_backward(all);
+    return gpt->forward_segment(static_cast<int>(segment), input, params.vec(), targets);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad_out) {
+    const auto* gpt = reinterpret_cast<const Gpt*>(ctx->saved_data["gpt"].toInt());
+    const int segment = static_cast<int>(ctx->saved_data["segment"].toInt());
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const bool input_has_grad = saved[0].is_floating_point();
+    torch::autograd::variable_list wrt, params;
+    for (size_t i = 2; i < saved.size(); ++i) params.push_back(saved[i].detach().requires_grad_(true));
+    const at::Tensor x = input_has_grad ? saved[0].detach().requires_grad_(true) : saved[0];
+    torch::autograd::variable_list grads;
+    {
+      at::AutoGradMode enable(true);
+      const at::Tensor out = gpt->forward_segment(segment, x, params, saved[1]);
+      wrt = params;
+      if (input_has_grad) wrt.push_back(x);
+      grads = torch::autograd::grad({out}, wrt, {grad_out[0]}, false, false, /*allow_unused=*/true);
+    }
+    // One gradient per forward input: gpt and segment (none), input, targets (none), params.
+    torch::autograd::variable_list result{at::Tensor(), at::Tensor(), input_has_grad ? grads.back() : at::Tensor(), at::Tensor()};
+    result.insert(result.end(), grads.begin(), grads.begin() + static_cast<std::ptrdiff_t>(params.size()));
+    return result;
+  }
+};
+
 }  // namespace
 
 BatchSplit BatchSplit::make(const Training& t, const Plan& p, int rank, int world_size) {
@@ -38,6 +83,8 @@ StoreTrainer::StoreTrainer(const Gpt& gpt, const ByteCorpus& data, Training trai
     : gpt_(gpt), data_(data), training_(std::move(training)), plan_(std::move(plan)), comm_(comm), store_(std::move(store)),
       split_(BatchSplit::make(training_, plan_, comm.rank(), comm.world_size())),
       anchor_(torch::zeros({}, torch::requires_grad())) {
+  check_recompute(plan_);
+  store_->hold_graphs(plan_.recompute == Recompute::none);
   if (training_.dtype == DType::fp16) enable_loss_scaling();
 }
 
@@ -51,13 +98,14 @@ StepResult StoreTrainer::step() {
   // scaling the factor also carries the loss scale (a power of two: exact in any float format).
   const double scale = r.loss_scale / double(split_.micro_batches * comm_.world_size());
   double loss_sum = 0;
+  const bool recompute = plan_.recompute == Recompute::full;
   store_->zero_grad();
   for (int64_t m = 0; m < split_.micro_batches; ++m) {
     Batch b = data_.batch(training_.seed, it, split_.first + m * split_.micro_batch, split_.micro_batch, gpt_.model().seq_len);
     b.tokens = b.tokens.to(store_->device());
     b.targets = b.targets.to(store_->device());
     at::Tensor h = b.tokens;
-    for (int s = 0; s < gpt_.segments(); ++s) h = run_segment(gpt_, *store_, s, h, b.targets, anchor_);
+    for (int s = 0; s < gpt_.segments(); ++s) h = run_segment(gpt_, *store_, s, h, b.targets, anchor_, recompute);
     loss_sum += h.item<double>();
     (h * scale).backward();
   }
@@ -106,6 +154,7 @@ struct ReferenceTrainer::Impl {
 
 ReferenceTrainer::ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan)
     : impl_(std::make_unique<Impl>(Impl{gpt, data, training, plan, BatchSplit::make(training, plan, 0, 1), {}, {}, {}, 0})) {
+  check_recompute(plan);
   for (const GptParam& p : gpt.params()) {
     torch::Tensor t = gpt.initial_value(p, training.seed).set_requires_grad(true);
     impl_->params[p.name] = t;
@@ -133,6 +182,7 @@ StepResult ReferenceTrainer::step() {
   Impl& m = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   const double scale = 1.0 / double(m.split.micro_batches);
+  const bool recompute = m.plan.recompute == Recompute::full;
   double loss_sum = 0;
   m.optimizer->zero_grad();
   for (int64_t k = 0; k < m.split.micro_batches; ++k) {
@@ -141,7 +191,8 @@ StepResult ReferenceTrainer::step() {
     for (int s = 0; s < m.gpt.segments(); ++s) {
       std::vector<at::Tensor> p;
       for (const std::string& n : m.gpt.segment_params(s)) p.push_back(m.params.at(n));
-      h = m.gpt.forward_segment(s, h, p, b.targets);
+      h = recompute ? CheckpointedSegment::apply(&m.gpt, static_cast<int64_t>(s), h, b.targets, at::TensorList(p))
+                    : m.gpt.forward_segment(s, h, p, b.targets);
     }
     loss_sum += h.item<double>();
     (h * scale).backward();

@@ -41,6 +41,7 @@ struct StepResult {
   double seconds = 0;    // wall time of the iteration
 };
 
+// Both trainers honour plan.recompute (none or full; selective is refused with SpecError).
 class StoreTrainer {
  public:
   StoreTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan, Comm& comm,
@@ -69,6 +70,8 @@ class StoreTrainer {
 
 // Plain LibTorch: leaf parameters with .grad, one autograd graph per micro-batch,
 // torch::nn::utils::clip_grad_norm_ and torch::optim::Adam / AdamW / SGD. Single rank, fp32.
+// plan.recompute full checkpoints every segment the way torch.utils.checkpoint does (forward
+// without a graph, recomputed in backward); none keeps the whole graph.
 class ReferenceTrainer {
  public:
   ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan);

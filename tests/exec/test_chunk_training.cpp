@@ -53,6 +53,7 @@ struct Fixture {
   Fixture() {
     plan.micro_batch = static_cast<int>(training.global_batch);
     plan.chunk_elements = kChunkElements;
+    plan.recompute = Recompute::full;  // the budgets below evict between forward and backward
   }
 };
 
@@ -164,7 +165,7 @@ TEST(ChunkTraining, TwoRankZeroMatchesOneRankWithTheDoubledBatch) {
   auto plan = [&](const std::string& name, int micro, int zero) {
     testing::write_file(dir / name, "model: model.yaml\ntraining:\n  global_batch: 4\n  dtype: fp32\n  optimizer: adamw\n"
                                     "  learning_rate: 0.003\n  weight_decay: 0.01\n  iterations: 3\n  seed: 5\nplan:\n  micro_batch: " +
-                                        std::to_string(micro) + "\n  zero_stage: " + std::to_string(zero) + "\n  chunk_size: 5000\n");
+                                        std::to_string(micro) + "\n  zero_stage: " + std::to_string(zero) + "\n  chunk_size: 5000\n  recompute: full\n");
     return dir / name;
   };
   const std::string common = " --threads 1 --gpu-budget 1MiB --non-model 0";

@@ -42,14 +42,14 @@ std::vector<Move> read_moves(const std::string& path) {
 
 // Writes model, hardware and plan into `dir`. The hardware is this machine's profile with the
 // "GPU" memory set to the busiest moment's need plus room for one prefetch (so the runtime
-// evicts every iteration) and, with `states_on_nvme`, host memory for the param and grad chunks
+// evicts every iteration: hence recompute full) and, with `states_on_nvme`, host memory for the param and grad chunks
 // only (momentum and variance go to the NVMe files). `gpu_bytes` > 0 replaces the GPU memory.
 ParityJob write_job(const TempDir& dir, bool states_on_nvme, int64_t iterations, int64_t gpu_bytes = 0) {
   testing::write_file(dir / "model.yaml", "name: test-gpt\nlayers: 2\nhidden: 32\nheads: 2\nseq_len: 16\nvocab: 256\nbias: false\n");
   const std::string plan = dir / "plan.yaml";
   testing::write_file(plan, "model: model.yaml\nhardware: hw.yaml\ntraining:\n  global_batch: 4\n  dtype: fp32\n  optimizer: adamw\n"
                             "  learning_rate: 0.003\n  weight_decay: 0.01\n  iterations: " +
-                                std::to_string(iterations) + "\n  seed: 5\nplan:\n  micro_batch: 4\n  chunk_size: 5000\n");
+                                std::to_string(iterations) + "\n  seed: 5\nplan:\n  micro_batch: 4\n  chunk_size: 5000\n  recompute: full\n");
   Cluster hw = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/cpu-host.yaml");
   const PlanFile pf = load_plan_file(plan);
   const Model model = load_model(dir / "model.yaml");

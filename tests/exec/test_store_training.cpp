@@ -1,6 +1,7 @@
-// The chunk-ready training path (GPT over a ParameterStore, per-segment recompute in backward,
+// The chunk-ready training path (GPT over a ParameterStore as one autograd node per segment,
 // gradients written into the store, the optimizer over flat pieces) against plain LibTorch
-// (autograd over leaf parameters, clip_grad_norm_, torch::optim), step for step.
+// (autograd over leaf parameters, clip_grad_norm_, torch::optim), step for step. The plans keep
+// the default recompute none; test_recompute.cpp checks full against it.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
