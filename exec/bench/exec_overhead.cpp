@@ -1,16 +1,39 @@
-// Overhead of the chunk runtime against plain LibTorch when everything fits on the "GPU" tier:
-// the same GPT and batch trained by (a) ReferenceTrainer (leaf parameters, torch::optim::AdamW),
-// (b) FlatStore (segment recompute, flat optimizer, no runtime) and (c) ChunkStore with a budget
-// that holds every chunk. Prints the median iteration time of each over a few iterations.
-// usage: exec_overhead [layers=4] [hidden=128] [iterations=5]
+// Overhead of the chunk runtime against plain LibTorch when everything fits on the "GPU" tier,
+// like against like: the same GPT and batch trained by
+//   ReferenceTrainer  leaf parameters, torch::optim::AdamW; recompute none keeps one autograd
+//                     graph, recompute full checkpoints every segment (torch.utils.checkpoint's way);
+//   FlatStore         the executor's segment nodes and flat optimizer, no runtime;
+//   ChunkStore        the chunk runtime with a budget that holds every chunk;
+// each without recompute and with full recompute. The trainers step in turn, one iteration
+// each per round (so load on a shared machine hits all alike), after two warm-up iterations
+// each (the chunk runtime's tracing and placement iterations); the table shows per-iteration
+// medians of process CPU time and of wall time, each as a ratio to plain LibTorch with the same
+// recompute. On a shared machine the CPU-time ratio is the one to read (one thread: no idle
+// spinning counted either).
+// `only` runs one path (plain|flat|chunk, then -none|-full), for a profiler to see that path
+// alone. Under `valgrind --tool=callgrind --collect-atstart=no` only the measured rounds are
+// counted (no setup, no warm-up): instruction counts, which no other load on the machine moves.
+// usage: exec_overhead [layers=4] [hidden=128] [rounds=9] [threads=hardware] [only=chunk-none]
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <torch/torch.h>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>  // no-ops unless run under callgrind
+#define STARFISH_TOGGLE_COLLECT() CALLGRIND_TOGGLE_COLLECT
+#else
+#define STARFISH_TOGGLE_COLLECT() ((void)0)
+#endif
 
 #include "exec/chunk_store.h"
 #include "exec/dist.h"
@@ -20,19 +43,40 @@
 using namespace starfish;
 using namespace starfish::exec;
 
-template <class F>
-double median_seconds(int iterations, F&& step) {
-  step();  // warm-up (the chunk runtime's tracing iteration)
-  std::vector<double> t;
-  for (int i = 0; i < iterations; ++i) t.push_back(step());
+namespace {
+
+// CPU seconds of the whole process (every intra-op thread): unlike wall time, hardly moved by
+// other processes competing for the cores of a shared machine.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+double median(std::vector<double> t) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
 
+struct Entry {
+  std::string name;
+  Recompute recompute;
+  std::function<double()> step;  // one iteration, its wall seconds
+  std::vector<double> wall, cpu;
+  void run() {
+    const double c0 = cpu_seconds();
+    wall.push_back(step());
+    cpu.push_back(cpu_seconds() - c0);
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const int layers = argc > 1 ? std::atoi(argv[1]) : 4, hidden = argc > 2 ? std::atoi(argv[2]) : 128;
-  const int iterations = argc > 3 ? std::atoi(argv[3]) : 5;
-  at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 9;
+  const int threads = argc > 4 ? std::atoi(argv[4]) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
   Model m;
   m.name = "bench-gpt";
   m.layers = layers;
@@ -49,32 +93,69 @@ int main(int argc, char** argv) {
   t.dtype = DType::fp32;
   t.optimizer = Optimizer::adamw;
   t.learning_rate = 1e-3;
-  Plan plan;
-  plan.micro_batch = 4;
-  plan.chunk_elements = 1 << 16;
   Comm solo(RankEnv{});
+  const std::string only = argc > 5 ? argv[5] : "";
+  auto wanted = [&](const char* path, Recompute r) { return only.empty() || only == std::string(path) + "-" + to_string(r); };
 
-  ReferenceTrainer ref(gpt, data, t, plan);
-  const double plain = median_seconds(iterations, [&] { return ref.step().seconds; });
-  StoreTrainer flat(gpt, data, t, plan, solo, std::make_unique<FlatStore>(gpt, at::kFloat, t.seed));
-  const double flat_s = median_seconds(iterations, [&] { return flat.step().seconds; });
+  std::vector<std::unique_ptr<TorchBackend>> backends;  // before the stores: they outlive them
+  std::vector<std::unique_ptr<ReferenceTrainer>> refs;
+  std::vector<std::unique_ptr<StoreTrainer>> stores;
+  std::vector<const ChunkStore*> chunk_stores;
+  std::vector<Entry> entries;
+  for (Recompute r : {Recompute::none, Recompute::full}) {
+    Plan plan;
+    plan.micro_batch = 4;
+    plan.chunk_elements = 1 << 16;
+    plan.recompute = r;
+    if (wanted("plain", r)) {
+      ReferenceTrainer& ref = *refs.emplace_back(std::make_unique<ReferenceTrainer>(gpt, data, t, plan));
+      entries.push_back({"plain LibTorch", r, [&ref] { return ref.step().seconds; }, {}, {}});
+    }
+    if (wanted("flat", r)) {
+      StoreTrainer& flat = *stores.emplace_back(
+          std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::make_unique<FlatStore>(gpt, at::kFloat, t.seed)));
+      entries.push_back({"flat store (no runtime)", r, [&flat] { return flat.step().seconds; }, {}, {}});
+    }
+    if (!wanted("chunk", r)) continue;
+    ChunkStoreOptions co;
+    co.chunk_elements = plan.chunk_elements;
+    co.runtime.budget = MemoryBudget{int64_t{1} << 32, int64_t{1} << 32, 0};
+    TorchBackend& backend = *backends.emplace_back(std::make_unique<TorchBackend>(
+        TierCapacity{int64_t{1} << 32, 0, 0}, std::filesystem::temp_directory_path().string(), solo));
+    auto store = std::make_unique<ChunkStore>(gpt, t, co, backend, t.seed);
+    chunk_stores.push_back(store.get());
+    StoreTrainer& chunked = *stores.emplace_back(std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::move(store)));
+    entries.push_back({"chunk runtime, everything fits", r, [&chunked] { return chunked.step().seconds; }, {}, {}});
+  }
+  for (int warm = 0; warm < 2; ++warm)
+    for (Entry& e : entries) e.step();  // not counted
+  STARFISH_TOGGLE_COLLECT();
+  for (int round = 0; round < rounds; ++round)
+    for (size_t k = 0; k < entries.size(); ++k) {
+      entries[(k + static_cast<size_t>(round)) % entries.size()].run();  // rotate who goes first
+    }
+  STARFISH_TOGGLE_COLLECT();
 
-  ChunkStoreOptions co;
-  co.chunk_elements = plan.chunk_elements;
-  co.runtime.budget = MemoryBudget{int64_t{1} << 32, int64_t{1} << 32, 0};
-  TorchBackend backend(TierCapacity{int64_t{1} << 32, 0, 0}, std::filesystem::temp_directory_path().string(), solo);
-  auto store = std::make_unique<ChunkStore>(gpt, t, co, backend, t.seed);
-  ChunkStore& cs = *store;
-  StoreTrainer chunked(gpt, data, t, plan, solo, std::move(store));
-  const double chunk_s = median_seconds(iterations, [&] { return chunked.step().seconds; });
-
-  std::printf("gpu tier: CPU pool (no CUDA); %d threads; model %d layers x %d hidden, %lld parameters; batch 4 x 64 tokens\n",
-              at::get_num_threads(), layers, hidden, static_cast<long long>(gpt.parameter_count()));
-  std::printf("%-44s %10s %10s\n", "path", "s/iter", "vs plain");
-  std::printf("%-44s %10.4f %9.2fx\n", "plain LibTorch (autograd + torch::optim)", plain, 1.0);
-  std::printf("%-44s %10.4f %9.2fx\n", "flat store (segment recompute, no runtime)", flat_s, flat_s / plain);
-  std::printf("%-44s %10.4f %9.2fx\n", "chunk runtime, everything fits", chunk_s, chunk_s / plain);
-  std::printf("chunk runtime: %d param chunks, %zu moves in %d iterations (after the warm-up: placement of states on the GPU)\n",
-              cs.layout().param_chunks(), cs.runtime().moves().size(), iterations + 1);
+  std::printf("gpu tier: CPU pool (no CUDA); %d threads; model %d layers x %d hidden, %lld parameters; batch 4 x 64 tokens; "
+              "medians of %d interleaved iterations\n",
+              at::get_num_threads(), layers, hidden, static_cast<long long>(gpt.parameter_count()), rounds);
+  std::printf("%-32s %-9s %12s %12s %12s %12s\n", "path", "recompute", "cpu s/iter", "vs plain", "wall s/iter", "vs plain");
+  for (Recompute r : {Recompute::none, Recompute::full}) {
+    const Entry* plain = nullptr;
+    for (const Entry& e : entries)
+      if (e.recompute == r && e.name == "plain LibTorch") plain = &e;
+    for (const Entry& e : entries) {
+      if (e.recompute != r) continue;
+      std::printf("%-32s %-9s %12.4f", e.name.c_str(), to_string(r), median(e.cpu));
+      if (plain) std::printf(" %11.3fx", median(e.cpu) / median(plain->cpu));
+      else std::printf(" %12s", "");
+      std::printf(" %12.4f", median(e.wall));
+      if (plain) std::printf(" %11.3fx", median(e.wall) / median(plain->wall));
+      std::printf("\n");
+    }
+  }
+  if (!chunk_stores.empty())
+    std::printf("chunk runtime: %d param chunks, %zu moves in %d iterations each (after the warm-up: placement of states on the GPU)\n",
+                chunk_stores.front()->layout().param_chunks(), chunk_stores.front()->runtime().moves().size(), rounds + 2);
   return 0;
 }
