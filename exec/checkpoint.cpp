@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +21,9 @@ namespace fs = std::filesystem;
 namespace starfish::exec {
 namespace {
 
-constexpr char kMagic[] = "STARFISH-CHECKPOINT 1\n";
+constexpr char kMagic[] = "STARFISH-CHECKPOINT 2\n";
+constexpr char kMagicFormat1[] = "STARFISH-CHECKPOINT 1\n";  // before the loss_scale line
+static_assert(sizeof kMagic == sizeof kMagicFormat1);
 constexpr int64_t kPieceBytes = 1 << 20;
 
 [[noreturn]] void fail_errno(const std::string& what) { throw std::runtime_error("checkpoint: " + what + ": " + std::strerror(errno)); }
@@ -49,9 +53,17 @@ void fsync_dir(const std::string& dir) {
   ::close(fd);
 }
 
-std::string header_of(int64_t steps, const NamedTensors& tensors) {
+std::string header_of(const CheckpointInfo& info, const NamedTensors& tensors) {
   std::ostringstream h;
-  h << kMagic << "steps " << steps << "\n" << "tensors " << tensors.size() << "\n";
+  h << kMagic << "steps " << info.steps << "\n";
+  if (info.loss_scale) {
+    char scale[40];
+    std::snprintf(scale, sizeof scale, "%.17g", info.loss_scale->scale);  // round-trips exactly
+    h << "loss_scale " << scale << " " << info.loss_scale->good_steps << "\n";
+  } else {
+    h << "loss_scale none\n";
+  }
+  h << "tensors " << tensors.size() << "\n";
   for (const auto& [name, t] : tensors) h << name << " " << c10::toString(t.scalar_type()) << " " << t.numel() << "\n";
   h << "end\n";
   return h.str();
@@ -73,8 +85,8 @@ std::string rank_file(const std::string& step_dir, int rank) { return step_dir +
 
 }  // namespace
 
-void write_checkpoint_file(const std::string& path, int64_t steps, const NamedTensors& tensors, const CheckpointHooks& hooks) {
-  const std::string header = header_of(steps, tensors);
+void write_checkpoint_file(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors, const CheckpointHooks& hooks) {
+  const std::string header = header_of(info, tensors);
   int64_t total = static_cast<int64_t>(header.size()) + 8;
   for (const auto& [name, t] : tensors) total += t.numel() * static_cast<int64_t>(t.element_size());
 
@@ -106,18 +118,35 @@ void write_checkpoint_file(const std::string& path, int64_t steps, const NamedTe
   fsync_dir(fs::path(path).parent_path().string());
 }
 
-int64_t read_checkpoint_file(const std::string& path, const NamedTensors& tensors) {
+CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors& tensors) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(path + ": cannot open the checkpoint");
-  const std::string expected = header_of(0, tensors);
+  CheckpointInfo info;
+  info.file = path;
   std::string magic(sizeof kMagic - 1, '\0');
   in.read(magic.data(), static_cast<std::streamsize>(magic.size()));
-  if (!in || magic != kMagic) throw SpecError(path + ": not a Starfish checkpoint");
+  if (!in || (magic != kMagic && magic != kMagicFormat1)) throw SpecError(path + ": not a Starfish checkpoint");
+  info.format = magic == kMagic ? 2 : 1;
   std::string word;
   int64_t steps = -1;
   size_t count = 0;
   in >> word >> steps;
   if (word != "steps" || steps < 0) throw SpecError(path + ": malformed checkpoint header");
+  info.steps = steps;
+  if (info.format >= 2) {
+    std::string scale;
+    in >> word >> scale;
+    if (word != "loss_scale") throw SpecError(path + ": malformed checkpoint header (no loss_scale line)");
+    if (scale != "none") {
+      LossScalerState st;
+      char* end = nullptr;
+      st.scale = std::strtod(scale.c_str(), &end);
+      in >> st.good_steps;
+      if (*end != '\0' || !in || !(st.scale > 0) || st.good_steps < 0)
+        throw SpecError(path + ": malformed checkpoint header (loss_scale " + scale + ")");
+      info.loss_scale = st;
+    }
+  }
   in >> word >> count;
   if (word != "tensors") throw SpecError(path + ": malformed checkpoint header");
   if (count != tensors.size())
@@ -153,14 +182,14 @@ int64_t read_checkpoint_file(const std::string& path, const NamedTensors& tensor
     at::NoGradGuard no_grad;
     dst.copy_(loaded[i].view(dst.sizes()));
   }
-  return steps;
+  return info;
 }
 
-void save_checkpoint(const std::string& dir, int64_t steps, const NamedTensors& tensors, Comm& comm, const CheckpointHooks& hooks) {
-  const std::string step_name = "step-" + std::to_string(steps);
+void save_checkpoint(const std::string& dir, const CheckpointInfo& info, const NamedTensors& tensors, Comm& comm, const CheckpointHooks& hooks) {
+  const std::string step_name = "step-" + std::to_string(info.steps);
   const std::string step_dir = dir + "/" + step_name;
   fs::create_directories(step_dir);
-  write_checkpoint_file(rank_file(step_dir, comm.rank()), steps, tensors, hooks);
+  write_checkpoint_file(rank_file(step_dir, comm.rank()), info, tensors, hooks);
   comm.barrier();  // every rank's file is durable before `latest` names the step
   if (comm.rank() == 0) {
     fsync_dir(dir);
@@ -175,16 +204,20 @@ void save_checkpoint(const std::string& dir, int64_t steps, const NamedTensors& 
 
 bool has_checkpoint(const std::string& dir) { return fs::exists(dir + "/latest"); }
 
-int64_t load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm) {
+CheckpointInfo load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm) {
   std::ifstream in(dir + "/latest");
   std::string step_name;
   if (!in || !(in >> step_name)) throw SpecError(dir + ": no checkpoint to resume from (no 'latest')");
-  const int64_t steps = read_checkpoint_file(rank_file(dir + "/" + step_name, comm.rank()), tensors);
-  at::Tensor all = at::full({1}, double(steps), at::kDouble);
+  const CheckpointInfo info = read_checkpoint_file(rank_file(dir + "/" + step_name, comm.rank()), tensors);
+  // Every rank decides the same loss scale (from the same global norm), so their files agree.
+  const double mine[3] = {double(info.steps), info.loss_scale ? info.loss_scale->scale : 0.0,
+                          info.loss_scale ? double(info.loss_scale->good_steps) : -1.0};
+  at::Tensor all = at::tensor({mine[0], mine[1], mine[2]}, at::kDouble);
   comm.all_reduce_sum(all);
-  if (all.item<double>() != double(steps) * comm.world_size())
-    throw SpecError(dir + ": the ranks' checkpoints are of different steps");
-  return steps;
+  for (int i = 0; i < 3; ++i)
+    if (all[i].item<double>() != mine[i] * comm.world_size())
+      throw SpecError(dir + ": the ranks' checkpoints are of different " + (i == 0 ? "steps" : "loss scales"));
+  return info;
 }
 
 }  // namespace starfish::exec

@@ -4,19 +4,36 @@
 // every rank has, rank 0 atomically replaces dir/latest with "step-<n>" and removes older steps.
 // A run killed mid-save leaves `latest` naming the previous complete checkpoint, so a resume
 // loses nothing but the iterations since it.
+//
+// File format 2 (format 1 lacked the loss_scale line; it is still read, and has no loss scale):
+//   STARFISH-CHECKPOINT 2 / steps N / loss_scale none | loss_scale SCALE GOOD_STEPS /
+//   tensors K / K lines "name dtype elements" / end / the tensors' bytes / FNV-1a checksum of them.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "exec/loss_scaler.h"
+
 namespace starfish::exec {
 
 class Comm;
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// What a checkpoint records besides the tensors.
+struct CheckpointInfo {
+  explicit CheckpointInfo(int64_t steps_done = 0) : steps(steps_done) {}
+  int64_t steps = 0;                          // iterations done
+  std::optional<LossScalerState> loss_scale;  // a loss-scaled (fp16) run's scaler; none otherwise
+  // Filled when read: the file's format (1: written before checkpoints kept the loss scale) and path.
+  int format = 2;
+  std::string file;
+};
 
 struct CheckpointHooks {
   // Called after each piece is written to the temp file, with the bytes so far and in all.
@@ -25,18 +42,18 @@ struct CheckpointHooks {
 };
 
 // One file: writes atomically (temp + fsync + rename + fsync of the folder).
-void write_checkpoint_file(const std::string& path, int64_t steps, const NamedTensors& tensors,
+void write_checkpoint_file(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors,
                            const CheckpointHooks& hooks = {});
-// Loads into `tensors` in place; returns the steps recorded. Throws SpecError naming the file
-// when it is missing, truncated, corrupt or holds other tensors (names, dtypes, sizes).
-int64_t read_checkpoint_file(const std::string& path, const NamedTensors& tensors);
+// Loads into `tensors` in place; returns what the file recorded. Throws SpecError naming the
+// file when it is missing, truncated, corrupt or holds other tensors (names, dtypes, sizes).
+CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors& tensors);
 
 // The collective protocol above, over every rank of `comm`.
-void save_checkpoint(const std::string& dir, int64_t steps, const NamedTensors& tensors, Comm& comm,
+void save_checkpoint(const std::string& dir, const CheckpointInfo& info, const NamedTensors& tensors, Comm& comm,
                      const CheckpointHooks& hooks = {});
-// Returns the steps of the latest complete checkpoint in `dir` after loading this rank's part;
-// throws SpecError when there is none.
-int64_t load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm);
+// The latest complete checkpoint in `dir`, after loading this rank's part; throws SpecError
+// when there is none, or when the ranks' files record different steps or loss scales.
+CheckpointInfo load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm);
 bool has_checkpoint(const std::string& dir);
 
 }  // namespace starfish::exec

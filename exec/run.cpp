@@ -24,6 +24,7 @@
 #include "exec/graph_residency.h"
 #include "exec/torch_backend.h"
 #include "exec/trainer.h"
+#include "exec/trainer_checkpoint.h"
 #include "sim/chunk/move_log.h"
 #include "sim/chunk/runtime_config.h"
 #include "sim/spec/error.h"
@@ -313,11 +314,15 @@ int run_rank(const RunOptions& o) {
     }
   }
   if (o.resume) {
-    const NamedTensors state = trainer.store().save_state();  // shapes to load into
-    const int64_t steps = load_checkpoint(o.checkpoint_dir, state, comm);
-    trainer.store().load_state(state);
-    trainer.set_steps_done(steps);
-    say("starfish-run: resumed from " + o.checkpoint_dir + " at iteration " + std::to_string(steps));
+    const CheckpointInfo info = resume_trainer(o.checkpoint_dir, trainer, comm);
+    std::string scale;
+    if (info.loss_scale) {
+      char line[96];
+      std::snprintf(line, sizeof line, ", loss scale %g after %lld good steps", info.loss_scale->scale,
+                    static_cast<long long>(info.loss_scale->good_steps));
+      scale = line;
+    }
+    say("starfish-run: resumed from " + o.checkpoint_dir + " at iteration " + std::to_string(info.steps) + scale);
   }
 
   int saves = 0;
@@ -328,7 +333,7 @@ int run_rank(const RunOptions& o) {
       hooks.after_write = [](int64_t written, int64_t total) {
         if (written * 2 >= total) ::raise(SIGKILL);
       };
-    save_checkpoint(o.checkpoint_dir, trainer.steps_done(), trainer.store().save_state(), comm, hooks);
+    save_trainer(o.checkpoint_dir, trainer, comm, hooks);
     say("starfish-run: checkpoint at iteration " + std::to_string(trainer.steps_done()) + " in " + o.checkpoint_dir);
   };
 
@@ -359,7 +364,7 @@ int run_rank(const RunOptions& o) {
 
   if (!o.params_path.empty()) {
     const NamedTensors values = trainer.store().gather_values(comm);
-    if (lead) write_checkpoint_file(o.params_path, trainer.steps_done(), values);
+    if (lead) write_checkpoint_file(o.params_path, CheckpointInfo{trainer.steps_done()}, values);
   }
   if (chunked && !o.move_log_path.empty()) {
     const std::string path = env.world_size > 1 ? o.move_log_path + ".rank" + std::to_string(env.rank) : o.move_log_path;

@@ -31,9 +31,12 @@ std::string error_of(const std::function<void()>& f) {
 TEST(Checkpoint, RoundTripsExactly) {
   TempDir dir("ckpt-roundtrip");
   const NamedTensors saved = sample_state();
-  write_checkpoint_file(dir / "a.ckpt", 17, saved);
+  write_checkpoint_file(dir / "a.ckpt", CheckpointInfo{17}, saved);
   NamedTensors loaded{{"master", torch::zeros({3000})}, {"step_counts", torch::zeros({5}, torch::kLong)}};
-  EXPECT_EQ(read_checkpoint_file(dir / "a.ckpt", loaded), 17);
+  const CheckpointInfo info = read_checkpoint_file(dir / "a.ckpt", loaded);
+  EXPECT_EQ(info.steps, 17);
+  EXPECT_EQ(info.format, 2);
+  EXPECT_FALSE(info.loss_scale.has_value());
   EXPECT_TRUE(torch::equal(loaded[0].second, saved[0].second));
   EXPECT_TRUE(torch::equal(loaded[1].second, saved[1].second));
   EXPECT_FALSE(std::filesystem::exists(dir / ("a.ckpt.tmp." + std::to_string(::getpid())))) << "the temp file was renamed";
@@ -41,7 +44,7 @@ TEST(Checkpoint, RoundTripsExactly) {
 
 TEST(Checkpoint, RefusesTruncatedCorruptOrForeignFiles) {
   TempDir dir("ckpt-bad");
-  write_checkpoint_file(dir / "a.ckpt", 3, sample_state());
+  write_checkpoint_file(dir / "a.ckpt", CheckpointInfo{3}, sample_state());
   const auto size = std::filesystem::file_size(dir / "a.ckpt");
   NamedTensors into = sample_state();
   std::filesystem::copy_file(dir / "a.ckpt", dir / "short.ckpt");
@@ -54,7 +57,7 @@ TEST(Checkpoint, RefusesTruncatedCorruptOrForeignFiles) {
     f.put('\x55');
   }
   EXPECT_EQ(error_of([&] { read_checkpoint_file(dir / "a.ckpt", into); }), dir / "a.ckpt" + ": checksum mismatch, the checkpoint is corrupt");
-  write_checkpoint_file(dir / "b.ckpt", 3, sample_state());
+  write_checkpoint_file(dir / "b.ckpt", CheckpointInfo{3}, sample_state());
   NamedTensors other{{"master", torch::zeros({2999})}, {"step_counts", torch::zeros({5}, torch::kLong)}};
   EXPECT_EQ(error_of([&] { read_checkpoint_file(dir / "b.ckpt", other); }),
             dir / "b.ckpt" + ": tensor 'master' (Float, 3000 elements) does not match this run's 'master' (Float, 2999)");
@@ -66,11 +69,11 @@ TEST(Checkpoint, LatestNamesOnlyCompleteSaves) {
   TempDir dir("ckpt-latest");
   Comm solo(RankEnv{});
   NamedTensors s = sample_state();
-  save_checkpoint(dir.path.string(), 2, s, solo);
-  save_checkpoint(dir.path.string(), 4, s, solo);
+  save_checkpoint(dir.path.string(), CheckpointInfo{2}, s, solo);
+  save_checkpoint(dir.path.string(), CheckpointInfo{4}, s, solo);
   EXPECT_EQ(testing::read_file(dir / "latest"), "step-4\n");
   EXPECT_FALSE(std::filesystem::exists(dir / "step-2")) << "older steps are removed once a newer one is complete";
-  EXPECT_EQ(load_checkpoint(dir.path.string(), s, solo), 4);
+  EXPECT_EQ(load_checkpoint(dir.path.string(), s, solo).steps, 4);
   TempDir empty("ckpt-none");
   EXPECT_EQ(error_of([&] { load_checkpoint(empty.path.string(), s, solo); }),
             empty.path.string() + ": no checkpoint to resume from (no 'latest')");

@@ -1,0 +1,22 @@
+#pragma once
+// Everything a StoreTrainer needs to resume exactly, through the checkpoint protocol of
+// checkpoint.h: its store's state (parameters, masters, optimizer moments), the iterations done
+// and, for a loss-scaled (fp16) run, the scaler's scale and good-step count, so that a resumed
+// run continues the same scale schedule instead of restarting at 2^16.
+#include <cstdint>
+#include <string>
+
+#include "exec/checkpoint.h"
+
+namespace starfish::exec {
+
+class StoreTrainer;
+
+void save_trainer(const std::string& dir, StoreTrainer& trainer, Comm& comm, const CheckpointHooks& hooks = {});
+
+// Loads the latest checkpoint in `dir` into the trainer; returns what it recorded. Throws
+// SpecError naming the file when it cannot resume this trainer: a loss-scaled run from a
+// checkpoint without a loss scale (format 1, or a run without scaling), or the reverse.
+CheckpointInfo resume_trainer(const std::string& dir, StoreTrainer& trainer, Comm& comm);
+
+}  // namespace starfish::exec
