@@ -11,7 +11,7 @@ namespace starfish::exec {
 
 class FlatStore : public TrainableStore {
  public:
-  // `dtype`: the compute dtype (fp32 or bf16); with bf16 an fp32 master copy is kept. Values
+  // `dtype`: the compute dtype (fp32, bf16 or fp16); with 16 bits an fp32 master copy is kept. Values
   // from gpt.initial_value(seed).
   FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed);
 

@@ -20,6 +20,7 @@
 #include "exec/data.h"
 #include "exec/dist.h"
 #include "exec/flat_store.h"
+#include "exec/fp16_support.h"
 #include "exec/gpt_model.h"
 #include "exec/graph_residency.h"
 #include "exec/torch_backend.h"
@@ -214,10 +215,6 @@ int run_rank(const RunOptions& o) {
   if (o.iterations) training.iterations = *o.iterations;
   if (training.dtype != DType::fp32 && training.dtype != DType::bf16 && training.dtype != DType::fp16)
     throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(training.dtype));
-  // LibTorch's CPU kernels have no fp16 matrix multiply (addmm is not implemented for 'Half'),
-  // so fp16 (with dynamic loss scaling) runs on CUDA only.
-  if (training.dtype == DType::fp16 && !torch::cuda::is_available())
-    throw SpecError(o.plan_path + ": field 'training.dtype': fp16 needs a CUDA device (LibTorch has no fp16 matmul on CPU); use bf16 or fp32 here");
   if (model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
 
   // The Job, as the simulator makes it (make_job checks the plan against model and hardware):
@@ -286,9 +283,14 @@ int run_rank(const RunOptions& o) {
   } else {
     store = std::make_unique<FlatStore>(gpt, dtype, training.seed);
   }
-  if (training.dtype == DType::fp16 && store->device().is_cpu())
-    throw SpecError(o.plan_path + ": field 'training.dtype': fp16 computes on the GPU tier, which needs a chunked plan (plan.chunk_size) on CUDA; "
-                    "the flat store computes on the CPU");
+  // fp16 computes where the store does: on CUDA for a chunked plan with a CUDA device, else on
+  // the CPU, whose LibTorch may lack fp16 kernels (1.13 has no fp16 matmul there). Probed, not
+  // assumed from a version.
+  if (training.dtype == DType::fp16 && store->device().is_cpu() && !cpu_trains_fp16())
+    throw SpecError(o.plan_path + ": field 'training.dtype': fp16 computes on the CPU here (" +
+                    (chunked ? "no CUDA device" : "a plan without chunks uses the flat store") +
+                    ") and this LibTorch has no fp16 kernels on the CPU (a tiny GPT's forward and backward in Half failed); "
+                    "use bf16 or fp32, or a chunked plan (plan.chunk_size) on CUDA");
   StoreTrainer trainer(gpt, data, training, pf.plan, comm, std::move(store));  // fp16: with dynamic loss scaling
 
   {
