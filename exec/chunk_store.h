@@ -39,7 +39,7 @@ class ChunkStore : public TrainableStore {
   at::Tensor param(const std::string& name) override;
   void accumulate_grad(const std::string& name, const at::Tensor& grad) override;
   void release(const std::vector<std::string>& names, Pass pass) override;
-  at::Device device() const override { return backend_.uses_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+  at::Device device() const override { return backend_.compute_device(); }
   // recompute none: checks, at each backward access, that the runtime kept every chunk the
   // layer's graph references in the buffer it had in forward (exec/graph_residency.h); throws
   // SpecError naming plan.recompute at the first that moved. starfish-run predicts this before

@@ -8,6 +8,16 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
+#if defined(STARFISH_WITH_CUDA)
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#endif
+// USE_C10D_NCCL: defined by exec/CMakeLists.txt only when the CUDA paths are on and this
+// LibTorch's torch_cuda links ProcessGroupNCCL (Debian's ships the header, not the library).
+#if defined(STARFISH_WITH_CUDA) && defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define STARFISH_NCCL 1
+#endif
+
 #include "sim/spec/error.h"
 
 namespace starfish::exec {
@@ -42,28 +52,69 @@ RankEnv RankEnv::from_environment() {
   return e;
 }
 
+// Two families of process groups over one TCPStore: Gloo for CPU tensors (always: the trainer's
+// loss and norm scalars, barriers) and, where built in and every rank has a CUDA device of its
+// own, NCCL for CUDA tensors (the chunk runtime's collectives on the GPU tier). Each family has
+// a world group and one subgroup per runtime Group, made on first use by its members only.
 struct Comm::Impl {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;       // Gloo, every rank
+  c10::intrusive_ptr<c10d::ProcessGroup> nccl_pg;  // NCCL, every rank (when nccl)
+  bool nccl = false;
   std::string hostname;
   std::chrono::milliseconds timeout{0};
-  std::map<int, c10::intrusive_ptr<c10d::ProcessGroup>> subgroups;
+  std::map<int, c10::intrusive_ptr<c10d::ProcessGroup>> subgroups, nccl_subgroups;
   void wait(const c10::intrusive_ptr<c10d::Work>& w) { w->wait(); }
 
-  c10d::ProcessGroup& of(const starfish::Group* g, int world_size) {
-    if (!g || g->size() == world_size) return *pg;
-    auto it = subgroups.find(g->id);
-    if (it == subgroups.end()) {
-      auto prefixed = c10::make_intrusive<c10d::PrefixStore>("group-" + std::to_string(g->id), store);
-      auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
-      it = subgroups.emplace(g->id, c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, g->index, g->size(), opts)).first;
+  c10::intrusive_ptr<c10d::ProcessGroup> make(bool use_nccl, const std::string& prefix, int rank, int size) {
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+#ifdef STARFISH_NCCL
+    if (use_nccl) {
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = timeout;
+      return c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank, size, opts);
     }
+#endif
+    (void)use_nccl;
+    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
+  }
+
+  // The group for `g` (nullptr: the world) that carries tensor `t`.
+  c10d::ProcessGroup& of(const starfish::Group* g, int world_size, const at::Tensor& t) {
+    const bool use_nccl = nccl && t.is_cuda();
+    if (!g || g->size() == world_size) return use_nccl ? *nccl_pg : *pg;
+    auto& cache = use_nccl ? nccl_subgroups : subgroups;
+    auto it = cache.find(g->id);
+    if (it == cache.end())
+      it = cache.emplace(g->id, make(use_nccl, (use_nccl ? "nccl-group-" : "group-") + std::to_string(g->id), g->index, g->size())).first;
     return *it->second;
   }
 };
 
+namespace {
+
+// With CUDA each rank computes on cuda:LOCAL_RANK (the current device, which the chunk backend
+// and NCCL use). More local ranks than devices share them round-robin, which NCCL cannot do
+// (one rank per GPU), so this rank can use NCCL only when it has a device of its own.
+bool select_cuda_device(const RankEnv& env) {
+#if defined(STARFISH_WITH_CUDA)
+  if (!torch::cuda::is_available()) return false;
+  const int devices = static_cast<int>(torch::cuda::device_count());
+  c10::impl::VirtualGuardImpl impl(at::kCUDA);
+  impl.setDevice(c10::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % devices)));
+  return env.local_rank < devices;
+#else
+  (void)env;
+  return false;
+#endif
+}
+
+}  // namespace
+
 Comm::Comm(const RankEnv& env, std::chrono::seconds timeout) : env_(env) {
+  const bool own_device = select_cuda_device(env_);
   if (env_.world_size == 1) return;
   group_ = std::make_unique<Impl>();
   c10d::TCPStoreOptions opts;
@@ -78,16 +129,31 @@ Comm::Comm(const RankEnv& env, std::chrono::seconds timeout) : env_(env) {
   group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, env_.rank, env_.world_size, gloo);
   group_->hostname = env_.master_addr;
   group_->timeout = timeout;
+#ifdef STARFISH_NCCL
+  // Every rank must pick the same family for the same tensor, so NCCL only when all can.
+  at::Tensor all_can = at::full({1}, own_device ? 1 : 0, at::kInt);
+  std::vector<at::Tensor> v{all_can};
+  c10d::AllreduceOptions min;
+  min.reduceOp = c10d::ReduceOp::MIN;
+  group_->wait(group_->pg->allreduce(v, min));
+  group_->nccl = all_can.item<int>() == 1;
+  if (group_->nccl) group_->nccl_pg = group_->make(true, "nccl", env_.rank, env_.world_size);
+#else
+  (void)own_device;
+#endif
 }
 
 Comm::~Comm() = default;
 
-const char* Comm::backend_name() const { return group_ ? "gloo" : "none"; }
+const char* Comm::backend_name() const {
+  if (!group_) return "none";
+  return group_->nccl ? "nccl" : "gloo";
+}
 
 void Comm::all_reduce_sum(at::Tensor& t, const starfish::Group* g) {
   if (!group_ || (g && g->size() == 1)) return;
   std::vector<at::Tensor> v{t};
-  group_->wait(group_->of(g, env_.world_size).allreduce(v));
+  group_->wait(group_->of(g, env_.world_size, t).allreduce(v));
 }
 
 void Comm::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input, const starfish::Group* g) {
@@ -97,7 +163,7 @@ void Comm::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
   }
   std::vector<std::vector<at::Tensor>> out{outputs};
   std::vector<at::Tensor> in{input};
-  group_->wait(group_->of(g, env_.world_size).allgather(out, in));
+  group_->wait(group_->of(g, env_.world_size, input).allgather(out, in));
   for (size_t r = 0; r < outputs.size(); ++r)
     if (!out[0][r].is_same(outputs[r])) outputs[r].copy_(out[0][r]);
 }
@@ -107,7 +173,7 @@ void Comm::reduce_sum(at::Tensor& t, int root, const starfish::Group* g) {
   std::vector<at::Tensor> v{t};
   c10d::ReduceOptions o;
   o.rootRank = root;
-  group_->wait(group_->of(g, env_.world_size).reduce(v, o));
+  group_->wait(group_->of(g, env_.world_size, t).reduce(v, o));
 }
 
 void Comm::broadcast(at::Tensor& t, int root, const starfish::Group* g) {
@@ -115,7 +181,7 @@ void Comm::broadcast(at::Tensor& t, int root, const starfish::Group* g) {
   std::vector<at::Tensor> v{t};
   c10d::BroadcastOptions o;
   o.rootRank = root;
-  group_->wait(group_->of(g, env_.world_size).broadcast(v, o));
+  group_->wait(group_->of(g, env_.world_size, t).broadcast(v, o));
 }
 
 void Comm::barrier() {

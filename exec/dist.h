@@ -1,8 +1,11 @@
 #pragma once
 // Ranks and collectives. A rank learns who it is from the environment torchrun and Slurm set
-// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and joins a c10d process group over a
-// TCPStore rendezvous: Gloo on CPU (NCCL on CUDA devices when built with CUDA). A single process
-// without those variables is rank 0 of 1 and needs no group.
+// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and joins c10d process groups over a
+// TCPStore rendezvous: Gloo for CPU tensors, and NCCL for CUDA tensors where the executor's CUDA
+// paths are built against a LibTorch with c10d NCCL (USE_C10D_NCCL, see exec/CMakeLists.txt) and
+// every rank has a GPU of its own; otherwise CUDA tensors go through Gloo too. On a CUDA machine
+// each rank's current device is cuda:LOCAL_RANK (round-robin when ranks outnumber devices). A
+// single process without those variables is rank 0 of 1 and needs no group.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -35,7 +38,9 @@ class Comm {
 
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
-  const char* backend_name() const;  // "gloo", "nccl" or "none"
+  // "nccl" (CUDA tensors over NCCL, CPU tensors over Gloo), "gloo" (everything over Gloo) or
+  // "none" (one rank).
+  const char* backend_name() const;
 
   // Collectives over `group` (nullptr = every rank). Roots and output positions are indices
   // into group->ranks; a subgroup's c10d group is made on first use, by its members only.

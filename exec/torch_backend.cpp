@@ -62,6 +62,8 @@ TorchBackend::TorchBackend(TierCapacity capacity, const std::string& scratch_roo
   if (capacity_.gpu_bytes <= 0) throw std::invalid_argument("torch backend: the GPU tier needs a positive capacity");
 #ifdef STARFISH_WITH_CUDA
   cuda_ = torch::cuda::is_available();
+  // The current device: cuda:LOCAL_RANK once the rank's Comm has chosen it (exec/dist.h).
+  if (cuda_) device_index_ = c10::impl::VirtualGuardImpl(at::kCUDA).getDevice().index();
 #endif
   std::string pattern = (std::filesystem::path(scratch_root) / ("starfish-nvme-" + std::to_string(comm.rank()) + "-XXXXXX")).string();
   std::vector<char> buf(pattern.begin(), pattern.end());
@@ -100,7 +102,7 @@ Buffer TorchBackend::allocate(Tier tier, int64_t bytes) {
     if (::ftruncate(s->fd, bytes) != 0) fail_errno("cannot size " + s->path);
   } else {
     at::TensorOptions o = at::TensorOptions().dtype(at::kByte);
-    if (tier == Tier::gpu && cuda_) o = o.device(at::kCUDA);
+    if (tier == Tier::gpu && cuda_) o = o.device(compute_device());
     if (tier == Tier::cpu && cuda_) o = o.pinned_memory(true);
     s->bytes = at::empty({bytes}, o);
   }
@@ -173,7 +175,7 @@ Completion TorchBackend::copy(const Buffer& src, const Buffer& dst, int64_t byte
     // Overlapping move: on the copy stream, ordered after the compute stream's work so far, with an
     // event the caller waits on before using the destination.
     static_cast<void>(tag);
-    const c10::Device dev(at::kCUDA, 0);
+    const c10::Device dev = compute_device();
     c10::impl::VirtualGuardImpl impl(at::kCUDA);
     const c10::Stream compute = impl.getStream(dev);
     if (!cuda_queues_) cuda_queues_ = std::make_shared<CudaQueues>();
@@ -256,7 +258,7 @@ void TorchBackend::wait(Completion done) {
   auto it = cuda_queues_->events.find(done.id);
   if (it == cuda_queues_->events.end()) return;  // already waited on
   c10::impl::VirtualGuardImpl impl(at::kCUDA);
-  it->second.block(impl.getStream(c10::Device(at::kCUDA, 0)));
+  it->second.block(impl.getStream(compute_device()));
   cuda_queues_->events.erase(it);
   bool all_done = true;
   for (const auto& [id, ev] : cuda_queues_->events) all_done = all_done && ev.query();
@@ -304,7 +306,7 @@ double TorchBackend::now_s() const {
 }
 
 std::string TorchBackend::gpu_tier_description() const {
-  if (cuda_) return "gpu tier: cuda:0";
+  if (cuda_) return "gpu tier: cuda:" + std::to_string(device_index_);
   return "gpu tier: CPU pool (no CUDA)";
 }
 

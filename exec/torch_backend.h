@@ -56,9 +56,14 @@ class TorchBackend : public Backend {
   // `host` is a CPU tensor of at least `bytes` bytes; `offset_bytes` is into the buffer.
   void write_host(const Buffer& buffer, int64_t offset_bytes, const at::Tensor& host);
   void read_host(const Buffer& buffer, int64_t offset_bytes, at::Tensor& host);
-  // "gpu tier: CPU pool (no CUDA)" or "gpu tier: cuda:0 (<name>)".
+  // "gpu tier: CPU pool (no CUDA)" or "gpu tier: cuda:<index>".
   std::string gpu_tier_description() const;
   bool uses_cuda() const { return cuda_; }
+  // Where the GPU tier's buffers live and compute runs: the CUDA device current when the backend
+  // was made (cuda:LOCAL_RANK, chosen by Comm), or the CPU.
+  at::Device compute_device() const {
+    return cuda_ ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index_)) : at::Device(at::kCPU);
+  }
   const std::string& scratch_dir() const { return scratch_dir_; }
 
   const TierUsage& usage(Tier t) const { return usage_[static_cast<int>(t)]; }
@@ -77,6 +82,7 @@ class TorchBackend : public Backend {
   TierCapacity capacity_;
   Comm& comm_;
   bool cuda_ = false;
+  int device_index_ = 0;
   std::string scratch_dir_;
   std::map<uint64_t, std::unique_ptr<Slot>> slots_;
   uint64_t next_id_ = 1;

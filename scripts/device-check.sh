@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One command for a GPU machine: builds the executor against that machine's LibTorch (with CUDA),
-# runs the executor's tests (the Torch Backend then uses cuda:0, pinned host buffers and a copy
-# stream), its benchmarks and the GEMM calibration (gemm_calibration's CSV, for `starfish
-# calibrate`: docs/calibration.md), and writes everything to $OUT (or ./device-check-out).
+# runs the executor's tests (the Torch Backend then uses cuda:LOCAL_RANK, pinned host buffers and a
+# copy stream), a two-rank run that reports its collectives (nccl or gloo), its benchmarks and the
+# GEMM calibration (gemm_calibration's CSV, for `starfish calibrate`: docs/calibration.md), and
+# writes everything to $OUT (or ./device-check-out).
 # Budget: under 5 minutes on a 16-core machine. It needs python3 with torch (CUDA build), cmake, ninja, yaml-cpp,
 # Boost.Graph and GoogleTest.
 #   usage: scripts/device-check.sh            (from the repository root)
@@ -25,13 +26,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 # pip's LibTorch is built with the pre-C++11 ABI on some versions: match it, or linking fails.
 abi="$(python3 -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')"
 jobs="$(nproc)"
-log "configure (Torch_DIR=$torch_dir, CXX11 ABI $abi)"
+# pip's LibTorch keeps nccl.h in the nvidia-nccl wheel, not with its own headers: exec/CMakeLists.txt
+# needs it to detect c10d NCCL (and then builds the NCCL path).
+nccl_include="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null)"
+log "configure (Torch_DIR=$torch_dir, CXX11 ABI $abi, nccl.h in ${nccl_include:-the CUDA toolkit})"
 if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTARFISH_EXEC=ON -DSTARFISH_CUDA=ON \
-     -DSTARFISH_GUI=OFF -DSTARFISH_BENCH=ON -DTorch_DIR="$torch_dir" \
+     -DSTARFISH_GUI=OFF -DSTARFISH_BENCH=ON -DTorch_DIR="$torch_dir" ${nccl_include:+-DSTARFISH_NCCL_INCLUDE_DIR="$nccl_include"} \
      -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$abi" >"$out/configure.log" 2>&1; then
   log "configure failed (see configure.log)"; exit 3
 fi
-grep -E "Starfish|CUDA code paths" "$out/configure.log" | tee -a "$out/summary.txt"
+grep -E "Starfish|CUDA code paths|c10d NCCL" "$out/configure.log" | tee -a "$out/summary.txt"
 log "build with $jobs jobs"
 exec_tests=$(cd "$root/tests/exec" && ls test_*.cpp | sed 's/^test_/test_exec_/; s/\.cpp$//')
 # The tests also need `starfish` (the simulator-parity test runs `starfish compare`).
@@ -50,6 +54,17 @@ for t in $exec_tests; do
 done
 # Merge the per-test logs into one file so $OUT stays within 8 files.
 cat "$out"/test_exec_*.log >"$out/tests.log" 2>/dev/null && rm -f "$out"/test_exec_*.log
+
+# Which collectives a real two-rank run used (its report's "collectives"): nccl needs the c10d
+# NCCL build (configure, above) and a GPU per rank; with fewer GPUs the ranks share them over gloo.
+gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
+if timeout 90 "$build/exec/starfish-run" --nproc 2 "$root/exec/configs/tiny-gpt-zero-2ranks.yaml" --iterations 3 --quiet \
+     --report "$build/zero-2ranks.json" >"$build/zero-2ranks.log" 2>&1; then
+  used="$(grep -o '"collectives": *"[a-z]*"' "$build/zero-2ranks.json" | head -1 | sed 's/.*"\([a-z]*\)"$/\1/')"
+  log "starfish-run --nproc 2 (ZeRO, chunked): collectives ${used:-unknown} ($gpus GPU(s) here)"
+else
+  log "starfish-run --nproc 2 (ZeRO, chunked): FAILED"; tail -20 "$build/zero-2ranks.log" >>"$out/summary.txt"; status=1
+fi
 
 log "benchmarks"
 {

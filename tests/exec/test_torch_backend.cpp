@@ -19,7 +19,8 @@ TEST(TorchBackend, GpuTierIsACapacityLimitedCpuPoolAndSaysSo) {
   Comm solo(RankEnv{});
   TorchBackend b(TierCapacity{1000, 0, 0}, dir.path.string(), solo);
   // A CUDA build on a GPU machine (scripts/device-check.sh) has the real device instead.
-  EXPECT_EQ(b.gpu_tier_description(), b.uses_cuda() ? "gpu tier: cuda:0" : "gpu tier: CPU pool (no CUDA)");
+  EXPECT_EQ(b.gpu_tier_description(), b.uses_cuda() ? "gpu tier: cuda:" + std::to_string(b.compute_device().index())
+                                                   : "gpu tier: CPU pool (no CUDA)");
   const Buffer x = b.allocate(Tier::gpu, 600);
   EXPECT_EQ(b.bytes(x).device().type(), b.uses_cuda() ? at::kCUDA : at::kCPU);
   try {
