@@ -6,7 +6,14 @@
 
 namespace starfish::exec {
 
-FlatStore::FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed) : gpt_(gpt) {
+namespace {
+
+// The TrainableStore contract hands out CPU copies (cpu() of a CPU tensor would be no copy).
+at::Tensor cpu_copy(const at::Tensor& t) { return t.is_cpu() ? t.clone() : t.cpu(); }
+
+}  // namespace
+
+FlatStore::FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed, at::Device device) : gpt_(gpt), device_(device) {
   const int64_t n = gpt.parameter_count();
   master_ = at::empty({n}, at::kFloat);
   int64_t offset = 0;
@@ -15,10 +22,12 @@ FlatStore::FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed) : gpt_
     master_.narrow(0, offset, p.elements).copy_(gpt.initial_value(p, seed).reshape({-1}));
     offset += p.elements;
   }
+  master_ = master_.to(device_);
   param_ = dtype == at::kFloat ? master_ : master_.to(dtype);
-  grad_ = at::zeros({n}, at::kFloat);
-  exp_avg_ = at::zeros({n}, at::kFloat);
-  exp_avg_sq_ = at::zeros({n}, at::kFloat);
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+  grad_ = at::zeros({n}, f32);
+  exp_avg_ = at::zeros({n}, f32);
+  exp_avg_sq_ = at::zeros({n}, f32);
 }
 
 const GptParam& FlatStore::entry(const std::string& name, int64_t& offset) const {
@@ -65,13 +74,13 @@ void FlatStore::zero_grad() { grad_.zero_(); }
 at::Tensor FlatStore::value(const std::string& name) {
   int64_t off = 0;
   const GptParam& p = entry(name, off);
-  return master_.narrow(0, off, p.elements).view(p.shape).clone();
+  return cpu_copy(master_.narrow(0, off, p.elements).view(p.shape));
 }
 
 std::vector<std::pair<std::string, at::Tensor>> FlatStore::save_state() {
   std::vector<std::pair<std::string, at::Tensor>> t{
-      {"master", master_.clone()}, {"exp_avg", exp_avg_.clone()}, {"exp_avg_sq", exp_avg_sq_.clone()}};
-  if (!param_.is_same(master_)) t.emplace_back("param", param_.clone());
+      {"master", cpu_copy(master_)}, {"exp_avg", cpu_copy(exp_avg_)}, {"exp_avg_sq", cpu_copy(exp_avg_sq_)}};
+  if (!param_.is_same(master_)) t.emplace_back("param", cpu_copy(param_));
   return t;
 }
 

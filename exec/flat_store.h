@@ -12,8 +12,9 @@ namespace starfish::exec {
 class FlatStore : public TrainableStore {
  public:
   // `dtype`: the compute dtype (fp32, bf16 or fp16); with 16 bits an fp32 master copy is kept. Values
-  // from gpt.initial_value(seed).
-  FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed);
+  // from gpt.initial_value(seed). Everything lives on `device` (the CPU unless a benchmark says so).
+  FlatStore(const Gpt& gpt, at::ScalarType dtype, uint64_t seed, at::Device device = at::kCPU);
+  at::Device device() const override { return device_; }
 
   void access(const std::vector<std::string>& names, Pass pass) override;
   at::Tensor param(const std::string& name) override;
@@ -39,6 +40,7 @@ class FlatStore : public TrainableStore {
 
   const Gpt& gpt_;
   std::map<std::string, int64_t> offsets_;
+  at::Device device_;
   at::Tensor param_, master_, grad_, exp_avg_, exp_avg_sq_;
   int64_t accesses_ = 0;
 };

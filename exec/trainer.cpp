@@ -150,13 +150,14 @@ struct ReferenceTrainer::Impl {
   std::vector<torch::Tensor> ordered;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   int64_t steps = 0;
+  at::Device device = at::kCPU;
 };
 
-ReferenceTrainer::ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan)
-    : impl_(std::make_unique<Impl>(Impl{gpt, data, training, plan, BatchSplit::make(training, plan, 0, 1), {}, {}, {}, 0})) {
+ReferenceTrainer::ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan, at::Device device)
+    : impl_(std::make_unique<Impl>(Impl{gpt, data, training, plan, BatchSplit::make(training, plan, 0, 1), {}, {}, {}, 0, device})) {
   check_recompute(plan);
   for (const GptParam& p : gpt.params()) {
-    torch::Tensor t = gpt.initial_value(p, training.seed).set_requires_grad(true);
+    torch::Tensor t = gpt.initial_value(p, training.seed).to(device).set_requires_grad(true);
     impl_->params[p.name] = t;
     impl_->ordered.push_back(t);
   }
@@ -187,6 +188,8 @@ StepResult ReferenceTrainer::step() {
   m.optimizer->zero_grad();
   for (int64_t k = 0; k < m.split.micro_batches; ++k) {
     Batch b = m.data.batch(m.training.seed, m.steps, k * m.split.micro_batch, m.split.micro_batch, m.gpt.model().seq_len);
+    b.tokens = b.tokens.to(m.device);
+    b.targets = b.targets.to(m.device);
     torch::Tensor h = b.tokens;
     for (int s = 0; s < m.gpt.segments(); ++s) {
       std::vector<at::Tensor> p;
@@ -207,7 +210,10 @@ StepResult ReferenceTrainer::step() {
   return r;
 }
 
-at::Tensor ReferenceTrainer::value(const std::string& name) const { return impl_->params.at(name).detach().clone(); }
+at::Tensor ReferenceTrainer::value(const std::string& name) const {
+  const at::Tensor& t = impl_->params.at(name);
+  return t.is_cpu() ? t.detach().clone() : t.detach().cpu();
+}
 
 double evaluate_loss(const Gpt& gpt, TrainableStore& store, const ByteCorpus& data, const Training& t, int64_t iteration,
                      int64_t sequences) {

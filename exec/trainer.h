@@ -69,12 +69,14 @@ class StoreTrainer {
 };
 
 // Plain LibTorch: leaf parameters with .grad, one autograd graph per micro-batch,
-// torch::nn::utils::clip_grad_norm_ and torch::optim::Adam / AdamW / SGD. Single rank, fp32.
+// torch::nn::utils::clip_grad_norm_ and torch::optim::Adam / AdamW / SGD. Single rank, fp32;
+// value() returns CPU copies.
 // plan.recompute full checkpoints every segment the way torch.utils.checkpoint does (forward
 // without a graph, recomputed in backward); none keeps the whole graph.
 class ReferenceTrainer {
  public:
-  ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan);
+  // `device`: where parameters and batches live (the CPU unless a benchmark compares on CUDA).
+  ReferenceTrainer(const Gpt& gpt, const ByteCorpus& data, Training training, Plan plan, at::Device device = at::kCPU);
   ~ReferenceTrainer();
   StepResult step();
   at::Tensor value(const std::string& name) const;

@@ -9,7 +9,9 @@
 // each (the chunk runtime's tracing and placement iterations); the table shows per-iteration
 // medians of process CPU time and of wall time, each as a ratio to plain LibTorch with the same
 // recompute. On a shared machine the CPU-time ratio is the one to read (one thread: no idle
-// spinning counted either).
+// spinning counted either). With CUDA every path computes on the GPU tier's device and the
+// wall-time ratio is the one (each step reads its loss and gradient norm on the host, so GPU
+// work cannot pile up past one optimizer step).
 // `only` runs one path (plain|flat|chunk, then -none|-full), for a profiler to see that path
 // alone. Under `valgrind --tool=callgrind --collect-atstart=no` only the measured rounds are
 // counted (no setup, no warm-up): instruction counts, which no other load on the machine moves.
@@ -98,6 +100,11 @@ int main(int argc, char** argv) {
   auto wanted = [&](const char* path, Recompute r) { return only.empty() || only == std::string(path) + "-" + to_string(r); };
 
   std::vector<std::unique_ptr<TorchBackend>> backends;  // before the stores: they outlive them
+  for (int i = 0; i < 2; ++i)
+    backends.push_back(std::make_unique<TorchBackend>(TierCapacity{int64_t{1} << 32, 0, 0},
+                                                      std::filesystem::temp_directory_path().string(), solo));
+  // Every path computes where the chunk runtime's GPU tier is: cuda:N with CUDA, else the CPU.
+  const at::Device device = backends.front()->compute_device();
   std::vector<std::unique_ptr<ReferenceTrainer>> refs;
   std::vector<std::unique_ptr<StoreTrainer>> stores;
   std::vector<const ChunkStore*> chunk_stores;
@@ -108,20 +115,19 @@ int main(int argc, char** argv) {
     plan.chunk_elements = 1 << 16;
     plan.recompute = r;
     if (wanted("plain", r)) {
-      ReferenceTrainer& ref = *refs.emplace_back(std::make_unique<ReferenceTrainer>(gpt, data, t, plan));
+      ReferenceTrainer& ref = *refs.emplace_back(std::make_unique<ReferenceTrainer>(gpt, data, t, plan, device));
       entries.push_back({"plain LibTorch", r, [&ref] { return ref.step().seconds; }, {}, {}});
     }
     if (wanted("flat", r)) {
       StoreTrainer& flat = *stores.emplace_back(
-          std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::make_unique<FlatStore>(gpt, at::kFloat, t.seed)));
+          std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::make_unique<FlatStore>(gpt, at::kFloat, t.seed, device)));
       entries.push_back({"flat store (no runtime)", r, [&flat] { return flat.step().seconds; }, {}, {}});
     }
     if (!wanted("chunk", r)) continue;
     ChunkStoreOptions co;
     co.chunk_elements = plan.chunk_elements;
     co.runtime.budget = MemoryBudget{int64_t{1} << 32, int64_t{1} << 32, 0};
-    TorchBackend& backend = *backends.emplace_back(std::make_unique<TorchBackend>(
-        TierCapacity{int64_t{1} << 32, 0, 0}, std::filesystem::temp_directory_path().string(), solo));
+    TorchBackend& backend = *backends[r == Recompute::none ? 0 : 1];
     auto store = std::make_unique<ChunkStore>(gpt, t, co, backend, t.seed);
     chunk_stores.push_back(store.get());
     StoreTrainer& chunked = *stores.emplace_back(std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::move(store)));
@@ -136,9 +142,10 @@ int main(int argc, char** argv) {
     }
   STARFISH_TOGGLE_COLLECT();
 
-  std::printf("gpu tier: CPU pool (no CUDA); %d threads; model %d layers x %d hidden, %lld parameters; batch 4 x 64 tokens; "
+  std::printf("%s; %d threads; model %d layers x %d hidden, %lld parameters; batch 4 x 64 tokens; "
               "medians of %d interleaved iterations\n",
-              at::get_num_threads(), layers, hidden, static_cast<long long>(gpt.parameter_count()), rounds);
+              backends.front()->gpu_tier_description().c_str(), at::get_num_threads(), layers, hidden,
+              static_cast<long long>(gpt.parameter_count()), rounds);
   std::printf("%-32s %-9s %12s %12s %12s %12s\n", "path", "recompute", "cpu s/iter", "vs plain", "wall s/iter", "vs plain");
   for (Recompute r : {Recompute::none, Recompute::full}) {
     const Entry* plain = nullptr;
