@@ -8,6 +8,9 @@
 #include <fstream>
 #include <string>
 
+#include "sim/chunk/chunk_runtime.h"
+#include "sim/chunk/iteration_driver.h"
+#include "sim/chunk/reference_backend.h"
 #include "sim/spec/spec_io.h"
 
 namespace starfish::exec::testing {
@@ -26,6 +29,19 @@ inline Training tiny_training(Optimizer o = Optimizer::adam) {
   t.grad_clip = 1.0;
   t.seed = 11;
   return t;
+}
+
+// The GPU bytes the busiest moment of an iteration over `layout` needs: a warm-up on the
+// reference backend with room for every chunk. A budget just above it forces evictions.
+inline int64_t minimum_gpu_bytes(const ChunkLayout& layout, bool tied_embeddings) {
+  RuntimeOptions o;
+  o.budget = MemoryBudget{int64_t{1} << 30, 64 << 20, 0};
+  ReferenceBackend ref;
+  ChunkRuntime rt(layout, o, ref);
+  IterationDriver driver(rt, tied_embeddings);
+  FixedNonModel none(0);
+  driver.run_iteration(none);
+  return rt.minimum_gpu_bytes();
 }
 
 // A fresh folder under the system temp dir, removed with the object.

@@ -9,6 +9,7 @@
 #include "exec/dist.h"
 #include "exec_test_util.h"
 #include "sim/spec/error.h"
+#include "support/error_of.h"
 
 namespace starfish::exec {
 namespace {
@@ -19,14 +20,7 @@ NamedTensors sample_state() {
   return {{"master", torch::arange(3000, torch::kFloat) / 7}, {"step_counts", torch::arange(5, torch::kLong)}};
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using ::starfish::testing::error_of;
 
 TEST(Checkpoint, RoundTripsExactly) {
   TempDir dir("ckpt-roundtrip");

@@ -35,12 +35,7 @@ RuntimeOptions options(int64_t gpu_bytes, int64_t cpu_bytes = 64 << 20, int64_t 
 // The GPU bytes the busiest moment needs, from a warm-up on the reference backend.
 int64_t minimum_gpu_bytes(const Gpt& gpt, const Training& t) {
   const ChunkLayout layout = ChunkLayout::build(parameter_tensors(gpt.model()), LayoutOptions::of(t, kChunkElements));
-  ReferenceBackend ref;
-  ChunkRuntime rt(layout, options(1 << 30), ref);
-  IterationDriver driver(rt, gpt.model().tied_embeddings);
-  FixedNonModel none(0);
-  driver.run_iteration(none);
-  return rt.minimum_gpu_bytes();
+  return testing::minimum_gpu_bytes(layout, gpt.model().tied_embeddings);
 }
 
 struct Fixture {

@@ -52,13 +52,7 @@ ChunkLayout layout_of(const Gpt& gpt, const Training& t, int world = 1) {
 
 // The GPU bytes the busiest moment needs: a budget that evicts (see test_chunk_training.cpp).
 int64_t minimum_gpu_bytes(const Gpt& gpt, const Training& t) {
-  const ChunkLayout layout = layout_of(gpt, t);
-  ReferenceBackend ref;
-  ChunkRuntime rt(layout, options(1 << 30), ref);
-  IterationDriver driver(rt, gpt.model().tied_embeddings);
-  FixedNonModel none(0);
-  driver.run_iteration(none);
-  return rt.minimum_gpu_bytes();
+  return testing::minimum_gpu_bytes(layout_of(gpt, t), gpt.model().tied_embeddings);
 }
 
 struct Rig {

@@ -11,6 +11,7 @@
 #include "exec/trainer_checkpoint.h"
 #include "exec_test_util.h"
 #include "sim/spec/error.h"
+#include "support/error_of.h"
 
 namespace starfish::exec {
 namespace {
@@ -34,14 +35,7 @@ struct Rig {
   }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using ::starfish::testing::error_of;
 
 TEST(TrainerCheckpoint, ResumedRunContinuesWithTheSameLossScaleAndCounter) {
   Rig s;

@@ -5,6 +5,7 @@
 
 #include "sim/des/engine.h"
 #include "sim/spec/error.h"
+#include "support/error_of.h"
 #include "tests/sim/des/des_clusters.h"
 
 namespace starfish::des {
@@ -13,15 +14,7 @@ namespace {
 using testing::dgx_a100;
 using testing::pcie_box;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ::starfish::testing::error_of;
 
 TEST(Errors, ADependencyCycleNamesItsTasks) {
   const Topology topo(dgx_a100());

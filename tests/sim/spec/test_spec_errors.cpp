@@ -5,6 +5,7 @@
 
 #include "sim/spec/job.h"
 #include "sim/spec/spec_io.h"
+#include "support/error_of.h"
 
 namespace starfish {
 namespace {
@@ -36,14 +37,7 @@ node:
   nvlink: {bandwidth: 300GB/s}
 )";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ::starfish::testing::error_of;
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   const size_t at = s.find(from);
