@@ -111,6 +111,12 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
     double dp_time = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, dp, grad_bytes, link);
+    // ZeRO-2 and -3 keep only their gradient partition, so every micro-batch's gradients are
+    // reduce-scattered after its backward (deepspeedai/DeepSpeed#2252); ZeRO-2 all-gathers the
+    // updated params once, ZeRO-3 gathers them where they are used.
+    if (p.zero_stage >= 2)
+      dp_time = mb * collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes, link) +
+                (p.zero_stage == 2 ? collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, grad_bytes, link) : 0);
     // ZeRO-3 all-gathers a model chunk's params before each of its forward and backward passes,
     // every micro-batch (DeepSpeed stage 3 with gradient accumulation does the same).
     if (p.zero_stage == 3)

@@ -123,6 +123,11 @@ class Builder {
     std::vector<double> accumulated = params;
     if (p.zero_stage >= 2) for (double& x : accumulated) x /= job_.dp();
     const bool gather_params = p.zero_stage >= 3 && job_.dp() > 1;
+    // Every TP rank's DP group reduces on a stream of its own (when reductions overlap compute).
+    std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
+    for (int t = 0; t < p.tp && job_.dp() > 1; ++t)
+      dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t),
+                                           (lead + t) / job_.cluster.node.gpus, lead + t));
     const bool fetch_params = p.offload.params != Tier::gpu;
     des::ResourceId zero_stream = kNone;
     if (gather_params) zero_stream = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / job_.cluster.node.gpus, lead);
@@ -188,6 +193,7 @@ class Builder {
         if (mb > 0)
           chain(eng_.compute(lead, grad_accumulate_time_s(job_.cluster.node.gpu, accumulated[static_cast<size_t>(op.model_chunk)], act_bytes_),
                              label(out_.bwd, "grad acc s%d c%d mb%d", s, op.model_chunk, mb)));
+        if (reduce_every_micro_batch()) reduce_micro_batch(s, op.model_chunk, mb, params[static_cast<size_t>(op.model_chunk)], dp_streams);
       }
       if (prefetch != kNone) eng_.depends(op_first_, prefetch);
       if (st.first_task == kNone) st.first_task = op_first_;
@@ -199,6 +205,33 @@ class Builder {
       prev_prefetch = prefetch;
     }
     st.last_backward = chain_last_;
+  }
+
+  // ZeRO-2 and -3 keep only their partition of the gradients, so each micro-batch's gradients
+  // are reduce-scattered after its backward (DeepSpeed reduces after every backward, gradient
+  // accumulation or not: deepspeedai/DeepSpeed#2252); ZeRO-0/1 reduce once, after the flush.
+  bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp() > 1; }
+
+  // Reduce-scatters model chunk `ch`'s gradients of one micro-batch over every TP rank's DP
+  // group. Overlapped, on the ranks' DP streams; otherwise the lead's reduction is in its chain
+  // (the next compute waits) and the other ranks' run beside it.
+  void reduce_micro_batch(int s, int ch, int mb, double chunk_params, const std::vector<des::ResourceId>& streams) {
+    const TaskId before = chain_last_;
+    TaskId lead_reduction = kNone;
+    for (int t = 0; t < job_.plan.tp; ++t) {
+      des::CollectiveOptions o;
+      o.algo = dp_algo();
+      if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
+      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), chunk_params * act_bytes_,
+                                       label(out_.dp, "grads s%d c%d mb%d t%d", s, ch, mb, t), o);
+      if (t == 0) lead_reduction = x;
+      if (before != kNone) eng_.depends(x, before);
+    }
+    if (!job_.plan.overlap_grad_reduce) {
+      if (op_first_ == kNone) op_first_ = lead_reduction;
+      chain_last_ = lead_reduction;
+    }
+    last_reduction_[{s, ch}] = lead_reduction;
   }
 
   // The DP group of TP rank `t` of stage `s`.
@@ -263,10 +296,12 @@ class Builder {
 
     // Gradient reduction per model chunk after its last backward; every TP rank's DP group.
     std::vector<TaskId> reduced;
-    std::vector<des::ResourceId> streams;
-    for (int t = 0; t < p.tp && DP > 1; ++t)
-      streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / c.node.gpus, lead + t));
-    for (int ch = p.virtual_stages - 1; ch >= 0; --ch) {
+    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
+    for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
+      reduced.push_back(last_reduction_.at({s, ch}));
+      reduced.push_back(chunk_last_backward_.at({s, ch}));
+    }
+    for (int ch = p.virtual_stages - 1; ch >= 0 && !reduce_every_micro_batch(); --ch) {
       // Overlapped: a model chunk's gradients are reduced once its last backward is done.
       // Otherwise every reduction waits for the stage's whole backward (the pipeline flush).
       const TaskId after = p.overlap_grad_reduce ? chunk_last_backward_.at({s, ch}) : st.last_backward;
@@ -338,7 +373,8 @@ class Builder {
   double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, output_bytes_ = 0;
   int layers_per_chunk_ = 1;
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
-  std::map<std::pair<int, int>, TaskId> chunk_last_backward_;
+  std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;
+  std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;
   std::vector<des::ResourceId> cpu_adam_;
   TaskId chain_last_ = kNone, op_first_ = kNone;

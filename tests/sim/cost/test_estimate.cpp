@@ -65,5 +65,20 @@ TEST(Estimate, ZeroThreeWithCpuOffloadFitsWhereDataParallelDoesNot) {
   EXPECT_GT(e.time.offload_s, 0);
 }
 
+TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatch) {
+  // 8 GPUs of data parallelism, 4 micro-batches each. ZeRO-1 reduces once (a ring all-reduce is a
+  // reduce-scatter plus an all-gather of the same size); ZeRO-2 reduce-scatters after each of
+  // the 4 backward passes, then all-gathers the updated params once: 3 reduce-scatters more.
+  const Model m = testing::gpt(8, 1024, 16, 1024, 50257);
+  Plan p;
+  p.zero_stage = 1;
+  const Estimate one = estimate(job_of(m, testing::dgx(1), 32, p));
+  ASSERT_EQ(one.micro_batches, 4);
+  p.zero_stage = 2;
+  const Estimate two = estimate(job_of(m, testing::dgx(1), 32, p));
+  EXPECT_GT(one.time.dp_comm_s, 0);
+  EXPECT_NEAR(two.time.dp_comm_s - one.time.dp_comm_s, 3 * one.time.dp_comm_s / 2, 1e-12);
+}
+
 }  // namespace
 }  // namespace starfish

@@ -126,6 +126,39 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
   }
 }
 
+// Data parallel 4, 4 micro-batches: ZeRO-0/1 reduce a stage's gradients once, after the
+// flush; ZeRO-2 and -3 keep only their partition, so they reduce-scatter after every backward.
+TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
+  const Model m = gpt(4, 1024, 16, 1024);
+  Cluster c = ideal_node(4);
+  c.node.nvlink = NvlinkSpec{100e9, 0, true};
+  for (int zero : {0, 1, 2, 3}) {
+    Plan plan;
+    plan.zero_stage = zero;
+    const Job j = job(m, c, 16, plan);
+    ASSERT_EQ(j.micro_batches(), 4);
+    des::Topology topo(c);
+    des::Engine engine(topo);
+    const BuiltIteration it = build_iteration(j, engine);
+    const des::Results& r = engine.run();
+    int reductions = 0;
+    double first_start = 1e30;
+    for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+      if (engine.task_category(t) != it.dp || engine.task_gpus(t)[0] != 0) continue;
+      const CollectiveKind k = engine.collective_kind(t);
+      if (k == CollectiveKind::reduce_scatter || k == CollectiveKind::all_reduce) {
+        ++reductions;
+        first_start = std::min(first_start, r.start_s[t]);
+      }
+    }
+    EXPECT_EQ(reductions, zero >= 2 ? 4 : 1) << "ZeRO-" << zero;
+    // Not overlapped: ZeRO-2/3's first reduction still waits for its micro-batch's backward,
+    // and delays the next forward; ZeRO-0/1 wait for the last backward.
+    if (zero >= 2) EXPECT_LT(first_start, r.end_s[it.stages[0].last_backward] / 2) << "ZeRO-" << zero;
+    else EXPECT_GE(first_start, r.start_s[it.stages[0].last_backward]) << "ZeRO-" << zero;
+  }
+}
+
 TEST(Simulate, HalvingALinkSlowsOnlyTheTasksOnIt) {
   // Two stages on two nodes: only the pipeline transfers cross the network.
   Cluster c = ideal_node(1);
