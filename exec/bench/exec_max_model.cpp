@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "exec/bench/bench_model.h"
 #include "exec/chunk_store.h"
 #include "exec/dist.h"
 #include "exec/trainer.h"
@@ -19,18 +20,7 @@ using namespace starfish::exec;
 
 namespace {
 
-Model model_of(int layers, int hidden) {
-  Model m;
-  m.name = "maxsize";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = std::max(1, hidden / 32);
-  m.kv_heads = m.heads;
-  m.ffn_hidden = 4 * hidden;
-  m.seq_len = 32;
-  m.vocab = 256;
-  return m;
-}
+Model model_of(int layers, int hidden) { return bench::bench_gpt("maxsize", layers, hidden, 32); }
 
 // Trains two iterations; false when the budget cannot hold it (the runtime or pool refuses).
 bool trains(const Model& m, int64_t budget, bool evict, int64_t& peak) {

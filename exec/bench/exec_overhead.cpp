@@ -37,6 +37,7 @@
 #define STARFISH_TOGGLE_COLLECT() ((void)0)
 #endif
 
+#include "exec/bench/bench_model.h"
 #include "exec/chunk_store.h"
 #include "exec/dist.h"
 #include "exec/flat_store.h"
@@ -79,15 +80,7 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 9;
   const int threads = argc > 4 ? std::atoi(argv[4]) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
-  Model m;
-  m.name = "bench-gpt";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = std::max(1, hidden / 32);
-  m.kv_heads = m.heads;
-  m.ffn_hidden = 4 * hidden;
-  m.seq_len = 64;
-  m.vocab = 256;
+  const Model m = bench::bench_gpt("bench-gpt", layers, hidden, 64);
   const Gpt gpt(m);
   const ByteCorpus data = ByteCorpus::generated(1 << 20);
   Training t;
