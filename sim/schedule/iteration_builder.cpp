@@ -234,11 +234,16 @@ class Builder {
     last_reduction_[{s, ch}] = lead_reduction;
   }
 
-  // The DP group of TP rank `t` of stage `s`.
+  // The DP group of TP rank `t` of stage `s`, made once: ZeRO-2/3 ask for it every micro-batch.
   des::GroupId dp_group(int t, int s) {
-    std::vector<int> gpus;
-    for (int d = 0; d < job_.dp(); ++d) gpus.push_back(global_rank(job_, t, d, s));
-    return eng_.group(std::move(gpus));
+    const size_t i = static_cast<size_t>(s) * static_cast<size_t>(job_.plan.tp) + static_cast<size_t>(t);
+    if (dp_groups_.size() <= i) dp_groups_.resize(static_cast<size_t>(job_.plan.pp) * static_cast<size_t>(job_.plan.tp), kNone);
+    if (dp_groups_[i] == kNone) {
+      std::vector<int> gpus;
+      for (int d = 0; d < job_.dp(); ++d) gpus.push_back(global_rank(job_, t, d, s));
+      dp_groups_[i] = eng_.group(std::move(gpus));
+    }
+    return dp_groups_[i];
   }
 
   des::CollectiveAlgo dp_algo() const {
@@ -375,6 +380,7 @@ class Builder {
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
+  std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;
   std::vector<des::ResourceId> cpu_adam_;
   TaskId chain_last_ = kNone, op_first_ = kNone;
