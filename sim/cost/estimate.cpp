@@ -110,17 +110,15 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const double grad_bytes = e.params_per_gpu * static_cast<double>(act_bytes);
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
-    double dp_time = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, dp, grad_bytes, link);
-    // ZeRO-2 and -3 keep only their gradient partition, so every micro-batch's gradients are
-    // reduce-scattered after its backward (deepspeedai/DeepSpeed#2252); ZeRO-2 all-gathers the
-    // updated params once, ZeRO-3 gathers them where they are used.
-    if (p.zero_stage >= 2)
-      dp_time = mb * collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes, link) +
-                (p.zero_stage == 2 ? collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, grad_bytes, link) : 0);
+    auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
+    // ZeRO-0/1 reduce once. ZeRO-2 and -3 keep only their gradient partition, so every
+    // micro-batch's gradients are reduce-scattered after its backward (deepspeedai/DeepSpeed#2252);
+    // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
+    double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
+    if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
     // ZeRO-3 all-gathers a model chunk's params before each of its forward and backward passes,
     // every micro-batch (DeepSpeed stage 3 with gradient accumulation does the same).
-    if (p.zero_stage == 3)
-      dp_time += 2 * mb * collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, grad_bytes, link);
+    if (p.zero_stage == 3) dp_time += 2 * mb * ring(CollectiveKind::all_gather);
     e.time.dp_comm_s = dp_time;
   }
 
