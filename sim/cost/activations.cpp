@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/cost/framework.h"
+
 namespace starfish {
 
 double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
@@ -21,7 +23,11 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   split += B * sb * h;             // attention output projection input (context)
   if (m.activation == Activation::swiglu) split += 3 * B * sb * f;  // gate, up, and their product
   else split += 2 * B * sb * f;    // GELU input and output
-  if (o.recompute != Recompute::selective) {
+  if (o.attention == Attention::flash) {
+    // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
+    // one fp32 log-sum-exp per query and head (Dao 2022, Algorithm 2): no s x s tensor.
+    split += 4.0 * a * sb;
+  } else if (o.recompute != Recompute::selective) {
     const double scores = a * s * sb;  // a * s^2 * b elements
     split += B * scores;               // softmax output
     split += mask * scores;            // attention dropout mask
@@ -45,7 +51,7 @@ double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOption
 StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
                                         int stage) {
   const int p = plan.pp, v = plan.virtual_stages;
-  const ActivationOptions o{plan.tp, plan.sequence_parallel, plan.recompute, act_bytes};
+  const ActivationOptions o{plan.tp, plan.sequence_parallel, plan.recompute, act_bytes, attention_kernel(plan)};
   const double per_layer = layer_activation_bytes(m, plan.micro_batch, o);
   const double layers_per_stage = static_cast<double>(m.layers) / p;
   const double mb = static_cast<double>(micro_batches);

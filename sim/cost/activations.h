@@ -16,6 +16,7 @@ struct ActivationOptions {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   int64_t act_bytes = 2;  // bytes per activation element (2 for fp16/bf16, 4 for fp32)
+  Attention attention = Attention::unfused;  // flash stores no s x s scores
 };
 
 // Bytes one transformer layer keeps for backward, per micro-batch of `micro_batch` sequences.

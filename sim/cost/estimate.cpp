@@ -6,6 +6,7 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/spec/units.h"
 
@@ -42,11 +43,12 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   double worst_gpu = -1;
   ModelStates worst_states;
   const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
+  const double framework_buffers = framework_buffer_bytes(t, p);
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
     const ModelStates ms = model_states(t, p, dp, n, layer_params, chunk_bytes);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
-    const double total = ms.total_gpu() + act.total() + p2p;
+    const double total = ms.total_gpu() + act.total() + p2p + framework_buffers;
     if (total > worst_gpu) {
       worst_gpu = total;
       worst_states = ms;
@@ -56,9 +58,10 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
       e.gpu.grads_bytes = ms.grads.gpu;
       e.gpu.optimizer_bytes = ms.optimizer.gpu;
       e.gpu.activations_bytes = act.total();
-      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p;
+      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers;
     }
   }
+  e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_gpu) - worst_gpu;
   e.gpu.capacity_bytes = static_cast<double>(gpu.memory_bytes - gpu.reserved_bytes);
   const double g = c.node.gpus;
   e.cpu.params_bytes = worst_states.params.cpu * g;
@@ -79,7 +82,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (!e.fits && options.memory_only_if_rejected) return;
 
   // ---- time of one micro-batch on the slowest stage
-  const LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  const LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute,
+                                  attention_kernel(p));
   const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
   const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
                                output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp);
@@ -94,8 +98,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   double pp_comm = 0;
   if (p.pp > 1) {
     const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
-    pp_comm = 2.0 * p.virtual_stages *
-              collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, boundary_bytes / p.tp, link);
+    pp_comm = 2.0 * p.virtual_stages * collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2,
+                                                         pipeline_send_bytes_per_rank(p, boundary_bytes), link);
   }
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
   const double accumulate = grad_accumulate_time_s(gpu, e.params_per_gpu / (p.zero_stage >= 2 ? dp : 1), act_bytes);
@@ -107,7 +111,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.bubble_s = (p.pp - 1.0) / p.virtual_stages * per_micro_batch;
 
   const StateBytes sb = state_bytes_per_param(t, p.chunked());
-  const double grad_bytes = e.params_per_gpu * static_cast<double>(act_bytes);
+  const double grad_bytes = e.params_per_gpu * grad_buffers(t, p).reduce_bytes;
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
     auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };

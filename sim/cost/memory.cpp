@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/cost/framework.h"
 #include "sim/spec/dtype.h"
 
 namespace starfish {
@@ -25,7 +26,9 @@ StateBytes state_bytes_per_param(const Training& t, bool chunked) {
 }
 
 ModelStates model_states(const Training& t, const Plan& plan, int dp, double n, double layer_n, double chunk_bytes) {
-  const StateBytes b = state_bytes_per_param(t, plan.chunked());
+  StateBytes b = state_bytes_per_param(t, plan.chunked());
+  // The framework decides the gradient buffers' precision (fp32 main grads for bf16).
+  if (!plan.chunked()) b.grads = grad_buffers(t, plan).total();
   const double shard_opt = plan.zero_stage >= 1 ? dp : 1;
   const double shard_grad = plan.zero_stage >= 2 ? dp : 1;
   const double shard_param = plan.zero_stage >= 3 ? dp : 1;

@@ -17,44 +17,139 @@ double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_by
   return memory_bound_time_s(gpu, 3.0 * static_cast<double>(grad_bytes) * params);
 }
 
-double layer_elementwise_bytes(const Model& m, int64_t b, int tp, bool sp, int64_t act_bytes) {
-  const double B = static_cast<double>(act_bytes);
-  const double T = static_cast<double>(m.seq_len) * b;
-  const double h = m.hidden, f = m.ffn_hidden, a = m.heads, s = m.seq_len;
-  const double rep = sp ? tp : 1.0;  // norms, residuals and dropouts run on 1/tp of tokens with SP
-  double bytes = 0;
-  // Two norms (read x, write y) and two residual adds (read 2, write 1), two bias+dropout.
-  bytes += (2 * 2 + 2 * 3 + 2 * 2) * B * T * h / rep;
-  // Attention core between the GEMMs: scale+mask+softmax (read, write) and dropout (read,
-  // write, mask) on a*s*s per sequence, divided over TP ranks (heads split).
-  bytes += (2 + 3) * B * a * s * T / tp;
-  // MLP activation (GELU: read, write; SwiGLU: read 2, write 1) on the TP-split FFN width.
-  bytes += (m.activation == Activation::swiglu ? 3 : 2) * B * T * f / tp;
-  return bytes;
+namespace {
+
+// Builds one layer's ops for a shape; every byte count below is the HBM traffic of the kernel
+// named, per GPU (reads + writes), with `B` bytes per activation and 1-byte dropout masks
+// (Korthikanti 2022, Table 2's convention).
+class LayerOpsBuilder {
+ public:
+  LayerOpsBuilder(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape)
+      : gpu_(gpu), dtype_(dtype), m_(m), shape_(shape) {
+    B_ = static_cast<double>(bytes_of(dtype));
+    T_ = static_cast<double>(m.seq_len) * static_cast<double>(shape.micro_batch);
+    t_ = shape.tp;
+    // Norms, dropouts and residuals run on every token on each TP rank, or on 1/t of them with
+    // sequence parallelism (Korthikanti 2022 sec. 4.2.2). The all-gather that SP adds in backward
+    // (the column-parallel GEMMs' inputs, for the weight gradients) is issued asynchronously
+    // and overlapped with the input-gradient GEMM (Megatron's
+    // LinearWithGradAccumulationAndAsyncCommunication): it is not on the critical path.
+    rep_ = shape.sequence_parallel ? t_ : 1.0;
+  }
+
+  std::vector<LayerOp> build() {
+    const double h = m_.hidden, kv = m_.kv_dim(), f = m_.ffn_hidden;
+    const double hidden_bytes = B_ * T_ * h / rep_;
+    norm("input norm", hidden_bytes);
+    gemm("QKV GEMM", T_ * h * (h + 2 * kv) / t_);
+    if (shape_.attention == Attention::flash) flash_attention();
+    else unfused_attention();
+    gemm("attention output GEMM", T_ * h * h / t_);
+    residual("attention residual", hidden_bytes);
+    norm("MLP norm", hidden_bytes);
+    const bool swiglu = m_.activation == Activation::swiglu;
+    gemm("MLP-in GEMM", T_ * h * f * (swiglu ? 2 : 1) / t_);
+    // GELU (Megatron fuses the bias in): read, write; backward reads x and dy, writes dx.
+    // SwiGLU: reads gate and up, writes their product; backward reads both and dy, writes two.
+    const double ffn_bytes = B_ * T_ * f / t_;
+    add("MLP activation", memory_bound_time_s(gpu_, (swiglu ? 3 : 2) * ffn_bytes),
+        memory_bound_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes));
+    gemm("MLP-out GEMM", T_ * f * h / t_);
+    residual("MLP residual", hidden_bytes);
+    return std::move(ops_);
+  }
+
+ private:
+  void add(const char* name, double forward_s, double backward_s, bool core = false, bool is_gemm = false) {
+    ops_.push_back(LayerOp{name, forward_s, backward_s, core, is_gemm});
+  }
+
+  // A GEMM of `mac` multiply-adds: forward once; backward computes the input gradient and the
+  // weight gradient, two GEMMs of the forward's size.
+  void gemm(const char* name, double mac) {
+    const double fwd = matmul_time_s(gpu_, dtype_, 2 * mac);
+    add(name, fwd, 2 * fwd, false, true);
+  }
+
+  // LayerNorm / RMSNorm: forward reads x, writes y; backward reads x and dy, writes dx (the
+  // weight gradients' reduction is over h only).
+  void norm(const char* name, double hidden_bytes) {
+    add(name, memory_bound_time_s(gpu_, 2 * hidden_bytes), memory_bound_time_s(gpu_, 3 * hidden_bytes));
+  }
+
+  // Megatron's fused bias-dropout-add: reads the branch and the residual, writes the sum and a
+  // 1-byte mask; backward reads dy and the mask, writes dx, and autograd adds the residual's
+  // gradient to the other branch's (read two, write one). Without dropout (LLaMA) only the add.
+  void residual(const char* name, double hidden_bytes) {
+    const double mask = m_.bias ? hidden_bytes / B_ : 0;
+    const double dropout_bwd = m_.bias ? 2 * hidden_bytes + mask : 0;
+    add(name, memory_bound_time_s(gpu_, 3 * hidden_bytes + mask),
+        memory_bound_time_s(gpu_, dropout_bwd + 3 * hidden_bytes));
+  }
+
+  // Separate kernels (Megatron-LM 2021-22): batched score GEMM Q K^T over the full s x s (no
+  // causal skipping), FusedScaleMaskSoftmax (read, write), dropout (read, write, 1-byte mask),
+  // batched context GEMM. Backward: two GEMMs per batched GEMM, dropout backward (read dy and
+  // mask, write dx), softmax backward (read y and dy, write dx).
+  void unfused_attention() {
+    const double s = m_.seq_len, d = m_.head_dim();
+    const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
+    const double scores = heads * s * s;  // elements per GPU
+    const double gemm_s = batched_matmul_time_s(2 * s * s * d, heads);
+    add("attention scores GEMM", gemm_s, 2 * gemm_s, true, true);
+    add("attention softmax", memory_bound_time_s(gpu_, 2 * B_ * scores), memory_bound_time_s(gpu_, 3 * B_ * scores), true);
+    add("attention dropout", memory_bound_time_s(gpu_, (2 * B_ + 1) * scores),
+        memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
+    add("attention context GEMM", gemm_s, 2 * gemm_s, true, true);
+  }
+
+  // FlashAttention (Dao 2022; FlashAttention-2, Dao 2023): one kernel per (sequence, head) tile
+  // that keeps scores in on-chip memory. Causal masking skips the blocks above the diagonal, so
+  // it does half the full product's work; backward recomputes the scores and runs five GEMMs to
+  // the forward's two (2.5x its FLOPs). Its efficiency is that of one head's GEMM work.
+  void flash_attention() {
+    const double s = m_.seq_len, d = m_.head_dim();
+    const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
+    const double fwd = batched_matmul_time_s(0.5 * 4 * s * s * d, heads);
+    add("flash attention", fwd, 2.5 * fwd, true, true);
+  }
+
+  // `count` independent GEMMs of `flop_each` run as one batched kernel: the efficiency is that
+  // of one of them, however many are batched.
+  double batched_matmul_time_s(double flop_each, double count) const {
+    if (flop_each <= 0 || count <= 0) return 0;
+    return flop_each * count / (gpu_.peak(dtype_) * gpu_.matmul_efficiency.at(flop_each));
+  }
+
+  const GpuSpec& gpu_;
+  DType dtype_;
+  const Model& m_;
+  LayerShape shape_;
+  double B_ = 2, T_ = 0, t_ = 1, rep_ = 1;
+  std::vector<LayerOp> ops_;
+};
+
+}  // namespace
+
+std::vector<LayerOp> layer_ops(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape) {
+  return LayerOpsBuilder(gpu, dtype, m, shape).build();
 }
 
-LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp, bool sp, Recompute rc) {
-  const LayerForwardFlops f = layer_forward_flops(m, b);
-  const double t = tp;
-  auto g = [&](double flop) { return matmul_time_s(gpu, dtype, flop / t); };
+LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp, bool sp, Recompute rc,
+                     Attention attention) {
   LayerTime out;
-  // The score and context products are batched GEMMs, one per head (s x s x d): their efficiency
-  // is that of one head's GEMM, however many heads are batched together.
-  const double heads = static_cast<double>(m.heads) / t * static_cast<double>(b);
-  auto batched = [&](double flop) {
-    const double per_head = flop / t / heads;
-    return flop / t / (gpu.peak(dtype) * gpu.matmul_efficiency.at(per_head));
-  };
-  const double attention_core = batched(f.scores) + batched(f.context);
-  out.gemm_forward_s = g(f.qkv) + attention_core + g(f.attn_out) + g(f.mlp_in) + g(f.mlp_out);
-  out.elementwise_forward_s = memory_bound_time_s(gpu, layer_elementwise_bytes(m, b, tp, sp, bytes_of(dtype)));
-  out.forward_s = out.gemm_forward_s + out.elementwise_forward_s;
-  out.backward_s = 2 * out.gemm_forward_s + 2 * out.elementwise_forward_s;
-  if (rc == Recompute::full) out.recompute_s = out.forward_s;
-  if (rc == Recompute::selective) {
-    const double core_bytes = 5.0 * bytes_of(dtype) * m.heads * m.seq_len * static_cast<double>(m.seq_len) * b / t;
-    out.recompute_s = attention_core + memory_bound_time_s(gpu, core_bytes);
+  double core_s = 0;
+  for (const LayerOp& op : layer_ops(gpu, dtype, m, LayerShape{b, tp, sp, attention})) {
+    out.forward_s += op.forward_s;
+    out.backward_s += op.backward_s;
+    if (op.gemm) out.gemm_forward_s += op.forward_s;
+    else out.elementwise_forward_s += op.forward_s;
+    if (op.attention_core) core_s += op.forward_s;
   }
+  if (rc == Recompute::full) out.recompute_s = out.forward_s;
+  // Selective recomputation redoes the attention core; a fused kernel stores no scores to redo
+  // (it recomputes them inside its own backward already).
+  if (rc == Recompute::selective && attention != Attention::flash) out.recompute_s = core_s;
   return out;
 }
 

@@ -3,6 +3,7 @@
 // hwprofile's efficiency at their FLOP count; element-wise and normalisation kernels are bound
 // by HBM bandwidth times its achieved fraction.
 #include <cstdint>
+#include <vector>
 
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
@@ -13,9 +14,30 @@ namespace starfish {
 double matmul_time_s(const GpuSpec& gpu, DType dtype, double flop);
 double memory_bound_time_s(const GpuSpec& gpu, double bytes);
 
-// Forward and backward time of one transformer layer on one GPU of a TP group of `tp`, for one
-// micro-batch; each GEMM is timed at its own size (divided by tp), element-wise traffic at HBM
-// speed. Backward GEMMs are two GEMMs of the forward's size each (input and weight grads).
+// One operation of a transformer layer on one GPU of a TP group, for one micro-batch: its
+// forward and backward time, each from the kernels the framework runs for it (GEMMs at their
+// own size, memory-bound kernels at HBM speed). TP communication is costed apart (collectives).
+struct LayerOp {
+  const char* name = "";
+  double forward_s = 0;
+  double backward_s = 0;
+  bool attention_core = false;  // what selective recomputation redoes
+  bool gemm = false;
+};
+
+struct LayerShape {
+  int64_t micro_batch = 1;
+  int tp = 1;
+  bool sequence_parallel = false;
+  Attention attention = Attention::unfused;  // resolved (never framework_default)
+};
+
+// The ops of one layer, in forward order: norm, QKV GEMM, attention core, output projection,
+// residual, norm, MLP-in GEMM, activation, MLP-out GEMM, residual.
+std::vector<LayerOp> layer_ops(const GpuSpec& gpu, DType dtype, const Model& model, const LayerShape& shape);
+
+// Forward and backward time of one transformer layer: the sum of layer_ops, and the work
+// recomputation redoes in backward (full: the whole forward; selective: the attention core).
 struct LayerTime {
   double forward_s = 0;
   double backward_s = 0;
@@ -24,7 +46,7 @@ struct LayerTime {
   double elementwise_forward_s = 0;
 };
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
-                     bool sequence_parallel, Recompute recompute);
+                     bool sequence_parallel, Recompute recompute, Attention attention = Attention::unfused);
 
 // Output layer (final norm, logits GEMM, softmax cross-entropy), forward and backward.
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp);
@@ -36,9 +58,5 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, 
 // the addition into the weight-gradient GEMM (beta = 1) avoid it; the eager ones measured in
 // ../shared/data do not.
 double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_bytes);
-
-// Bytes of element-wise HBM traffic of one layer's forward on one GPU (reads + writes).
-double layer_elementwise_bytes(const Model& model, int64_t micro_batch, int tp, bool sequence_parallel,
-                               int64_t act_bytes);
 
 }  // namespace starfish

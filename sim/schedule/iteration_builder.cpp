@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
@@ -56,6 +57,8 @@ class Builder {
     last_f_ = first_f_;
     first_b_ = first_f_;
     last_b_ = first_f_;
+    next_f_ = first_f_;
+    next_b_ = first_f_;
     out_.stages.resize(static_cast<size_t>(P));
     for (int s = 0; s < P; ++s) build_stage(s);
     connect_pipeline();
@@ -67,6 +70,7 @@ class Builder {
   void setup_costs() {
     const LayerCosts c = layer_costs(job_);
     act_bytes_ = c.act_bytes;
+    grad_reduce_bytes_ = grad_buffers(job_.training, job_.plan).reduce_bytes;
     layer_ = c.layer;
     output_s_ = c.output_s;
     boundary_bytes_ = c.boundary_bytes;
@@ -115,7 +119,8 @@ class Builder {
     const ModelStates ms = model_states(job_.training, p, job_.dp(), n,
                                         static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
                                         static_cast<double>(p.chunk_elements) * act_bytes_);
-    st.model_state_bytes = ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0);
+    st.model_state_bytes =
+        ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0) + framework_buffer_bytes(job_.training, job_.plan);
     stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
     stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
 
@@ -132,6 +137,8 @@ class Builder {
     des::ResourceId zero_stream = kNone;
     if (gather_params) zero_stream = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / job_.cluster.node.gpus, lead);
     TaskId prev_op_first = kNone, prev_prefetch = kNone;
+    bool prev_forward = true;
+    size_t prev_i = 0;
 
     chain_last_ = kNone;
     for (const PipelineOp& op : stage_order(p.schedule, P, s, M, V)) {
@@ -198,6 +205,11 @@ class Builder {
       if (prefetch != kNone) eng_.depends(op_first_, prefetch);
       if (st.first_task == kNone) st.first_task = op_first_;
       const size_t i = at(gv, mb);
+      // The stage's previous op is followed by this one: a blocking send of the previous op
+      // holds this one back (connect_pipeline).
+      if (prev_op_first != kNone) (prev_forward ? next_f_ : next_b_)[prev_i] = op_first_;
+      prev_forward = op.forward;
+      prev_i = i;
       (op.forward ? first_f_ : first_b_)[i] = op_first_;
       (op.forward ? last_f_ : last_b_)[i] = chain_last_;
       if (!op.forward) chunk_last_backward_[{s, op.model_chunk}] = chain_last_;
@@ -222,7 +234,7 @@ class Builder {
       des::CollectiveOptions o;
       o.algo = dp_algo();
       if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
-      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), chunk_params * act_bytes_,
+      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), chunk_params * grad_reduce_bytes_,
                                        label(out_.dp, "grads s%d c%d mb%d t%d", s, ch, mb, t), o);
       if (t == 0) lead_reduction = x;
       if (before != kNone) eng_.depends(x, before);
@@ -260,20 +272,30 @@ class Builder {
     const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
     const des::Topology& topo = eng_.topology();
     // Megatron's scatter/gather: each TP rank sends 1/tp of the boundary tensor to its peer of the
-    // next stage, and the receiving TP group all-gathers the pieces over its own links.
-    const double bytes = boundary_bytes_ / p.tp;
+    // next stage, and the receiving TP group all-gathers the pieces over its own links;
+    // DeepSpeed's engine sends the whole tensor from every rank (sim/cost/framework.h). Only the
+    // leads are simulated: across nodes, the lead's flow carries the sends of the TP peers that
+    // share its NIC, as they all send at once.
+    const FrameworkTraits& fw = framework_traits(p.framework);
+    const double per_rank = pipeline_send_bytes_per_rank(p, boundary_bytes_);
+    const Cluster& c = job_.cluster;
+    const int nic_sharers = c.node.nic ? std::clamp(c.node.gpus / std::max(1, c.node.nic->count), 1, p.tp) : 1;
     std::vector<des::GroupId> tp_groups;
     for (const StageInfo& st : out_.stages) tp_groups.push_back(eng_.group(st.tp_group));
-    auto link = [&](TaskId from_last, TaskId to_first, int from_stage, int to_stage, const char* what, int mb, int gv) {
+    auto link = [&](TaskId from_last, TaskId sender_next, TaskId to_first, int from_stage, int to_stage, const char* what,
+                    int mb, int gv) {
       if (from_stage == to_stage) {
         eng_.depends(to_first, from_last);
         return;
       }
       const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
       const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
+      const bool across_nodes = a / c.node.gpus != b / c.node.gpus;
+      const double bytes = per_rank * (across_nodes ? nic_sharers : 1);
       TaskId arrived = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
       eng_.depends(arrived, from_last);
-      if (p.tp > 1) {
+      if (fw.blocking_p2p && sender_next != kNone) eng_.depends(sender_next, arrived);
+      if (p.tp > 1 && fw.pipeline_scatter_gather) {
         const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_groups[static_cast<size_t>(to_stage)],
                                               boundary_bytes_, label(out_.pp, what, gv, mb));
         eng_.depends(gather, arrived);
@@ -283,10 +305,12 @@ class Builder {
     };
     for (int gv = 1; gv < P * V; ++gv)
       for (int mb = 0; mb < M; ++mb)
-        link(last_f_[at(gv - 1, mb)], first_f_[at(gv, mb)], (gv - 1) % P, gv % P, "act v%d mb%d", mb, gv);
+        link(last_f_[at(gv - 1, mb)], next_f_[at(gv - 1, mb)], first_f_[at(gv, mb)], (gv - 1) % P, gv % P, "act v%d mb%d",
+             mb, gv);
     for (int gv = P * V - 2; gv >= 0; --gv)
       for (int mb = 0; mb < M; ++mb)
-        link(last_b_[at(gv + 1, mb)], first_b_[at(gv, mb)], (gv + 1) % P, gv % P, "grad v%d mb%d", mb, gv);
+        link(last_b_[at(gv + 1, mb)], next_b_[at(gv + 1, mb)], first_b_[at(gv, mb)], (gv + 1) % P, gv % P,
+             "grad v%d mb%d", mb, gv);
   }
 
   void build_data_parallel_and_optimizer(int s) {
@@ -319,7 +343,7 @@ class Builder {
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
         const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
-        const TaskId x = eng_.collective(kind, dp_group(t, s), params[static_cast<size_t>(ch)] * act_bytes_,
+        const TaskId x = eng_.collective(kind, dp_group(t, s), params[static_cast<size_t>(ch)] * grad_reduce_bytes_,
                                          label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
         eng_.depends(x, after);
         if (t == 0) reduced.push_back(x);
@@ -374,10 +398,12 @@ class Builder {
   BuildOptions opt_;
   BuiltIteration out_;
   int64_t act_bytes_ = 2;
+  double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   LayerTime layer_;
   double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, output_bytes_ = 0;
   int layers_per_chunk_ = 1;
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
+  std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
   std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made

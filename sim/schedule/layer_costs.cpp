@@ -1,6 +1,7 @@
 #include "sim/schedule/layer_costs.h"
 
 #include "sim/cost/activations.h"
+#include "sim/cost/framework.h"
 
 namespace starfish::schedule {
 
@@ -10,12 +11,13 @@ LayerCosts layer_costs(const Job& job) {
   const GpuSpec& gpu = job.cluster.node.gpu;
   LayerCosts c;
   c.act_bytes = bytes_of(job.training.dtype);
-  c.layer = layer_time(gpu, job.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  const Attention attention = attention_kernel(p);
+  c.layer = layer_time(gpu, job.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, attention);
   c.output_s = output_layer_time_s(gpu, job.training.dtype, m, p.micro_batch, p.tp);
   c.boundary_bytes = static_cast<double>(c.act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   c.tp_bytes = 2 * c.boundary_bytes;
-  c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes});
-  c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes});
+  c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
+  c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
   return c;
 }

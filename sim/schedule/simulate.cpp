@@ -1,5 +1,7 @@
 #include "sim/schedule/simulate.h"
 
+#include "sim/cost/framework.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -110,6 +112,9 @@ SimReport simulate(const Job& job, const SimOptions& options) {
     rep.memory.push_back(stage_memory(it.stages[s], static_cast<int>(s), r, options.timeline_points));
     rep.peak_gpu_bytes = std::max(rep.peak_gpu_bytes, rep.memory.back().peak_bytes);
   }
+  // What the framework's allocator reserves at that peak (PyTorch's max_memory_reserved): the
+  // figure that must fit, as the analytic tier's allocator_bytes.
+  rep.peak_gpu_bytes = allocator_reserved_bytes(job.plan, rep.peak_gpu_bytes);
   const Cluster& c = job.cluster;
   rep.gpu_capacity_bytes = static_cast<double>(c.node.gpu.memory_bytes - c.node.gpu.reserved_bytes);
   rep.cpu_bytes_per_node = it.cpu_bytes_per_node;

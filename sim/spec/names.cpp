@@ -71,6 +71,26 @@ const char* to_string(Schedule s) {
   return "?";
 }
 
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::megatron_lm: return "megatron-lm";
+    case Framework::megatron_core: return "megatron-core";
+    case Framework::deepspeed: return "deepspeed";
+    case Framework::fsdp: return "fsdp";
+    case Framework::starfish: return "starfish";
+  }
+  return "?";
+}
+
+const char* to_string(Attention a) {
+  switch (a) {
+    case Attention::framework_default: return "default";
+    case Attention::unfused: return "unfused";
+    case Attention::flash: return "flash";
+  }
+  return "?";
+}
+
 const char* to_string(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::all_reduce: return "all-reduce";

@@ -10,6 +10,14 @@ namespace starfish {
 enum class Tier { gpu, cpu, nvme };
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved };
+// The framework that runs the plan. It decides what a plan file does not say: the attention
+// kernel, the gradient buffers' precision, ZeRO's buckets, the pipeline engine and the
+// allocator -- sim/cost/framework.h holds each one's traits and their sources.
+enum class Framework { megatron_lm, megatron_core, deepspeed, fsdp, starfish };
+// How attention's core (scores, softmax, dropout, context) runs: as separate kernels that store
+// the s x s scores (Megatron-LM 2021-22, eager PyTorch) or fused in one kernel that never
+// writes them to HBM (FlashAttention; Megatron-core through TransformerEngine, FSDP/torchtitan).
+enum class Attention { framework_default, unfused, flash };
 
 struct Offload {
   Tier params = Tier::gpu;     // fp16/bf16 params (and their grads, which reuse them in chunks)
@@ -34,6 +42,8 @@ struct Plan {
   Offload offload;
   int64_t chunk_elements = 0;  // chunk runtime chunk size; 0 = static placement (no chunks)
   Recompute recompute = Recompute::none;
+  Framework framework = Framework::megatron_lm;
+  Attention attention = Attention::framework_default;  // resolved by attention_kernel()
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }
@@ -44,5 +54,7 @@ const char* to_string(Tier t);
 bool parse_tier(const std::string& text, Tier& out);  // false when unknown
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
+const char* to_string(Framework f);
+const char* to_string(Attention a);
 
 }  // namespace starfish

@@ -268,6 +268,15 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
       o.finish();
     }
     if (q.has("chunk_size")) pl.chunk_elements = q.count("chunk_size");
+    if (q.has("framework"))
+      pl.framework = q.choice<Framework>("framework", {{"megatron-lm", Framework::megatron_lm},
+                                                       {"megatron-core", Framework::megatron_core},
+                                                       {"deepspeed", Framework::deepspeed},
+                                                       {"fsdp", Framework::fsdp},
+                                                       {"starfish", Framework::starfish}});
+    if (q.has("attention"))
+      pl.attention = q.choice<Attention>(
+          "attention", {{"default", Attention::framework_default}, {"unfused", Attention::unfused}, {"flash", Attention::flash}});
     q.finish();
   }
   r.finish();
@@ -426,6 +435,8 @@ std::string to_yaml(const PlanFile& p) {
   emit_kv(e, "optimizer", to_string(q.offload.optimizer));
   e << YAML::EndMap;
   emit_kv(e, "chunk_size", units::format_count(q.chunk_elements));
+  emit_kv(e, "framework", to_string(q.framework));
+  emit_kv(e, "attention", to_string(q.attention));
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

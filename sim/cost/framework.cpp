@@ -1,0 +1,96 @@
+#include "sim/cost/framework.h"
+
+#include "sim/spec/dtype.h"
+
+namespace starfish {
+
+const FrameworkTraits& framework_traits(Framework f) {
+  static const FrameworkTraits megatron_lm = [] {
+    FrameworkTraits t;
+    // Megatron-LM 2021-22 (Narayanan 2021, Korthikanti 2022): FusedScaleMaskSoftmax then a
+    // separate dropout, the s x s scores stored for backward.
+    t.attention = Attention::unfused;
+    t.fp32_grads_replace_low_precision = true;
+    return t;
+  }();
+  static const FrameworkTraits megatron_core = [] {
+    FrameworkTraits t;
+    // Megatron-core runs attention through TransformerEngine's fused (flash) kernels by default
+    // (--attention-backend auto picks flash / cuDNN fused attention).
+    t.attention = Attention::flash;
+    t.fp32_grads_replace_low_precision = true;
+    // Megatron-core's schedules post their sends and receives and wait only where the data is
+    // needed (p2p_communication with overlap_p2p_comm for the interleaved schedule).
+    t.blocking_p2p = false;
+    return t;
+  }();
+  static const FrameworkTraits deepspeed = [] {
+    FrameworkTraits t;
+    t.attention = Attention::unfused;  // Megatron-DeepSpeed's GPT (BLOOM, MT-NLG): Megatron's kernels
+    // ZeRO-1/2 (stage_1_and_2.py) keep 16-bit .grad and convert only their partition to fp32 at
+    // the step. BF16_Optimizer's full fp32 accumulator (fp32_grads_beside_low_precision) is
+    // what DeepSpeed uses for bf16 *without* ZeRO (stage 0), which a plan does not express yet.
+    t.zero_reduce_bucket_elements = 5e8;
+    t.pipeline_scatter_gather = false;
+    return t;
+  }();
+  static const FrameworkTraits fsdp = [] {
+    FrameworkTraits t;
+    // MosaicML llm-foundry (attn_impl: flash / triton) and torchtitan (SDPA flash backend).
+    t.attention = Attention::flash;
+    return t;
+  }();
+  static const FrameworkTraits starfish = [] {
+    FrameworkTraits t;
+    // exec/gpt_model.cpp computes attention with separate matmul / softmax / dropout ops.
+    t.attention = Attention::unfused;
+    t.allocator_fragmentation = 0;
+    return t;
+  }();
+  switch (f) {
+    case Framework::megatron_lm: return megatron_lm;
+    case Framework::megatron_core: return megatron_core;
+    case Framework::deepspeed: return deepspeed;
+    case Framework::fsdp: return fsdp;
+    case Framework::starfish: return starfish;
+  }
+  return megatron_lm;
+}
+
+Attention attention_kernel(const Plan& plan) {
+  return plan.attention == Attention::framework_default ? framework_traits(plan.framework).attention : plan.attention;
+}
+
+GradBuffers grad_buffers(const Training& training, const Plan& plan) {
+  const FrameworkTraits& f = framework_traits(plan.framework);
+  const double low = static_cast<double>(bytes_of(training.dtype));
+  GradBuffers g;
+  g.low_precision_bytes = low;
+  g.reduce_bytes = low;
+  if (training.dtype == DType::bf16 && !plan.chunked()) {
+    if (f.fp32_grads_replace_low_precision) g.low_precision_bytes = 0;
+    if (f.fp32_grads_replace_low_precision || f.fp32_grads_beside_low_precision) {
+      g.fp32_bytes = 4;
+      g.reduce_bytes = 4;
+    }
+  }
+  return g;
+}
+
+double pipeline_send_bytes_per_rank(const Plan& plan, double boundary_bytes) {
+  return framework_traits(plan.framework).pipeline_scatter_gather ? boundary_bytes / plan.tp : boundary_bytes;
+}
+
+double framework_buffer_bytes(const Training& training, const Plan& plan) {
+  const FrameworkTraits& f = framework_traits(plan.framework);
+  if (plan.zero_stage < 1 || plan.zero_stage > 2 || plan.chunked()) return 0;
+  return f.zero_reduce_bucket_elements * static_cast<double>(bytes_of(training.dtype));
+}
+
+double allocator_reserved_bytes(const Plan& plan, double allocated_bytes) {
+  // The chunk runtime's plans run in Starfish's own executor, whatever framework they name.
+  const double f = framework_traits(plan.chunked() ? Framework::starfish : plan.framework).allocator_fragmentation;
+  return allocated_bytes / (1.0 - f);
+}
+
+}  // namespace starfish

@@ -1,0 +1,67 @@
+#pragma once
+// What the framework running a plan does that the plan itself does not say: its attention
+// kernel, the precision of the buffer gradients accumulate and reduce in, and the memory its
+// allocator reserves beyond what tensors use. One home for these rules; the analytic tier, the
+// event-driven tier and the exports all ask here. Each trait states its source.
+#include "sim/spec/plan.h"
+#include "sim/spec/training.h"
+
+namespace starfish {
+
+struct FrameworkTraits {
+  Attention attention = Attention::unfused;  // the kernel a plan gets when it names none
+  // Gradients accumulate over micro-batches and are reduced over DP in fp32 when the model
+  // trains in bf16: Megatron-LM forces --accumulate-allreduce-grads-in-fp32 for bf16
+  // (megatron/arguments.py: "bfloat16 requires gradient accumulation and all-reduce to be done
+  // in fp32"), its main_grad buffer replacing the 16-bit .grad; DeepSpeed's BF16_Optimizer
+  // (deepspeed/runtime/bf16_optimizer.py, used by BLOOM) keeps fp32_groups_gradients_flat, a
+  // full-size fp32 accumulator *beside* the bf16 .grad, and all-reduces it.
+  bool fp32_grads_replace_low_precision = false;
+  bool fp32_grads_beside_low_precision = false;
+  // PyTorch's caching allocator reserves more than tensors use (splitting and rounding leave
+  // unusable holes). GMLake (Guo et al., ASPLOS 2024) measures the fragmentation of eight LLMs
+  // trained with recomputation / ZeRO / offload on A100-80GB at 15% on average (what GMLake
+  // recovers), so reserved = allocated / (1 - 0.15). Starfish's chunk runtime allocates its
+  // chunks once, of one size: no fragmentation of its model states.
+  double allocator_fragmentation = 0.15;
+  // ZeRO-1/2's contiguous reduction bucket, held for the whole backward: DeepSpeed's
+  // reduce_bucket_size (default 5e8 elements, deepspeed/runtime/zero/config.py), allocated in
+  // the gradients' dtype (stage_1_and_2.py, ipg_buffer). 0: no such buffer.
+  double zero_reduce_bucket_elements = 0;
+  // Pipeline sends. Megatron splits the boundary tensor over the TP ranks and all-gathers it on
+  // the receiving stage (scatter/gather, Narayanan 2021 sec. 4.1); DeepSpeed's PipelineEngine
+  // (deepspeed/runtime/pipe/engine.py, _exec_send_activations) sends the whole tensor from every
+  // TP rank.
+  bool pipeline_scatter_gather = true;
+  // A stage waits for its send to complete before it computes on: Megatron-LM 2021-22's
+  // p2p_communication waits on every batch_isend_irecv pair (send_forward_recv_backward ...),
+  // and DeepSpeed's engine executes SendActivation / SendGrad as blocking instructions.
+  bool blocking_p2p = true;
+};
+
+const FrameworkTraits& framework_traits(Framework f);
+
+// The attention kernel a plan runs: its own choice, else its framework's default.
+Attention attention_kernel(const Plan& plan);
+
+// Bytes per parameter of the gradient state backward writes and DP reduces: the 16-bit .grad
+// (training dtype), an fp32 buffer instead (Megatron bf16), or both (DeepSpeed BF16_Optimizer).
+struct GradBuffers {
+  double low_precision_bytes = 0;  // per parameter; 0 when the fp32 buffer replaces it
+  double fp32_bytes = 0;           // per parameter
+  double reduce_bytes = 2;         // bytes per parameter the DP reduction moves
+  double total() const { return low_precision_bytes + fp32_bytes; }
+};
+GradBuffers grad_buffers(const Training& training, const Plan& plan);
+
+// Bytes one rank of a stage sends to its peer of the next stage for a boundary tensor of
+// `boundary_bytes` (one micro-batch's hidden states).
+double pipeline_send_bytes_per_rank(const Plan& plan, double boundary_bytes);
+
+// GPU bytes of buffers the framework holds beside the model states and activations.
+double framework_buffer_bytes(const Training& training, const Plan& plan);
+
+// What the caching allocator reserves at a moment when tensors take `allocated_bytes`.
+double allocator_reserved_bytes(const Plan& plan, double allocated_bytes);
+
+}  // namespace starfish
