@@ -14,11 +14,13 @@ namespace starfish {
 namespace {
 
 std::string overflow(const char* tier, const TierUse& u) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s)", tier,
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s%s%s)", tier,
                 units::human_bytes(u.total()).c_str(), units::human_bytes(u.capacity_bytes).c_str(),
                 units::human_bytes(u.params_bytes).c_str(), units::human_bytes(u.grads_bytes).c_str(),
-                units::human_bytes(u.optimizer_bytes).c_str(), units::human_bytes(u.activations_bytes).c_str());
+                units::human_bytes(u.optimizer_bytes).c_str(), units::human_bytes(u.activations_bytes).c_str(),
+                u.allocator_bytes > 0 ? ", allocator reserve " : "",
+                u.allocator_bytes > 0 ? units::human_bytes(u.allocator_bytes).c_str() : "");
   return buf;
 }
 

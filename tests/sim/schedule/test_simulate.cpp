@@ -207,7 +207,9 @@ TEST(Simulate, MemoryPeaksFollowTheOneFOneBInFlightCount) {
     EXPECT_DOUBLE_EQ(st.peak_bytes - st.model_state_bytes, (4 - s) * 2 * per_layer) << "stage " << s;
   }
   EXPECT_DOUBLE_EQ(r.memory[3].peak_bytes - r.memory[3].model_state_bytes, 2 * per_layer + logits);
-  EXPECT_DOUBLE_EQ(r.peak_gpu_bytes, std::max(r.memory[0].peak_bytes, r.memory[3].peak_bytes));
+  // The report's peak is what PyTorch's caching allocator reserves for it: 15% fragmentation
+  // (GMLake's measured mean) on top of the tensors, reserved = allocated / 0.85.
+  EXPECT_DOUBLE_EQ(r.peak_gpu_bytes, std::max(r.memory[0].peak_bytes, r.memory[3].peak_bytes) / 0.85);
 }
 
 }  // namespace
