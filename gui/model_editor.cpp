@@ -79,9 +79,11 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
   form->addRow("Layers are", kinds);
   tied_ = new QCheckBox("tied embeddings");
   bias_ = new QCheckBox("biases");
+  dropout_ = new QCheckBox("dropout");
   auto* flags = new QHBoxLayout;
   flags->addWidget(tied_);
   flags->addWidget(bias_);
+  flags->addWidget(dropout_);
   form->addRow("", flags);
   params_ = new QLabel;
   params_->setStyleSheet("font-weight: bold;");
@@ -101,7 +103,7 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
   };
   for (QSpinBox* s : {layers_, hidden_, heads_, kv_heads_, ffn_, seq_, vocab_}) connect(s, &QSpinBox::valueChanged, this, edited);
   for (QComboBox* c : {family_, activation_, norm_, position_}) connect(c, &QComboBox::currentIndexChanged, this, edited);
-  for (QCheckBox* b : {tied_, bias_}) connect(b, &QCheckBox::toggled, this, edited);
+  for (QCheckBox* b : {tied_, bias_, dropout_}) connect(b, &QCheckBox::toggled, this, edited);
   connect(name_, &QLineEdit::textEdited, this, edited);
 }
 
@@ -138,6 +140,7 @@ void ModelEditor::fill(const Model& m) {
   position_->setCurrentIndex(m.position == PositionEmbedding::rope ? 1 : 0);
   tied_->setChecked(m.tied_embeddings);
   bias_->setChecked(m.bias);
+  dropout_->setChecked(m.dropout);
   filling_ = false;
   updateParams();
 }
@@ -158,6 +161,7 @@ Model ModelEditor::model() const {
   m.position = position_->currentIndex() == 1 ? PositionEmbedding::rope : PositionEmbedding::learned;
   m.tied_embeddings = tied_->isChecked();
   m.bias = bias_->isChecked();
+  m.dropout = dropout_->isChecked();
   return m;
 }
 

@@ -57,6 +57,7 @@ class ModelEditor : public QWidget {
   QComboBox* position_;
   QCheckBox* tied_;
   QCheckBox* bias_;
+  QCheckBox* dropout_;
   QLabel* params_;
 };
 

@@ -9,7 +9,7 @@ namespace starfish {
 double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
   const double sb = static_cast<double>(m.seq_len) * micro_batch;
   const double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, a = m.heads, s = m.seq_len;
-  const double t = o.tp, B = static_cast<double>(o.act_bytes), mask = 1.0;
+  const double t = o.tp, B = static_cast<double>(o.act_bytes), mask = m.dropout ? 1.0 : 0.0;
   const double sp = o.sequence_parallel ? t : 1.0;  // SP splits the otherwise replicated parts
 
   if (o.recompute == Recompute::full) return B * sb * h / sp;  // only the layer input is kept
@@ -31,7 +31,7 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
     const double scores = a * s * sb;  // a * s^2 * b elements
     split += B * scores;               // softmax output
     split += mask * scores;            // attention dropout mask
-    split += B * scores;               // dropout output (input of the context GEMM)
+    if (m.dropout) split += B * scores;  // dropout output (input of the context GEMM)
   }
   return replicated / sp + split / t;
 }
@@ -73,7 +73,7 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
 
   const double sbh = static_cast<double>(m.seq_len) * plan.micro_batch * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
-  if (stage == 0) out.embedding_bytes = in_flight * (1.0 * sbh / sp);  // embedding dropout mask (1 byte)
+  if (stage == 0 && m.dropout) out.embedding_bytes = in_flight * (1.0 * sbh / sp);  // embedding dropout mask (1 byte)
   if (stage == p - 1) {
     // Final norm input and head input (act_bytes each), fp32 logits for the softmax/cross-entropy.
     out.output_bytes = 2.0 * act_bytes * sbh / sp +

@@ -81,8 +81,8 @@ class LayerOpsBuilder {
   // 1-byte mask; backward reads dy and the mask, writes dx, and autograd adds the residual's
   // gradient to the other branch's (read two, write one). Without dropout (LLaMA) only the add.
   void residual(const char* name, double hidden_bytes) {
-    const double mask = m_.bias ? hidden_bytes / B_ : 0;
-    const double dropout_bwd = m_.bias ? 2 * hidden_bytes + mask : 0;
+    const double mask = m_.dropout ? hidden_bytes / B_ : 0;
+    const double dropout_bwd = m_.dropout ? 2 * hidden_bytes + mask : 0;
     add(name, memory_bound_time_s(gpu_, 3 * hidden_bytes + mask),
         memory_bound_time_s(gpu_, dropout_bwd + 3 * hidden_bytes));
   }
@@ -98,8 +98,9 @@ class LayerOpsBuilder {
     const double gemm_s = batched_matmul_time_s(2 * s * s * d, heads);
     add("attention scores GEMM", gemm_s, 2 * gemm_s, true, true);
     add("attention softmax", memory_bound_time_s(gpu_, 2 * B_ * scores), memory_bound_time_s(gpu_, 3 * B_ * scores), true);
-    add("attention dropout", memory_bound_time_s(gpu_, (2 * B_ + 1) * scores),
-        memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
+    if (m_.dropout)
+      add("attention dropout", memory_bound_time_s(gpu_, (2 * B_ + 1) * scores),
+          memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
     add("attention context GEMM", gemm_s, 2 * gemm_s, true, true);
   }
 

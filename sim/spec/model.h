@@ -26,6 +26,10 @@ struct Model {
   PositionEmbedding position = PositionEmbedding::learned;
   bool tied_embeddings = true;  // output projection shares the input embedding
   bool bias = true;             // linear layers carry biases (GPT) or not (LLaMA)
+  // Dropout after attention's softmax and on both residual branches (GPT-2/3, Megatron's GPT:
+  // 0.1); off in LLaMA, MPT and most models trained since 2022. With it, every dropout stores a
+  // 1-byte mask for backward and costs a kernel.
+  bool dropout = true;
   Provenance provenance;
 
   int head_dim() const { return hidden / heads; }

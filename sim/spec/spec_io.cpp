@@ -209,6 +209,7 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
     m.position = r.choice<PositionEmbedding>("position", {{"learned", PositionEmbedding::learned}, {"rope", PositionEmbedding::rope}});
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
+  if (r.has("dropout")) m.dropout = r.boolean("dropout");
   if (m.hidden % m.heads != 0)
     r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
@@ -396,6 +397,7 @@ std::string to_yaml(const Model& m) {
   emit_kv(e, "position", m.position == PositionEmbedding::learned ? "learned" : "rope");
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   e << YAML::Key << "bias" << YAML::Value << m.bias;
+  e << YAML::Key << "dropout" << YAML::Value << m.dropout;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

@@ -29,6 +29,7 @@ inline Model llama2_7b() {
   m.position = PositionEmbedding::rope;
   m.tied_embeddings = false;
   m.bias = false;
+  m.dropout = false;
   return m;
 }
 

@@ -32,6 +32,7 @@ TEST(RoundTrip, ModelAndPlanFile) {
   m.position = PositionEmbedding::rope;
   m.tied_embeddings = false;
   m.bias = false;
+  m.dropout = false;
   EXPECT_EQ(parse_model_text(to_yaml(m)), m);
 
   PlanFile p;
@@ -50,6 +51,8 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.recompute = Recompute::selective;
   p.plan.sequence_parallel = true;
   p.plan.overlap_grad_reduce = true;
+  p.plan.framework = Framework::deepspeed;
+  p.plan.attention = Attention::flash;
   const PlanFile back = parse_plan_file_text(to_yaml(p));
   EXPECT_EQ(back, p) << to_yaml(p);
 }

@@ -1,0 +1,220 @@
+// Each framework mechanism of sim/cost/framework.h and the per-op layer model, against
+// hand-computed cases (not against a published row).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/cost/activations.h"
+#include "sim/cost/estimate.h"
+#include "sim/cost/framework.h"
+#include "sim/cost/op_time.h"
+#include "sim/spec/error.h"
+#include "sim/spec/spec_io.h"
+#include "support/error_of.h"
+#include "test_support.h"
+
+namespace starfish {
+namespace {
+
+Plan plan_of(Framework f) {
+  Plan p;
+  p.framework = f;
+  return p;
+}
+
+Training bf16() {
+  Training t;
+  t.global_batch = 8;
+  t.dtype = DType::bf16;
+  return t;
+}
+
+TEST(Framework, AttentionKernelIsThePlansElseTheFrameworks) {
+  EXPECT_EQ(attention_kernel(plan_of(Framework::megatron_lm)), Attention::unfused);
+  EXPECT_EQ(attention_kernel(plan_of(Framework::megatron_core)), Attention::flash);
+  EXPECT_EQ(attention_kernel(plan_of(Framework::fsdp)), Attention::flash);
+  EXPECT_EQ(attention_kernel(plan_of(Framework::deepspeed)), Attention::unfused);
+  Plan p = plan_of(Framework::megatron_core);
+  p.attention = Attention::unfused;
+  EXPECT_EQ(attention_kernel(p), Attention::unfused);
+}
+
+TEST(Framework, MegatronKeepsBf16GradientsInAnFp32MainGradBuffer) {
+  const GradBuffers g = grad_buffers(bf16(), plan_of(Framework::megatron_lm));
+  EXPECT_DOUBLE_EQ(g.low_precision_bytes, 0);  // main_grad replaces .grad
+  EXPECT_DOUBLE_EQ(g.fp32_bytes, 4);
+  EXPECT_DOUBLE_EQ(g.reduce_bytes, 4);  // and is all-reduced in fp32
+  Training fp16 = bf16();
+  fp16.dtype = DType::fp16;
+  const GradBuffers h = grad_buffers(fp16, plan_of(Framework::megatron_lm));
+  EXPECT_DOUBLE_EQ(h.total(), 2);
+  EXPECT_DOUBLE_EQ(h.reduce_bytes, 2);
+  // DeepSpeed's ZeRO-1/2, FSDP and the chunk runtime keep 16-bit gradients.
+  for (Framework f : {Framework::deepspeed, Framework::fsdp, Framework::starfish})
+    EXPECT_DOUBLE_EQ(grad_buffers(bf16(), plan_of(f)).total(), 2) << to_string(f);
+  Plan chunked = plan_of(Framework::megatron_lm);
+  chunked.chunk_elements = 1 << 20;
+  EXPECT_DOUBLE_EQ(grad_buffers(bf16(), chunked).reduce_bytes, 2);
+}
+
+TEST(Framework, ModelStatesCountTheFrameworksGradientBuffer) {
+  // 1e9 parameters, Megatron bf16, no ZeRO: 2 (params) + 4 (fp32 main grads) + 12 (Adam) bytes.
+  const ModelStates s = model_states(bf16(), plan_of(Framework::megatron_lm), 1, 1e9, 0, 0);
+  EXPECT_DOUBLE_EQ(s.params.gpu, 2e9);
+  EXPECT_DOUBLE_EQ(s.grads.gpu, 4e9);
+  EXPECT_DOUBLE_EQ(s.optimizer.gpu, 12e9);
+}
+
+TEST(Framework, DeepSpeedZeroHoldsItsReductionBucket) {
+  // reduce_bucket_size 5e8 elements of bf16 gradients, for ZeRO-1 and -2 only.
+  Plan p = plan_of(Framework::deepspeed);
+  p.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 1e9);
+  p.zero_stage = 2;
+  EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 1e9);
+  p.zero_stage = 0;
+  EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 0);
+  Plan m = plan_of(Framework::megatron_lm);
+  m.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), m), 0);
+}
+
+TEST(Framework, CachingAllocatorReservesFifteenPercentOfWhatItHolds) {
+  EXPECT_DOUBLE_EQ(allocator_reserved_bytes(plan_of(Framework::megatron_lm), 85e9), 85e9 / 0.85);
+  EXPECT_DOUBLE_EQ(allocator_reserved_bytes(plan_of(Framework::fsdp), 85e9), 100e9);
+  // Starfish's chunk runtime allocates its chunks once: nothing on top.
+  EXPECT_DOUBLE_EQ(allocator_reserved_bytes(plan_of(Framework::starfish), 85e9), 85e9);
+  Plan chunked = plan_of(Framework::megatron_lm);
+  chunked.chunk_elements = 1 << 20;
+  EXPECT_DOUBLE_EQ(allocator_reserved_bytes(chunked, 85e9), 85e9);
+}
+
+TEST(Framework, PipelineSendsAreScatteredByMegatronAndWholeByDeepSpeed) {
+  Plan m = plan_of(Framework::megatron_lm);
+  m.tp = 8;
+  EXPECT_DOUBLE_EQ(pipeline_send_bytes_per_rank(m, 64e6), 8e6);
+  Plan d = plan_of(Framework::deepspeed);
+  d.tp = 8;
+  EXPECT_DOUBLE_EQ(pipeline_send_bytes_per_rank(d, 64e6), 64e6);
+}
+
+// One GPT layer, TP1, b=1, s=1024, h=1024, 16 heads (d=64), bf16, on the test GPU: 312 TFLOP/s,
+// 2039 GB/s at 0.85, GEMM efficiency 0.5 at 1 GFLOP rising to 0.9 at 1 TFLOP (log-linear).
+class LayerOpsTest : public ::testing::Test {
+ protected:
+  const Cluster c = testing::dgx(1);
+  const GpuSpec& gpu = c.node.gpu;
+  const Model m = testing::gpt(2, 1024, 16, 1024, 1000);
+  double hbm_s(double bytes) const { return bytes / (2039e9 * 0.85); }
+  double gemm_s(double flop_each, double count) const {
+    return flop_each * count / (312e12 * gpu.matmul_efficiency.at(flop_each));
+  }
+  const LayerOp& op(const std::vector<LayerOp>& ops, const std::string& name) const {
+    for (const LayerOp& o : ops)
+      if (name == o.name) return o;
+    throw std::runtime_error("no op " + name);
+  }
+};
+
+TEST_F(LayerOpsTest, UnfusedAttentionStoresAndRereadsTheScores) {
+  const auto ops = layer_ops(gpu, DType::bf16, m, LayerShape{1, 1, false, Attention::unfused});
+  const double scores = 16.0 * 1024 * 1024;  // a s^2 b elements
+  // Scores GEMM: 16 batched GEMMs of 2 s^2 d FLOP each; backward two of each.
+  const LayerOp& qk = op(ops, "attention scores GEMM");
+  EXPECT_DOUBLE_EQ(qk.forward_s, gemm_s(2.0 * 1024 * 1024 * 64, 16));
+  EXPECT_DOUBLE_EQ(qk.backward_s, 2 * qk.forward_s);
+  // Softmax: read + write 2-byte scores; backward reads y and dy, writes dx.
+  EXPECT_DOUBLE_EQ(op(ops, "attention softmax").forward_s, hbm_s(2 * 2 * scores));
+  EXPECT_DOUBLE_EQ(op(ops, "attention softmax").backward_s, hbm_s(3 * 2 * scores));
+  // Dropout: read, write, 1-byte mask.
+  EXPECT_DOUBLE_EQ(op(ops, "attention dropout").forward_s, hbm_s(5 * scores));
+  // The QKV GEMM: T h 3h multiply-adds, backward twice.
+  const LayerOp& qkv = op(ops, "QKV GEMM");
+  EXPECT_DOUBLE_EQ(qkv.forward_s, gemm_s(2.0 * 1024 * 1024 * 3072, 1));
+  EXPECT_DOUBLE_EQ(qkv.backward_s, 2 * qkv.forward_s);
+  // Bias-dropout-add: read 2, write 1, mask; backward dropout (read dy + mask, write) + add.
+  const double hidden = 2.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(op(ops, "MLP residual").forward_s, hbm_s(3 * hidden + hidden / 2));
+  EXPECT_DOUBLE_EQ(op(ops, "MLP residual").backward_s, hbm_s(2 * hidden + hidden / 2 + 3 * hidden));
+}
+
+TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBackward) {
+  const auto ops = layer_ops(gpu, DType::bf16, m, LayerShape{1, 1, false, Attention::flash});
+  const LayerOp& fa = op(ops, "flash attention");
+  // Q K^T and P V over the causal half: 0.5 * 4 s^2 d per head, 16 heads.
+  EXPECT_DOUBLE_EQ(fa.forward_s, gemm_s(0.5 * 4 * 1024.0 * 1024 * 64, 16));
+  EXPECT_DOUBLE_EQ(fa.backward_s, 2.5 * fa.forward_s);
+  for (const LayerOp& o : ops) EXPECT_EQ(std::string(o.name).find("softmax"), std::string::npos);
+  // Selective recomputation has nothing to redo with a fused kernel.
+  EXPECT_DOUBLE_EQ(layer_time(gpu, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash).recompute_s, 0);
+  const LayerTime full = layer_time(gpu, DType::bf16, m, 1, 1, false, Recompute::full, Attention::flash);
+  EXPECT_DOUBLE_EQ(full.recompute_s, full.forward_s);
+}
+
+TEST_F(LayerOpsTest, SequenceParallelismSplitsOnlyTheReplicatedOps) {
+  const auto plain = layer_ops(gpu, DType::bf16, m, LayerShape{1, 8, false, Attention::unfused});
+  const auto sp = layer_ops(gpu, DType::bf16, m, LayerShape{1, 8, true, Attention::unfused});
+  EXPECT_DOUBLE_EQ(op(sp, "input norm").forward_s, op(plain, "input norm").forward_s / 8);
+  EXPECT_DOUBLE_EQ(op(sp, "attention residual").backward_s, op(plain, "attention residual").backward_s / 8);
+  EXPECT_DOUBLE_EQ(op(sp, "MLP-in GEMM").forward_s, op(plain, "MLP-in GEMM").forward_s);
+  EXPECT_DOUBLE_EQ(op(sp, "attention softmax").forward_s, op(plain, "attention softmax").forward_s);
+}
+
+TEST_F(LayerOpsTest, WithoutDropoutThereIsNoDropoutKernelOrMask) {
+  Model nd = m;
+  nd.dropout = false;
+  const auto ops = layer_ops(gpu, DType::bf16, nd, LayerShape{1, 1, false, Attention::unfused});
+  for (const LayerOp& o : ops) EXPECT_EQ(std::string(o.name).find("dropout"), std::string::npos);
+  const double hidden = 2.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(op(ops, "MLP residual").forward_s, hbm_s(3 * hidden));
+  EXPECT_DOUBLE_EQ(op(ops, "MLP residual").backward_s, hbm_s(3 * hidden));
+}
+
+TEST(FlashActivations, NoScoresOnlyTheSoftmaxStatistics) {
+  // h=1024, f=4096, 16 heads, s=1024, b=1, TP1, 2-byte activations, dropout on:
+  // replicated 4*2 sbh + 2 masks = 10 sbh; split Q,K,V 6 sbh, context 2 sbh, GELU in/out 16 sbh;
+  // and one fp32 log-sum-exp per query and head: 4 a s b bytes.
+  const Model m = testing::gpt(2, 1024, 16, 1024, 1000);
+  const double sbh = 1024.0 * 1024;
+  ActivationOptions o{1, false, Recompute::none, 2, Attention::flash};
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, o), 34 * sbh + 4.0 * 16 * 1024);
+  // The same layer unfused keeps Korthikanti's 5 a s^2 b on top of 34 sbh.
+  o.attention = Attention::unfused;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, o), 34 * sbh + 5.0 * 16 * 1024 * 1024);
+}
+
+TEST(FlashActivations, WithoutDropoutNoMasksAndNoDropoutOutput) {
+  Model m = testing::gpt(2, 1024, 16, 1024, 1000);
+  m.dropout = false;
+  const double sbh = 1024.0 * 1024;
+  // 32 sbh (34 less the two residual masks) and the 2-byte softmax output only.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, ActivationOptions{}), 32 * sbh + 2.0 * 16 * 1024 * 1024);
+}
+
+TEST(Framework, DataParallelReductionMovesFp32GradientsForMegatronBf16) {
+  const Model m = testing::gpt(4, 4096, 32, 1024, 1000);
+  Training t = bf16();
+  t.global_batch = 64;
+  Plan p;  // DP 16 over two nodes: the ring goes over the NICs
+  const Estimate fp32_grads = estimate(make_job(m, testing::dgx(2), t, p));
+  p.framework = Framework::deepspeed;
+  const Estimate bf16_grads = estimate(make_job(m, testing::dgx(2), t, p));
+  // Same ring, twice the bytes: the bandwidth terms double, the latency terms stay.
+  EXPECT_GT(fp32_grads.time.dp_comm_s, 1.99 * bf16_grads.time.dp_comm_s);
+  EXPECT_LT(fp32_grads.time.dp_comm_s, 2.0 * bf16_grads.time.dp_comm_s);
+}
+
+TEST(FrameworkSpec, PlanFilesNameTheirFrameworkAndAttention) {
+  const PlanFile p = parse_plan_file_text(
+      "training: {global_batch: 8}\nplan: {framework: megatron-core, attention: unfused}\n", "p.yaml");
+  EXPECT_EQ(p.plan.framework, Framework::megatron_core);
+  EXPECT_EQ(p.plan.attention, Attention::unfused);
+  const std::string e = testing::error_of([] {
+    parse_plan_file_text("training: {global_batch: 8}\nplan:\n  framework: jax\n", "p.yaml");
+  });
+  EXPECT_EQ(e.rfind("p.yaml:3:3: field 'plan.framework'", 0), 0u) << e;
+  EXPECT_NE(e.find("megatron-core"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace starfish
