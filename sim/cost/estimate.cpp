@@ -122,16 +122,24 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
     double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
     if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
-    // ZeRO-3 all-gathers a model chunk's params before each of its forward and backward passes,
-    // every micro-batch (DeepSpeed stage 3 with gradient accumulation does the same).
-    if (p.zero_stage == 3) dp_time += 2 * mb * ring(CollectiveKind::all_gather);
+    if (p.zero_stage == 3) {
+      // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
+      // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
+      // overlapped with the compute: what shows is what the compute cannot cover, plus the
+      // first layer's gather of each pass (as the event-driven tier's per-layer gathers).
+      const double params_bytes = e.params_per_gpu * static_cast<double>(act_bytes);
+      const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, params_bytes, link);
+      const double first_layer = gather / std::max(1.0, layers_per_stage);
+      const double fwd = layers_per_stage * lt.forward_s, bwd = layers_per_stage * (lt.backward_s + lt.recompute_s);
+      dp_time = mb * (std::max(0.0, gather - fwd) + std::max(0.0, gather + ring(CollectiveKind::reduce_scatter) - bwd) +
+                      2 * first_layer);
+    }
     e.time.dp_comm_s = dp_time;
   }
 
   const double opt_params = e.params_per_gpu / (p.zero_stage >= 1 ? dp : 1);
   if (p.offload.optimizer == Tier::gpu) {
-    const double bytes_per_param = 2 * sb.optimizer + 2 * static_cast<double>(act_bytes);
-    e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * bytes_per_param);
+    e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * optimizer_step_bytes_per_param(t, p));
   } else {
     e.time.optimizer_s = opt_params * g / c.node.host.cpu_adam_params_per_s;
     if (p.offload.optimizer == Tier::nvme && c.node.nvme) {

@@ -1,5 +1,6 @@
 #include "sim/cost/framework.h"
 
+#include "sim/cost/memory.h"
 #include "sim/spec/dtype.h"
 
 namespace starfish {
@@ -79,6 +80,18 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan) {
 
 double pipeline_send_bytes_per_rank(const Plan& plan, double boundary_bytes) {
   return framework_traits(plan.framework).pipeline_scatter_gather ? boundary_bytes / plan.tp : boundary_bytes;
+}
+
+double optimizer_step_bytes_per_param(const Training& training, const Plan& plan) {
+  const StateBytes sb = state_bytes_per_param(training, plan.chunked());
+  const double low = static_cast<double>(bytes_of(training.dtype));
+  const bool mixed = training.mixed_precision();
+  const double grad = mixed ? 4 : low;  // the optimizer reads fp32 gradients
+  double bytes = 2 * sb.optimizer + grad;
+  if (mixed) bytes += 4 + low;                                    // master -> model params
+  if (training.dtype == DType::fp16) bytes += (2 + 4) + (4 + 4);  // to fp32, unscale + inf check
+  if (training.grad_clip > 0) bytes += grad;                      // global norm
+  return bytes;
 }
 
 double framework_buffer_bytes(const Training& training, const Plan& plan) {

@@ -58,6 +58,19 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan);
 // `boundary_bytes` (one micro-batch's hidden states).
 double pipeline_send_bytes_per_rank(const Plan& plan, double boundary_bytes);
 
+// HBM bytes per parameter of this GPU's optimizer shard that one optimizer step on the GPU
+// moves, kernel by kernel as Megatron's mixed-precision optimizer runs them (megatron/optimizer/
+// optimizer.py, MixedPrecisionOptimizer.step; DeepSpeed's and FSDP's steps run the same kernels):
+//  - fp16 only: copy the 16-bit grads into fp32 (read 2, write 4), then unscale them and check
+//    for inf/NaN (_amp_foreach_non_finite_check_and_unscale_: read 4, write 4);
+//  - the global gradient norm for clipping (multi_tensor_l2norm: read the fp32 grads) when
+//    training.grad_clip > 0;
+//  - Adam (multi-tensor fused): read master params, grads, moments; write params and moments:
+//    2 x the optimizer state bytes + the grads;
+//  - copy the updated fp32 master params into the 16-bit model params (read 4, write 2).
+// bf16 with fp32 main grads needs no copy and no unscale (no loss scaling).
+double optimizer_step_bytes_per_param(const Training& training, const Plan& plan);
+
 // GPU bytes of buffers the framework holds beside the model states and activations.
 double framework_buffer_bytes(const Training& training, const Plan& plan);
 

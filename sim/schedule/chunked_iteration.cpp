@@ -5,6 +5,7 @@
 
 #include "sim/chunk/iteration_driver.h"
 #include "sim/chunk/runtime_config.h"
+#include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/sim_backend.h"
@@ -68,12 +69,11 @@ class SimHooks final : public StepHooks {
 
   void optimizer_step(const Step& s, const OptimizerWork& w) override {
     if (!backend_.recording()) return;
-    const StateBytes sb = state_bytes_per_param(job_.training, true);
     const double params = static_cast<double>(w.param.bytes) / c_.act_bytes;
     const std::string name = "adam chunk " + std::to_string(s.index);
     des::TaskId t;
     if (w.tier == Tier::gpu) {
-      const double bytes = params * (2 * sb.optimizer + 2 * static_cast<double>(c_.act_bytes));
+      const double bytes = params * optimizer_step_bytes_per_param(job_.training, job_.plan);
       t = eng_.compute(stage_.lead_gpu, memory_bound_time_s(job_.cluster.node.gpu, bytes), des::Label{out_.optimizer, name});
     } else {
       // CPU Adam; the node's GPUs all step at once, sharing the host's throughput.

@@ -127,15 +127,18 @@ class Builder {
     const std::vector<double> params = chunk_params(job_.model, p, s);
     std::vector<double> accumulated = params;
     if (p.zero_stage >= 2) for (double& x : accumulated) x /= job_.dp();
-    const bool gather_params = p.zero_stage >= 3 && job_.dp() > 1;
+    // ZeRO-3 / FSDP gather each layer's parameters just before it computes, one layer ahead.
+    gather_layers_ = p.zero_stage >= 3 && job_.dp() > 1;
     // Every TP rank's DP group reduces on a stream of its own (when reductions overlap compute).
     std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
     for (int t = 0; t < p.tp && job_.dp() > 1; ++t)
       dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t),
                                            (lead + t) / job_.cluster.node.gpus, lead + t));
-    const bool fetch_params = p.offload.params != Tier::gpu;
-    des::ResourceId zero_stream = kNone;
-    if (gather_params) zero_stream = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / job_.cluster.node.gpus, lead);
+    const bool fetch_params = p.offload.params != Tier::gpu && !gather_layers_;
+    zero_stream_ = kNone;
+    if (gather_layers_) zero_stream_ = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / job_.cluster.node.gpus, lead);
+    prev_gather_ = kNone;
+    recent_compute_.clear();
     TaskId prev_op_first = kNone, prev_prefetch = kNone;
     bool prev_forward = true;
     size_t prev_i = 0;
@@ -144,63 +147,28 @@ class Builder {
     for (const PipelineOp& op : stage_order(p.schedule, P, s, M, V)) {
       const int gv = op.model_chunk * P + s;
       const int mb = op.micro_batch;
-      const bool last_virtual = gv == P * V - 1;
       op_first_ = kNone;
+      const double chunk_params = params[static_cast<size_t>(op.model_chunk)];
 
-      // Params not resident on the GPU arrive one op ahead: ZeRO-3 gathers them over DP,
-      // offloaded ones are copied from the host.
+      // Offloaded params arrive from the host one op ahead.
       TaskId prefetch = kNone;
-      const double chunk_param_bytes = params[static_cast<size_t>(op.model_chunk)] * act_bytes_;
-      if (gather_params) {
-        des::CollectiveOptions o;
-        o.stream = zero_stream;
-        prefetch = eng_.collective(CollectiveKind::all_gather, dp_group(0, s), chunk_param_bytes,
-                                   label(out_.dp, "zero3 gather s%d c%d mb%d", s, op.model_chunk, mb), o);
-      } else if (fetch_params) {
-        prefetch = eng_.copy(lead, des::CopyDir::H2D, chunk_param_bytes,
+      if (fetch_params) {
+        prefetch = eng_.copy(lead, des::CopyDir::H2D, chunk_params * act_bytes_,
                              label(out_.offload, "fetch params s%d c%d mb%d", s, op.model_chunk, mb));
-      }
-      if (prefetch != kNone) {
         if (prev_op_first != kNone) eng_.depends(prefetch, prev_op_first);
         if (prev_prefetch != kNone) eng_.depends(prefetch, prev_prefetch);
       }
-
+      const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, chunk_params / layers_per_chunk_};
       if (op.forward) {
-        for (int l = 0; l < layers_per_chunk_; ++l) {
-          const TaskId x = eng_.compute(lead, layer_.forward_s, label(out_.fwd, "F s%d c%d mb%d L%d", s, op.model_chunk, mb, l));
-          chain(x);
-          st.memory.push_back({x, stored_});
-          tp_collective(tpg, s, mb, l, out_.tp);
-        }
-        if (last_virtual) {
-          const TaskId x = eng_.compute(lead, output_s_ / 3, label(out_.fwd, "F s%d head mb%d", s, mb));
-          chain(x);
-          st.memory.push_back({x, output_bytes_});
-        }
+        forward_op(st, tpg, so);
       } else {
-        if (last_virtual) {
-          const TaskId x = eng_.compute(lead, 2 * output_s_ / 3, label(out_.bwd, "B s%d head mb%d", s, mb));
-          chain(x);
-          st.memory.push_back({x, -output_bytes_});
-        }
-        for (int l = layers_per_chunk_ - 1; l >= 0; --l) {
-          if (p.recompute != Recompute::none) {
-            const TaskId r =
-                eng_.compute(lead, layer_.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", s, op.model_chunk, mb, l));
-            chain(r);
-            st.memory.push_back({r, full_ - stored_});  // the layer's activations, rebuilt
-            if (p.recompute == Recompute::full) tp_collective(tpg, s, mb, l, out_.tp);
-          }
-          const TaskId b = eng_.compute(lead, layer_.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", s, op.model_chunk, mb, l));
-          chain(b);
-          st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_)});
-          tp_collective(tpg, s, mb, l, out_.tp);
-        }
+        backward_op(st, tpg, so, dp_streams);
         // From the second micro-batch on, the chunk's weight gradients are added into its buffer.
         if (mb > 0)
           chain(eng_.compute(lead, grad_accumulate_time_s(job_.cluster.node.gpu, accumulated[static_cast<size_t>(op.model_chunk)], act_bytes_),
                              label(out_.bwd, "grad acc s%d c%d mb%d", s, op.model_chunk, mb)));
-        if (reduce_every_micro_batch()) reduce_micro_batch(s, op.model_chunk, mb, params[static_cast<size_t>(op.model_chunk)], dp_streams);
+        if (reduce_every_micro_batch() && !gather_layers_)
+          reduce_micro_batch(s, op.model_chunk, mb, chunk_params, dp_streams);
       }
       if (prefetch != kNone) eng_.depends(op_first_, prefetch);
       if (st.first_task == kNone) st.first_task = op_first_;
@@ -217,6 +185,96 @@ class Builder {
       prev_prefetch = prefetch;
     }
     st.last_backward = chain_last_;
+  }
+
+  // One forward or backward op of a stage's schedule: model chunk `chunk` of micro-batch `mb`.
+  struct StageOp {
+    int stage, chunk, mb;
+    bool last_virtual;    // the model's last chunk: it carries the output layer
+    double layer_params;  // parameters of one of its layers on this GPU
+  };
+
+  void forward_op(StageInfo& st, des::GroupId tpg, const StageOp& o) {
+    const int lead = st.lead_gpu;
+    for (int l = 0; l < layers_per_chunk_; ++l) {
+      const TaskId g = gather_layer(o, l);
+      const TaskId x = eng_.compute(lead, layer_.forward_s, label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+      if (g != kNone) eng_.depends(x, g);
+      chain(x);
+      computed(x);
+      st.memory.push_back({x, stored_});
+      tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+    }
+    if (o.last_virtual) {
+      const TaskId x = eng_.compute(lead, output_s_ / 3, label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
+      chain(x);
+      st.memory.push_back({x, output_bytes_});
+    }
+  }
+
+  void backward_op(StageInfo& st, des::GroupId tpg, const StageOp& o, const std::vector<des::ResourceId>& dp_streams) {
+    const Plan& p = job_.plan;
+    const int lead = st.lead_gpu;
+    if (o.last_virtual) {
+      const TaskId x = eng_.compute(lead, 2 * output_s_ / 3, label(out_.bwd, "B s%d head mb%d", o.stage, o.mb));
+      chain(x);
+      st.memory.push_back({x, -output_bytes_});
+    }
+    for (int l = layers_per_chunk_ - 1; l >= 0; --l) {
+      const TaskId g = gather_layer(o, l);
+      TaskId first = kNone;
+      if (p.recompute != Recompute::none) {
+        first = eng_.compute(lead, layer_.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+        chain(first);
+        st.memory.push_back({first, full_ - stored_});  // the layer's activations, rebuilt
+        if (p.recompute == Recompute::full) tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+      }
+      const TaskId b = eng_.compute(lead, layer_.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+      if (first == kNone) first = b;
+      if (g != kNone) eng_.depends(first, g);
+      chain(b);
+      computed(b);
+      st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_)});
+      tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+      // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
+      // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).
+      if (gather_layers_) reduce_layer(o, l, dp_streams);
+    }
+  }
+
+  // ZeRO-3 / FSDP: all-gathers layer `l`'s parameters over DP on the stage's gather stream, after
+  // the previous gather and once the compute two layers back is done: at most two layers are
+  // gathered at a time, the next one while the current one computes (FSDP's forward and
+  // backward prefetch with limit_all_gathers; DeepSpeed stage 3's prefetch bucket).
+  TaskId gather_layer(const StageOp& o, int l) {
+    if (!gather_layers_) return kNone;
+    des::CollectiveOptions co;
+    co.stream = zero_stream_;
+    const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
+                                     label(out_.dp, "zero3 gather s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l), co);
+    if (prev_gather_ != kNone) eng_.depends(g, prev_gather_);
+    if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
+    prev_gather_ = g;
+    return g;
+  }
+
+  void computed(TaskId x) {
+    recent_compute_.push_back(x);
+    if (recent_compute_.size() > 2) recent_compute_.erase(recent_compute_.begin());
+  }
+
+  // Reduce-scatters one layer's gradients over every TP rank's DP group, on the DP streams.
+  void reduce_layer(const StageOp& o, int l, const std::vector<des::ResourceId>& streams) {
+    const TaskId after = chain_last_;
+    for (int t = 0; t < job_.plan.tp; ++t) {
+      des::CollectiveOptions co;
+      co.algo = dp_algo();
+      co.stream = streams[static_cast<size_t>(t)];
+      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, o.stage), o.layer_params * grad_reduce_bytes_,
+                                       label(out_.dp, "grads s%d c%d mb%d L%d t%d", o.stage, o.chunk, o.mb, l, t), co);
+      eng_.depends(x, after);
+      if (t == 0) last_reduction_[{o.stage, o.chunk}] = x;
+    }
   }
 
   // ZeRO-2 and -3 keep only their partition of the gradients, so each micro-batch's gradients
@@ -361,7 +419,7 @@ class Builder {
       last = x;
     };
     if (p.offload.optimizer == Tier::gpu) {
-      const double bytes = opt_params * (2 * sb.optimizer + 2 * static_cast<double>(act_bytes_));
+      const double bytes = opt_params * optimizer_step_bytes_per_param(tr, p);
       then(eng_.compute(lead, memory_bound_time_s(c.node.gpu, bytes), label(out_.optimizer, "adam s%d", s)));
     } else {
       if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
@@ -410,6 +468,10 @@ class Builder {
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;
   std::vector<des::ResourceId> cpu_adam_;
   TaskId chain_last_ = kNone, op_first_ = kNone;
+  bool gather_layers_ = false;             // ZeRO-3 over DP: per-layer parameter gathers
+  des::ResourceId zero_stream_ = kNone;    // the stage's gather stream
+  TaskId prev_gather_ = kNone;
+  std::vector<TaskId> recent_compute_;     // the stage's last two layer computations
   char name_[96] = {};
 };
 

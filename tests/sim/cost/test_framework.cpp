@@ -65,6 +65,22 @@ TEST(Framework, ModelStatesCountTheFrameworksGradientBuffer) {
   EXPECT_DOUBLE_EQ(s.optimizer.gpu, 12e9);
 }
 
+TEST(Framework, OptimizerStepMovesWhatMegatronsKernelsReadAndWrite) {
+  // bf16, Adam, clipping on: Adam reads master, fp32 grad, m, v and writes master, m, v (12 x 2
+  // + 4), the global norm reads the grads (4), the master->model copy reads 4 and writes 2.
+  const Plan p = plan_of(Framework::megatron_lm);
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(bf16(), p), 24 + 4 + 4 + 6);
+  // fp16 adds the grads' copy to fp32 (2 + 4) and the unscale + inf check (4 + 4).
+  Training fp16 = bf16();
+  fp16.dtype = DType::fp16;
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(fp16, p), 38 + 6 + 8);
+  // fp32 without clipping: params, grads, m, v of 4 bytes; no master copy.
+  Training fp32 = bf16();
+  fp32.dtype = DType::fp32;
+  fp32.grad_clip = 0;
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(fp32, p), 2 * 8 + 4);
+}
+
 TEST(Framework, DeepSpeedZeroHoldsItsReductionBucket) {
   // reduce_bucket_size 5e8 elements of bf16 gradients, for ZeRO-1 and -2 only.
   Plan p = plan_of(Framework::deepspeed);

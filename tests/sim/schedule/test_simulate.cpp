@@ -162,7 +162,7 @@ TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
     des::Engine engine(topo);
     const BuiltIteration it = build_iteration(j, engine);
     const des::Results& r = engine.run();
-    int reductions = 0;
+    int reductions = 0, gathers = 0;
     double first_start = 1e30;
     for (des::TaskId t = 0; t < engine.task_count(); ++t) {
       if (engine.task_category(t) != it.dp || engine.task_gpus(t)[0] != 0) continue;
@@ -171,8 +171,12 @@ TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
         ++reductions;
         first_start = std::min(first_start, r.start_s[t]);
       }
+      if (k == CollectiveKind::all_gather) ++gathers;
     }
-    EXPECT_EQ(reductions, zero >= 2 ? 4 : 1) << "ZeRO-" << zero;
+    // ZeRO-2 reduces a micro-batch's gradients at once; ZeRO-3 (FSDP) layer by layer, and
+    // gathers every layer's params before its forward and again before its backward.
+    EXPECT_EQ(reductions, zero == 3 ? 4 * 4 : zero == 2 ? 4 : 1) << "ZeRO-" << zero;
+    EXPECT_EQ(gathers, zero == 3 ? 4 * 4 * 2 : zero >= 1 ? 1 : 0) << "ZeRO-" << zero;
     // Not overlapped: ZeRO-2/3's first reduction still waits for its micro-batch's backward,
     // and delays the next forward; ZeRO-0/1 wait for the last backward.
     if (zero >= 2) EXPECT_LT(first_start, r.end_s[it.stages[0].last_backward] / 2) << "ZeRO-" << zero;
