@@ -19,6 +19,7 @@
 
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
+#include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/schedule/simulate.h"
@@ -212,12 +213,32 @@ void bloom(const std::string& dir, Summary& sum) {
     p.recompute = Recompute::full;
     const std::string mem = t.at(r, "max_mem");
     const bool oom = mem == "OOM";
+    if (p.tp * p.pp * p.dp != cl.total_gpus()) {
+      sum.not_expressed.push_back("BLOOM line " + line + ": DP x TP x PP = " + std::to_string(p.tp * p.pp * p.dp) +
+                                  " GPUs, but " + std::to_string(cl.nodes) + " nodes have " +
+                                  std::to_string(cl.total_gpus()));
+      continue;
+    }
     Job job;
     try {
       job = make_job(m, cl, tr, p);
     } catch (const SpecError& e) {
       sum.not_expressed.push_back("BLOOM line " + line + ": " + e.what());
       continue;
+    }
+    // A row whose published TFLOP/s and sec/iteration disagree about the work done (they imply
+    // another batch than the row's) cannot be checked: list it rather than guess which is right.
+    if (!t.at(r, "sec_per_iter").empty() && !t.at(r, "hw_tflops_per_gpu").empty()) {
+      const double work = iteration_flops(m, tr.global_batch, Recompute::full).hardware;
+      const double published_work =
+          std::stod(t.at(r, "hw_tflops_per_gpu")) * 1e12 * cl.total_gpus() * std::stod(t.at(r, "sec_per_iter"));
+      if (std::fabs(published_work / work - 1) > 0.25) {
+        char why[200];
+        std::snprintf(why, sizeof why, "BLOOM line %s: its TFLOP/s x sec/iteration is %.0f%% of the work of a %lld-sequence batch",
+                      line.c_str(), 100 * published_work / work, static_cast<long long>(tr.global_batch));
+        sum.not_expressed.push_back(why);
+        continue;
+      }
     }
     const schedule::SimReport rep = schedule::simulate(job);
     const double reserved = predicted_reserved_bytes(job, rep);

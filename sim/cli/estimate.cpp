@@ -18,7 +18,7 @@ void write_tier(JsonWriter& w, const char* name, const TierUse& u) {
   w.key(name).begin_object();
   w.field("params_bytes", u.params_bytes).field("grads_bytes", u.grads_bytes);
   w.field("optimizer_bytes", u.optimizer_bytes).field("activations_bytes", u.activations_bytes);
-  w.field("buffers_bytes", u.buffers_bytes).field("total_bytes", u.total());
+  w.field("buffers_bytes", u.buffers_bytes).field("allocator_bytes", u.allocator_bytes).field("total_bytes", u.total());
   w.field("capacity_bytes", u.capacity_bytes).field("fits", u.fits());
   w.end_object();
 }
@@ -76,6 +76,7 @@ void table(const Job& job, const Estimate& e) {
   row("optimizer", e.gpu.optimizer_bytes, e.cpu.optimizer_bytes, e.nvme.optimizer_bytes);
   row("activations", e.gpu.activations_bytes, e.cpu.activations_bytes, e.nvme.activations_bytes);
   row("buffers", e.gpu.buffers_bytes, e.cpu.buffers_bytes, e.nvme.buffers_bytes);
+  row("allocator", e.gpu.allocator_bytes, e.cpu.allocator_bytes, e.nvme.allocator_bytes);
   row("total", e.gpu.total(), e.cpu.total(), e.nvme.total());
   row("capacity", e.gpu.capacity_bytes, e.cpu.capacity_bytes, e.nvme.capacity_bytes);
   std::printf("  (GPU column: pipeline stage %d, the most loaded)\n", e.peak_stage);
