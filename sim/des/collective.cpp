@@ -70,7 +70,7 @@ void ring_members(StepBuilder& b, std::span<const int> ring) {
 }
 
 std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePlanRequest& req,
-                                       std::span<const double> capacity_Bps) {
+                                       const LinkCapacity& capacity_Bps) {
   const std::span<const int> g = req.gpus;
   const int n = static_cast<int>(g.size());
   std::vector<CollectivePhase> out;
@@ -98,7 +98,7 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
       int k = req.pipeline_chunks;
       if (k <= 0) {
         double bottleneck_Bps = std::numeric_limits<double>::infinity();
-        for (const LinkUse& u : p.links) bottleneck_Bps = std::min(bottleneck_Bps, capacity_Bps[u.link] / u.weight);
+        for (const LinkUse& u : p.links) bottleneck_Bps = std::min(bottleneck_Bps, capacity_Bps(u.link) / u.weight);
         k = best_pipeline_chunks(n, req.bytes, bottleneck_Bps, p.latency_s);
       }
       p.steps = static_cast<uint32_t>(k + n - 2);
@@ -172,7 +172,7 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
 }  // namespace
 
 std::vector<CollectivePhase> plan_collective(const Topology& topo, const CollectivePlanRequest& req,
-                                             std::span<const double> capacity_Bps) {
+                                             const LinkCapacity& capacity_Bps) {
   if (req.gpus.empty()) throw SpecError(std::string(to_string(req.kind)) + ": the group has no GPUs");
   std::vector<int> sorted(req.gpus.begin(), req.gpus.end());
   for (int gpu : sorted) topo.gpu(gpu);  // throws for a GPU that does not exist
