@@ -57,7 +57,7 @@ Engine::Engine(const Topology& topo) : topo_(topo) {
   per_gpu_resources_ = topo_.cluster().node.gpu.copy_engines >= 2 ? 3 : 2;
   fixed_resources_ = per_gpu_resources_ * static_cast<ResourceId>(topo_.total_gpus()) +
                      (topo_.has_nvme() ? 2 * static_cast<ResourceId>(topo_.nodes()) : 0);
-  net_ = std::make_unique<FlowNetwork>([this](LinkId l) { return link_bandwidth(l); });
+  net_ = std::make_unique<FlowNetwork>(topo_.link_count(), [this](LinkId l) { return link_bandwidth(l); });
   group_begin_.push_back(0);
 }
 
@@ -364,6 +364,7 @@ void Engine::set_link_bandwidth(LinkId link, double bandwidth_Bps) {
 
 double Engine::link_bandwidth(LinkId link) const {
   const double rated_Bps = topo_.link_bandwidth_Bps(link);  // range check
+  if (capacity_override_Bps_.empty()) return rated_Bps;
   auto it = capacity_override_Bps_.find(link);
   return it == capacity_override_Bps_.end() ? rated_Bps : it->second;
 }

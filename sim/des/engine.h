@@ -100,6 +100,9 @@ class Engine {
   // Simulates. Throws SpecError naming the tasks of a dependency cycle.
   const Results& run();
   const Results& results() const { return results_; }
+  // Link classes of the last run: the links its flows crossed, interchangeable ones merged
+  // (flow_network.h). A ring over 512 replicas' NICs is a handful, not thousands.
+  size_t link_classes() const { return net_->link_class_count(); }
 
   // Task metadata (valid for any created task).
   size_t task_count() const { return tasks_.size(); }

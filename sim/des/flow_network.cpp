@@ -2,23 +2,27 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace starfish::des {
 
-FlowNetwork::FlowNetwork(std::function<double(LinkId)> capacity_Bps) : capacity_of_(std::move(capacity_Bps)) {}
+FlowNetwork::FlowNetwork(size_t link_count, std::function<double(LinkId)> capacity_Bps)
+    : capacity_of_(std::move(capacity_Bps)), link_count_(link_count) {}
 
 uint32_t FlowNetwork::slot_of(LinkId l) {
-  auto [it, added] = slot_of_link_.try_emplace(l, static_cast<uint32_t>(slot_link_.size()));
-  if (added) {
+  if (slot_of_link_.empty()) slot_of_link_.assign(link_count_, kNone);
+  uint32_t& slot = slot_of_link_[l];
+  if (slot == kNone) {
+    slot = static_cast<uint32_t>(slot_link_.size());
     slot_link_.push_back(l);
     slot_capacity_Bps_.push_back(capacity_of_(l));
   }
-  return it->second;
+  return slot;
 }
 
 void FlowNetwork::set_capacity_Bps(LinkId l, double bps) {
-  if (auto it = slot_of_link_.find(l); it != slot_of_link_.end()) {
-    slot_capacity_Bps_[it->second] = bps;
+  if (l < slot_of_link_.size() && slot_of_link_[l] != kNone) {
+    slot_capacity_Bps_[slot_of_link_[l]] = bps;
     classes_stale_ = true;
   }
 }
@@ -55,19 +59,21 @@ void FlowNetwork::build_classes() {
     return slot_capacity_Bps_[a] == slot_capacity_Bps_[b] && begin[a + 1] - begin[a] == begin[b + 1] - begin[b] &&
            std::equal(sig.begin() + begin[a], sig.begin() + begin[a + 1], sig.begin() + begin[b]);
   };
-  std::unordered_multimap<uint64_t, uint32_t> first_of_hash;  // hash -> class (its first slot's)
-  std::vector<uint32_t> class_slot;                           // class -> its first slot
+  // Open addressing over the classes' hashes (a table at most half full).
+  size_t table_size = 16;
+  while (table_size < 2 * S) table_size *= 2;
+  std::vector<uint32_t> table(table_size, kNone);  // class ids
+  std::vector<uint32_t> class_slot;                // class -> its first slot
   class_of_slot_.assign(S, 0);
   for (uint32_t s = 0; s < S; ++s) {
-    uint32_t cls = static_cast<uint32_t>(class_slot.size());
-    auto [lo, hi] = first_of_hash.equal_range(hash[s]);
-    for (auto it = lo; it != hi; ++it)
-      if (same(class_slot[it->second], s)) cls = it->second;
-    if (cls == class_slot.size()) {
+    size_t i = static_cast<size_t>(hash[s] ^ (hash[s] >> 32)) & (table_size - 1);
+    for (; table[i] != kNone; i = (i + 1) & (table_size - 1))
+      if (hash[class_slot[table[i]]] == hash[s] && same(class_slot[table[i]], s)) break;
+    if (table[i] == kNone) {
+      table[i] = static_cast<uint32_t>(class_slot.size());
       class_slot.push_back(s);
-      first_of_hash.emplace(hash[s], cls);
     }
-    class_of_slot_[s] = cls;
+    class_of_slot_[s] = table[i];
   }
   class_count_ = class_slot.size();
   links_.assign(class_count_, Link{});
@@ -90,13 +96,13 @@ void FlowNetwork::build_classes() {
 }
 
 double FlowNetwork::link_bytes(LinkId l) const {
-  auto it = slot_of_link_.find(l);
-  return it == slot_of_link_.end() || classes_stale_ ? 0.0 : links_[class_of_slot_[it->second]].bytes;
+  if (l >= slot_of_link_.size() || slot_of_link_[l] == kNone || classes_stale_) return 0.0;
+  return links_[class_of_slot_[slot_of_link_[l]]].bytes;
 }
 
 double FlowNetwork::link_busy_s(LinkId l) const {
-  auto it = slot_of_link_.find(l);
-  return it == slot_of_link_.end() || classes_stale_ ? 0.0 : links_[class_of_slot_[it->second]].busy_s;
+  if (l >= slot_of_link_.size() || slot_of_link_[l] == kNone || classes_stale_) return 0.0;
+  return links_[class_of_slot_[slot_of_link_[l]]].busy_s;
 }
 
 FlowId FlowNetwork::start(PatternId pattern, double bytes_per_member, uint32_t owner, double now_s) {

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <functional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/des/topology.h"
@@ -45,8 +44,9 @@ using PatternId = uint32_t;
 
 class FlowNetwork {
  public:
-  // `capacity_Bps(link)`: a link's capacity, asked once when a pattern first uses the link.
-  explicit FlowNetwork(std::function<double(LinkId)> capacity_Bps);
+  // Links are 0 .. link_count - 1; `capacity_Bps(link)`: a link's capacity, asked once when a
+  // pattern first uses the link.
+  FlowNetwork(size_t link_count, std::function<double(LinkId)> capacity_Bps);
 
   // Links some pattern uses (global ids, in order of first use).
   std::span<const LinkId> used_links() const { return slot_link_; }
@@ -130,7 +130,8 @@ class FlowNetwork {
   void apply(FlowId f, double now_s);  // adopts new_rate_Bps, recording a Change if it differs
 
   std::function<double(LinkId)> capacity_of_;
-  std::unordered_map<LinkId, uint32_t> slot_of_link_;
+  size_t link_count_ = 0;
+  std::vector<uint32_t> slot_of_link_;  // per link (kNone: unused), allocated on the first pattern
   std::vector<LinkId> slot_link_;       // per slot: its link
   std::vector<double> slot_capacity_Bps_;
   std::vector<uint32_t> class_of_slot_;
