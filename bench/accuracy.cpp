@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "megatron_rows.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/flops.h"
@@ -108,41 +109,20 @@ double pct(double x) { return 100 * x; }
 
 // ---- Narayanan et al. 2021, Table 1: Megatron-LM on Selene, TFLOP/s per GPU with recompute.
 void narayanan(const std::string& dir, Summary& sum) {
-  const Table t = read_table(dir + "/narayanan2021_megatron_table1_weak_scaling.csv");
-  const Cluster node = profile("dgx-a100-80gb");
   std::printf("\n== Narayanan 2021 Table 1 (Megatron-LM, A100 80GB): TFLOP/s per GPU, with recompute ==\n");
   std::printf("%-8s %3s %3s %3s %5s | %9s %9s %9s | %7s %7s\n", "params", "TP", "PP", "DP", "GPUs", "published",
               "analytic", "simulated", "err an.", "err sim");
-  for (const auto& r : t.rows) {
-    Model m = gpt("megatron-" + t.at(r, "params_billion") + "b", std::stoi(t.at(r, "num_layers")),
-                  std::stoi(t.at(r, "hidden_size")), std::stoi(t.at(r, "attention_heads")),
-                  std::stoi(t.at(r, "seq_len_tokens")), std::stoi(t.at(r, "vocab_size")));
-    Cluster cl = node;
-    cl.nodes = std::stoi(t.at(r, "num_gpus")) / cl.node.gpus;
-    Training tr;
-    tr.global_batch = std::stoll(t.at(r, "global_batch_size_seqs"));
-    tr.dtype = DType::fp16;
-    Plan p;
-    p.framework = Framework::megatron_lm;
-    p.tp = std::stoi(t.at(r, "tensor_parallel"));
-    p.pp = std::stoi(t.at(r, "pipeline_parallel"));
-    p.dp = std::stoi(t.at(r, "data_parallel"));
-    p.recompute = Recompute::full;
-    // Section 5: interleaved schedule with 2 model chunks per stage where layers and micro-batches allow.
-    if (p.pp > 1 && m.layers % (2 * p.pp) == 0 && (tr.global_batch / p.dp) % p.pp == 0) {
-      p.schedule = Schedule::interleaved;
-      p.virtual_stages = 2;
-    }
-    const Job job = make_job(m, cl, tr, p);
-    const double published = std::stod(t.at(r, "achieved_tflops_per_gpu"));
+  for (const bench::MegatronRow& row : bench::load_megatron_rows(dir + "/narayanan2021_megatron_table1_weak_scaling.csv")) {
+    const Job& job = row.job;
+    const double published = row.published_tflops;
     const double analytic = estimate(job).tflops_per_gpu;
     const double simulated = schedule::simulate(job).tflops_per_gpu;
     // Time is the inverse of TFLOP/s at a fixed FLOP count: compare iteration times.
     sum.time["Narayanan 2021"].add(published / simulated, 1.0);
     sum.all_time.add(published / simulated, 1.0);
-    std::printf("%-8s %3d %3d %3d %5d | %9.1f %9.1f %9.1f | %+6.1f%% %+6.1f%%\n", t.at(r, "params_billion").c_str(), p.tp,
-                p.pp, p.dp, cl.total_gpus(), published, analytic, simulated, pct(analytic / published - 1),
-                pct(simulated / published - 1));
+    std::printf("%-8s %3d %3d %3d %5d | %9.1f %9.1f %9.1f | %+6.1f%% %+6.1f%%\n", row.params.c_str(), job.plan.tp,
+                job.plan.pp, job.dp(), job.cluster.total_gpus(), published, analytic, simulated,
+                pct(analytic / published - 1), pct(simulated / published - 1));
   }
 }
 

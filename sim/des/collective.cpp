@@ -37,14 +37,24 @@ class StepBuilder {
     latency_s_ = std::max(latency_s_, lat);
     ++members_;
   }
+  // The members' links, each once with the number of members crossing it, in order of first
+  // crossing. An open-addressing table finds repeats: a 512-member ring crosses thousands of
+  // links, almost all once, and sorting them was the planner's largest cost.
   CollectivePhase phase(uint32_t steps, double fraction) {
     CollectivePhase p;
-    std::sort(links_.begin(), links_.end());
-    for (size_t i = 0; i < links_.size();) {
-      size_t j = i;
-      while (j < links_.size() && links_[j] == links_[i]) ++j;
-      p.links.push_back(LinkUse{links_[i], static_cast<uint32_t>(j - i)});
-      i = j;
+    int bits = 4;
+    while ((size_t{1} << bits) < 2 * links_.size()) ++bits;
+    const size_t mask = (size_t{1} << bits) - 1;
+    table_.assign(mask + 1, kNone);
+    for (LinkId l : links_) {
+      size_t i = (static_cast<uint32_t>(l * 2654435761u) >> (32 - bits)) & mask;
+      while (table_[i] != kNone && p.links[table_[i]].link != l) i = (i + 1) & mask;
+      if (table_[i] == kNone) {
+        table_[i] = static_cast<uint32_t>(p.links.size());
+        p.links.push_back(LinkUse{l, 1});
+      } else {
+        ++p.links[table_[i]].weight;
+      }
     }
     p.latency_s = latency_s_;
     p.steps = steps;
@@ -59,6 +69,7 @@ class StepBuilder {
  private:
   const Topology& topo_;
   std::vector<LinkId> links_;
+  std::vector<uint32_t> table_;  // phase(): slots of p.links by link hash
   double latency_s_ = 0;
   uint32_t members_ = 0;
 };
@@ -70,7 +81,7 @@ void ring_members(StepBuilder& b, std::span<const int> ring) {
 }
 
 std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePlanRequest& req,
-                                       std::span<const double> capacity_Bps) {
+                                       const LinkCapacity& capacity_Bps) {
   const std::span<const int> g = req.gpus;
   const int n = static_cast<int>(g.size());
   std::vector<CollectivePhase> out;
@@ -98,7 +109,7 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
       int k = req.pipeline_chunks;
       if (k <= 0) {
         double bottleneck_Bps = std::numeric_limits<double>::infinity();
-        for (const LinkUse& u : p.links) bottleneck_Bps = std::min(bottleneck_Bps, capacity_Bps[u.link] / u.weight);
+        for (const LinkUse& u : p.links) bottleneck_Bps = std::min(bottleneck_Bps, capacity_Bps(u.link) / u.weight);
         k = best_pipeline_chunks(n, req.bytes, bottleneck_Bps, p.latency_s);
       }
       p.steps = static_cast<uint32_t>(k + n - 2);
@@ -172,7 +183,7 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
 }  // namespace
 
 std::vector<CollectivePhase> plan_collective(const Topology& topo, const CollectivePlanRequest& req,
-                                             std::span<const double> capacity_Bps) {
+                                             const LinkCapacity& capacity_Bps) {
   if (req.gpus.empty()) throw SpecError(std::string(to_string(req.kind)) + ": the group has no GPUs");
   std::vector<int> sorted(req.gpus.begin(), req.gpus.end());
   for (int gpu : sorted) topo.gpu(gpu);  // throws for a GPU that does not exist

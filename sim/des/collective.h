@@ -20,6 +20,7 @@
 // one bundle of s * chunk bytes and s latencies: exact when no other flow shares its links (the
 // per-step model leaves the links idle during each step's latency, the merged one does not).
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -51,9 +52,10 @@ struct CollectivePlanRequest {
 };
 
 // Throws SpecError for an empty group, a repeated or missing GPU, or a hierarchical request the
-// group's shape does not allow. `capacity_Bps` (per link) is used only to choose pipeline chunks.
+// group's shape does not allow. `capacity_Bps(link)` is used only to choose pipeline chunks.
+using LinkCapacity = std::function<double(LinkId)>;
 std::vector<CollectivePhase> plan_collective(const Topology& topo, const CollectivePlanRequest& req,
-                                             std::span<const double> capacity_Bps);
+                                             const LinkCapacity& capacity_Bps);
 
 // Pipeline chunks k minimising (k + n - 2) * (bytes / (k * bw) + latency), 1 <= k <= 64.
 int best_pipeline_chunks(int n, double bytes, double bottleneck_Bps, double latency_s);

@@ -54,35 +54,10 @@ auto guarded(const char* what, Label label, F&& f) {
 Engine::Engine(const Topology& topo) : topo_(topo) {
   categories_.push_back("other");
   category_ids_.emplace("other", 0);
-  const int gpus = topo_.total_gpus();
-  for (int g = 0; g < gpus; ++g) {
-    const int node = g / topo_.gpus_per_node();
-    const std::string p = "gpu" + std::to_string(g) + " ";
-    auto add = [&](ResourceKind kind, std::string name) {
-      resources_.emplace_back(ResourceInfo{kind, std::move(name), node, g});
-      return static_cast<ResourceId>(resources_.size() - 1);
-    };
-    gpu_compute_.push_back(add(ResourceKind::ComputeStream, p + "compute"));
-    if (topo_.cluster().node.gpu.copy_engines >= 2) {
-      gpu_h2d_.push_back(add(ResourceKind::CopyH2D, p + "H2D"));
-      gpu_d2h_.push_back(add(ResourceKind::CopyD2H, p + "D2H"));
-    } else {  // one copy engine serves both directions
-      gpu_h2d_.push_back(add(ResourceKind::CopyH2D, p + "copy"));
-      gpu_d2h_.push_back(gpu_h2d_.back());
-    }
-  }
-  if (topo_.has_nvme()) {
-    for (int k = 0; k < topo_.nodes(); ++k) {
-      const std::string p = "node" + std::to_string(k) + " ";
-      resources_.emplace_back(ResourceInfo{ResourceKind::NvmeRead, p + "nvme read", k, -1});
-      nvme_read_.push_back(static_cast<ResourceId>(resources_.size() - 1));
-      resources_.emplace_back(ResourceInfo{ResourceKind::NvmeWrite, p + "nvme write", k, -1});
-      nvme_write_.push_back(static_cast<ResourceId>(resources_.size() - 1));
-    }
-  }
-  capacity_Bps_.resize(topo_.link_count());
-  for (LinkId l = 0; l < topo_.link_count(); ++l) capacity_Bps_[l] = topo_.link(l).bandwidth_Bps;
-  net_ = std::make_unique<FlowNetwork>(capacity_Bps_);
+  per_gpu_resources_ = topo_.cluster().node.gpu.copy_engines >= 2 ? 3 : 2;
+  fixed_resources_ = per_gpu_resources_ * static_cast<ResourceId>(topo_.total_gpus()) +
+                     (topo_.has_nvme() ? 2 * static_cast<ResourceId>(topo_.nodes()) : 0);
+  net_ = std::make_unique<FlowNetwork>(topo_.link_count(), [this](LinkId l) { return link_bandwidth(l); });
   group_begin_.push_back(0);
 }
 
@@ -127,17 +102,19 @@ std::span<const int> Engine::group_gpus(GroupId g) const {
 
 ResourceId Engine::compute_stream(int gpu) const {
   topo_.gpu(gpu);
-  return gpu_compute_[gpu];
+  return per_gpu_resources_ * static_cast<ResourceId>(gpu);
 }
 
 ResourceId Engine::copy_engine(int gpu, CopyDir dir) const {
   topo_.gpu(gpu);
-  return dir == CopyDir::H2D ? gpu_h2d_[gpu] : gpu_d2h_[gpu];
+  // With one copy engine, H2D and D2H are the same resource.
+  const ResourceId first = per_gpu_resources_ * static_cast<ResourceId>(gpu) + 1;
+  return dir == CopyDir::D2H && per_gpu_resources_ == 3 ? first + 1 : first;
 }
 
 ResourceId Engine::nvme_queue(int node, bool write) const {
   topo_.nvme(node);  // throws when the node or its NVMe does not exist
-  return write ? nvme_write_[node] : nvme_read_[node];
+  return per_gpu_resources_ * static_cast<ResourceId>(topo_.total_gpus()) + 2 * static_cast<ResourceId>(node) + write;
 }
 
 ResourceId Engine::add_stream(std::string name, int node, int gpu) {
@@ -149,15 +126,42 @@ ResourceId Engine::add_stream(std::string name, int node, int gpu) {
     if (gpu / topo_.gpus_per_node() != node)
       throw SpecError("stream '" + name + "': GPU " + std::to_string(gpu) + " is not on node " + std::to_string(node));
   }
-  resources_.emplace_back(ResourceInfo{ResourceKind::Stream, std::move(name), node, gpu});
-  return static_cast<ResourceId>(resources_.size() - 1);
+  streams_.push_back(ResourceInfo{ResourceKind::Stream, std::move(name), node, gpu});
+  return fixed_resources_ + static_cast<ResourceId>(streams_.size() - 1);
 }
 
-const ResourceInfo& Engine::resource(ResourceId r) const {
-  if (r >= resources_.size())
+ResourceInfo Engine::resource(ResourceId r) const {
+  if (r >= resource_count())
     throw SpecError("resource " + std::to_string(r) + " does not exist (there are " +
-                    std::to_string(resources_.size()) + ")");
-  return resources_[r].info;
+                    std::to_string(resource_count()) + ")");
+  if (r >= fixed_resources_) return streams_[r - fixed_resources_];
+  const ResourceId gpu_resources = per_gpu_resources_ * static_cast<ResourceId>(topo_.total_gpus());
+  if (r >= gpu_resources) {
+    const int node = static_cast<int>((r - gpu_resources) / 2);
+    const bool write = (r - gpu_resources) % 2 == 1;
+    return ResourceInfo{write ? ResourceKind::NvmeWrite : ResourceKind::NvmeRead,
+                        "node" + std::to_string(node) + (write ? " nvme write" : " nvme read"), node, -1};
+  }
+  const int gpu = static_cast<int>(r / per_gpu_resources_), node = gpu / topo_.gpus_per_node();
+  const std::string p = "gpu" + std::to_string(gpu) + " ";
+  switch (r % per_gpu_resources_) {
+    case 0: return ResourceInfo{ResourceKind::ComputeStream, p + "compute", node, gpu};
+    case 1: return per_gpu_resources_ == 3 ? ResourceInfo{ResourceKind::CopyH2D, p + "H2D", node, gpu}
+                                           : ResourceInfo{ResourceKind::CopyH2D, p + "copy", node, gpu};
+    default: return ResourceInfo{ResourceKind::CopyD2H, p + "D2H", node, gpu};
+  }
+}
+
+std::vector<ResourceId> Engine::used_resources() const {
+  std::vector<ResourceId> out;
+  for (const Resource& r : resources_) out.push_back(r.id);
+  return out;
+}
+
+uint32_t Engine::resource_slot(ResourceId r) {
+  auto [it, added] = slot_of_resource_.try_emplace(r, static_cast<uint32_t>(resources_.size()));
+  if (added) resources_.emplace_back(r, resource(r));
+  return it->second;
 }
 
 TaskId Engine::add_task(Task t, Label label) {
@@ -165,6 +169,7 @@ TaskId Engine::add_task(Task t, Label label) {
     fail(to_string(t.kind), label, "category " + std::to_string(label.category) + " does not exist");
   if (tasks_.size() >= kNone - 1) fail(to_string(t.kind), label, "too many tasks");
   t.category = label.category;
+  if (t.resource != kNone) t.resource = resource_slot(t.resource);
   t.name_begin = static_cast<uint32_t>(names_.size());
   t.name_len = static_cast<uint32_t>(label.name.size());
   names_.append(label.name);
@@ -199,7 +204,7 @@ TaskId Engine::compute(int gpu, double duration_s, Label label) {
   Task t;
   t.kind = TaskKind::Compute;
   t.amount = duration_s;
-  t.resource = gpu_compute_[gpu];
+  t.resource = compute_stream(gpu);
   t.a = static_cast<uint32_t>(gpu);
   return add_task(t, label);
 }
@@ -211,7 +216,7 @@ TaskId Engine::copy(int gpu, CopyDir dir, double bytes, Label label) {
   Task t;
   t.kind = TaskKind::Copy;
   t.amount = bytes;
-  t.resource = dir == CopyDir::H2D ? gpu_h2d_[gpu] : gpu_d2h_[gpu];
+  t.resource = copy_engine(gpu, dir);
   t.a = static_cast<uint32_t>(gpu);
   t.b = static_cast<uint32_t>(dir);
   t.pattern = dir == CopyDir::H2D ? route_pattern(h, g, t.latency_s) : route_pattern(g, h, t.latency_s);
@@ -230,7 +235,7 @@ TaskId Engine::nvme_read(int node, double bytes, Label label) {
   Task t;
   t.kind = TaskKind::NvmeRead;
   t.amount = bytes;
-  t.resource = nvme_read_[node];
+  t.resource = nvme_queue(node, false);
   t.a = static_cast<uint32_t>(node);
   t.pattern = route_pattern(n, topo_.host(node), t.latency_s);
   return add_task(t, label);
@@ -242,7 +247,7 @@ TaskId Engine::nvme_write(int node, double bytes, Label label) {
   Task t;
   t.kind = TaskKind::NvmeWrite;
   t.amount = bytes;
-  t.resource = nvme_write_[node];
+  t.resource = nvme_queue(node, true);
   t.a = static_cast<uint32_t>(node);
   t.pattern = route_pattern(topo_.host(node), n, t.latency_s);
   return add_task(t, label);
@@ -284,7 +289,7 @@ uint32_t Engine::collective_plan(const Collective& c, double bytes) {
   req.bytes = bytes;
   req.pipeline_chunks = c.options.pipeline_chunks;
   req.merge_steps = c.options.merge_steps;
-  const std::vector<CollectivePhase> phases = plan_collective(topo_, req, capacity_Bps_);
+  const std::vector<CollectivePhase> phases = plan_collective(topo_, req, [this](LinkId l) { return link_bandwidth(l); });
   Plan plan;
   plan.first_phase = static_cast<uint32_t>(plan_phases_.size());
   for (const CollectivePhase& p : phases) {
@@ -349,17 +354,19 @@ void Engine::depends(TaskId after, std::span<const TaskId> before) {
 }
 
 void Engine::set_link_bandwidth(LinkId link, double bandwidth_Bps) {
-  topo_.link(link);  // range check
+  topo_.link_kind(link);  // range check
   if (!(bandwidth_Bps > 0) || !std::isfinite(bandwidth_Bps))
     throw SpecError("set_link_bandwidth: " + topo_.link(link).name + ": bandwidth must be positive, got " +
                     std::to_string(bandwidth_Bps));
-  capacity_Bps_[link] = bandwidth_Bps;
+  capacity_override_Bps_[link] = bandwidth_Bps;
   net_->set_capacity_Bps(link, bandwidth_Bps);
 }
 
 double Engine::link_bandwidth(LinkId link) const {
-  topo_.link(link);
-  return capacity_Bps_[link];
+  const double rated_Bps = topo_.link_bandwidth_Bps(link);  // range check
+  if (capacity_override_Bps_.empty()) return rated_Bps;
+  auto it = capacity_override_Bps_.find(link);
+  return it == capacity_override_Bps_.end() ? rated_Bps : it->second;
 }
 
 std::string_view Engine::task_name(TaskId t) const {
@@ -664,11 +671,12 @@ void Engine::collect_results() {
   for (TaskId t = 0; t < n; ++t) r.makespan_s = std::max(r.makespan_s, r.end_s[t]);
   r.category.resize(n);
   for (TaskId t = 0; t < n; ++t) r.category[t] = tasks_[t].category;
-  r.resource_busy_s.resize(resources_.size());
-  for (size_t i = 0; i < resources_.size(); ++i) r.resource_busy_s[i] = resources_[i].busy_s;
-  r.link_bytes.resize(topo_.link_count());
-  r.link_busy_s.resize(topo_.link_count());
-  for (LinkId l = 0; l < topo_.link_count(); ++l) {
+  r.resource_busy_s.assign(resource_count(), 0.0);
+  for (const Resource& res : resources_) r.resource_busy_s[res.id] = res.busy_s;
+  r.link_bytes.assign(topo_.link_count(), 0.0);
+  r.link_busy_s.assign(topo_.link_count(), 0.0);
+  r.used_links.assign(net_->used_links().begin(), net_->used_links().end());
+  for (LinkId l : r.used_links) {
     r.link_bytes[l] = net_->link_bytes(l);
     r.link_busy_s[l] = net_->link_busy_s(l);
   }

@@ -72,8 +72,12 @@ class Engine {
   ResourceId copy_engine(int gpu, CopyDir dir) const;
   ResourceId nvme_queue(int node, bool write) const;
   ResourceId add_stream(std::string name, int node, int gpu = -1);  // a serial resource of your own
-  size_t resource_count() const { return resources_.size(); }
-  const ResourceInfo& resource(ResourceId r) const;
+  // Every GPU has its compute stream and copy engines and every node its NVMe queues (ids in
+  // that order, then the streams), but only those a task uses are stored: the rest are numbers.
+  size_t resource_count() const { return fixed_resources_ + streams_.size(); }
+  ResourceInfo resource(ResourceId r) const;  // by value: names are made on demand
+  // The resources some task uses, in order of first use.
+  std::vector<ResourceId> used_resources() const;
 
   // Tasks. Each throws SpecError for input that cannot be simulated (a GPU or node that does not
   // exist, a negative or non-finite duration or size, a missing NVMe).
@@ -96,13 +100,19 @@ class Engine {
   // Simulates. Throws SpecError naming the tasks of a dependency cycle.
   const Results& run();
   const Results& results() const { return results_; }
+  // Link classes of the last run: the links its flows crossed, interchangeable ones merged
+  // (flow_network.h). A ring over 512 replicas' NICs is a handful, not thousands.
+  size_t link_classes() const { return net_->link_class_count(); }
 
   // Task metadata (valid for any created task).
   size_t task_count() const { return tasks_.size(); }
   TaskKind task_kind(TaskId t) const { return tasks_.at(t).kind; }
   CategoryId task_category(TaskId t) const { return tasks_.at(t).category; }
   std::string_view task_name(TaskId t) const;
-  ResourceId task_resource(TaskId t) const { return tasks_.at(t).resource; }
+  ResourceId task_resource(TaskId t) const {
+    const uint32_t slot = tasks_.at(t).resource;
+    return slot == kNone ? kNone : resources_[slot].id;
+  }
   double task_bytes(TaskId t) const;       // 0 for compute and delay
   double task_duration_s(TaskId t) const;  // the given duration for compute and delay, else 0
   // The GPUs a task occupies: its GPU, a transfer's GPU endpoints, a collective's group.
@@ -119,7 +129,7 @@ class Engine {
  private:
   struct Task {
     double amount = 0;          // duration_s (compute, delay) or bytes
-    ResourceId resource = kNone;
+    uint32_t resource = kNone;  // a slot of resources_ (the id is in it)
     uint32_t a = 0, b = 0;      // compute/copy: gpu; transfer: src, dst; nvme: node; collective: index
     uint32_t pattern = kNone;   // resolved route pattern (flows) or plan (collectives), per run
     double latency_s = 0;       // resolved route latency (flows)
@@ -132,8 +142,9 @@ class Engine {
     CollectiveKind kind = CollectiveKind::all_reduce;
     CollectiveOptions options;
   };
-  struct Resource {
-    explicit Resource(ResourceInfo i) : info(std::move(i)) {}
+  struct Resource {  // a resource some task uses; Task::resource indexes these
+    Resource(ResourceId i, ResourceInfo in) : id(i), info(std::move(in)) {}
+    ResourceId id;
     ResourceInfo info;
     // Run state.
     std::vector<TaskId> queue;  // waiting, in (ready time, id) order from `head`
@@ -153,6 +164,7 @@ class Engine {
   };
 
   TaskId add_task(Task t, Label label);
+  uint32_t resource_slot(ResourceId r);  // its run state, made on first use
   void check_task(TaskId t, const char* what) const;
   void check_bytes(double bytes, const char* what, Label label) const;
   std::string describe(TaskId t) const;  // "task 12 'fwd s0 mb3'"
@@ -179,14 +191,17 @@ class Engine {
   std::vector<int> group_gpus_;
   std::vector<uint32_t> group_begin_;  // group g: group_gpus_[group_begin_[g] .. group_begin_[g+1])
   std::unordered_map<std::string, GroupId> group_ids_;
-  std::vector<Resource> resources_;
-  std::vector<ResourceId> gpu_compute_, gpu_h2d_, gpu_d2h_, nvme_read_, nvme_write_;
+  uint32_t per_gpu_resources_ = 3;       // compute, H2D, D2H (2 when one copy engine serves both)
+  ResourceId fixed_resources_ = 0;       // GPU and NVMe resources; streams follow
+  std::vector<ResourceInfo> streams_;
+  std::vector<Resource> resources_;      // used ones (slots)
+  std::unordered_map<ResourceId, uint32_t> slot_of_resource_;
 
   std::vector<Task> tasks_;
   std::string names_;
   std::vector<Collective> collectives_;
   std::vector<std::pair<TaskId, TaskId>> edges_;  // (before, after)
-  std::vector<double> capacity_Bps_;
+  std::unordered_map<LinkId, double> capacity_override_Bps_;  // set_link_bandwidth
 
   // Routes and collective plans are resolved when a task is created, as patterns of the
   // network, and cached: a pair of devices or a (group, collective) is planned once.

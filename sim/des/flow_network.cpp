@@ -2,20 +2,107 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace starfish::des {
 
-FlowNetwork::FlowNetwork(std::vector<double> capacity_Bps) : links_(capacity_Bps.size()) {
-  for (size_t l = 0; l < links_.size(); ++l) links_[l].capacity_Bps = capacity_Bps[l];
+FlowNetwork::FlowNetwork(size_t link_count, std::function<double(LinkId)> capacity_Bps)
+    : capacity_of_(std::move(capacity_Bps)), link_count_(link_count) {}
+
+uint32_t FlowNetwork::slot_of(LinkId l) {
+  if (slot_of_link_.empty()) slot_of_link_.assign(link_count_, kNone);
+  uint32_t& slot = slot_of_link_[l];
+  if (slot == kNone) {
+    slot = static_cast<uint32_t>(slot_link_.size());
+    slot_link_.push_back(l);
+    slot_capacity_Bps_.push_back(capacity_of_(l));
+  }
+  return slot;
+}
+
+void FlowNetwork::set_capacity_Bps(LinkId l, double bps) {
+  if (l < slot_of_link_.size() && slot_of_link_[l] != kNone) {
+    slot_capacity_Bps_[slot_of_link_[l]] = bps;
+    classes_stale_ = true;
+  }
 }
 
 PatternId FlowNetwork::add_pattern(std::span<const LinkUse> uses) {
   Pattern p;
   p.begin = static_cast<uint32_t>(pattern_uses_.size());
   p.count = static_cast<uint32_t>(uses.size());
-  pattern_uses_.insert(pattern_uses_.end(), uses.begin(), uses.end());
+  for (const LinkUse& u : uses) pattern_uses_.push_back(LinkUse{slot_of(u.link), u.weight});
   patterns_.push_back(p);
+  classes_stale_ = true;
   return static_cast<PatternId>(patterns_.size() - 1);
+}
+
+void FlowNetwork::build_classes() {
+  // Each slot's signature: its capacity and the (pattern, weight) pairs that use it, in pattern
+  // order (CSR). Slots with equal signatures form one class, numbered by their first slot.
+  const size_t S = slot_link_.size();
+  std::vector<uint32_t> begin(S + 1, 0);
+  for (const LinkUse& u : pattern_uses_) ++begin[u.link + 1];
+  for (size_t i = 0; i < S; ++i) begin[i + 1] += begin[i];
+  std::vector<LinkUse> sig(pattern_uses_.size());  // (pattern, weight) per slot
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  std::vector<uint64_t> hash(S, 0x9e3779b97f4a7c15ULL);
+  for (PatternId p = 0; p < patterns_.size(); ++p) {
+    const Pattern& q = patterns_[p];
+    for (uint32_t i = q.begin; i < q.begin + q.count; ++i) {
+      const LinkUse& u = pattern_uses_[i];
+      sig[fill[u.link]++] = LinkUse{p, u.weight};
+      hash[u.link] = (hash[u.link] ^ (uint64_t{p} << 20 ^ u.weight)) * 0xff51afd7ed558ccdULL;
+    }
+  }
+  auto same = [&](uint32_t a, uint32_t b) {
+    return slot_capacity_Bps_[a] == slot_capacity_Bps_[b] && begin[a + 1] - begin[a] == begin[b + 1] - begin[b] &&
+           std::equal(sig.begin() + begin[a], sig.begin() + begin[a + 1], sig.begin() + begin[b]);
+  };
+  // Open addressing over the classes' hashes (a table at most half full).
+  size_t table_size = 16;
+  while (table_size < 2 * S) table_size *= 2;
+  std::vector<uint32_t> table(table_size, kNone);  // class ids
+  std::vector<uint32_t> class_slot;                // class -> its first slot
+  class_of_slot_.assign(S, 0);
+  for (uint32_t s = 0; s < S; ++s) {
+    size_t i = static_cast<size_t>(hash[s] ^ (hash[s] >> 32)) & (table_size - 1);
+    for (; table[i] != kNone; i = (i + 1) & (table_size - 1))
+      if (hash[class_slot[table[i]]] == hash[s] && same(class_slot[table[i]], s)) break;
+    if (table[i] == kNone) {
+      table[i] = static_cast<uint32_t>(class_slot.size());
+      class_slot.push_back(s);
+    }
+    class_of_slot_[s] = table[i];
+  }
+  class_count_ = class_slot.size();
+  links_.assign(class_count_, Link{});
+  for (size_t c = 0; c < class_count_; ++c) links_[c].capacity_Bps = slot_capacity_Bps_[class_slot[c]];
+  // Each pattern over classes: a class once (its slots all have the pattern's same weight).
+  class_uses_.clear();
+  std::vector<uint32_t> seen(class_count_, kNone);
+  for (PatternId p = 0; p < patterns_.size(); ++p) {
+    Pattern& q = patterns_[p];
+    q.class_begin = static_cast<uint32_t>(class_uses_.size());
+    for (uint32_t i = q.begin; i < q.begin + q.count; ++i) {
+      const uint32_t c = class_of_slot_[pattern_uses_[i].link];
+      if (seen[c] == p) continue;
+      seen[c] = p;
+      class_uses_.push_back(LinkUse{c, pattern_uses_[i].weight});
+    }
+    q.class_count = static_cast<uint32_t>(class_uses_.size()) - q.class_begin;
+  }
+  classes_stale_ = false;
+}
+
+double FlowNetwork::link_bytes(LinkId l) const {
+  if (l >= slot_of_link_.size() || slot_of_link_[l] == kNone || classes_stale_) return 0.0;
+  return links_[class_of_slot_[slot_of_link_[l]]].bytes;
+}
+
+double FlowNetwork::link_busy_s(LinkId l) const {
+  if (l >= slot_of_link_.size() || slot_of_link_[l] == kNone || classes_stale_) return 0.0;
+  return links_[class_of_slot_[slot_of_link_[l]]].busy_s;
 }
 
 FlowId FlowNetwork::start(PatternId pattern, double bytes_per_member, uint32_t owner, double now_s) {
@@ -35,20 +122,20 @@ FlowId FlowNetwork::start(PatternId pattern, double bytes_per_member, uint32_t o
   fl.last_s = now_s;
   fl.active = true;
   ++active_;
-  for (const LinkUse& u : this->pattern(pattern)) {
+  for (const LinkUse& u : uses(pattern)) {
     Link& L = links_[u.link];
     L.bytes += bytes_per_member * u.weight;
     if (L.flows.empty()) L.busy_since_s = now_s;
     L.flows.push_back(f);
   }
   // The new flow's component is reached from any one of its links.
-  mark_dirty_link(this->pattern(pattern)[0].link);
+  mark_dirty_link(uses(pattern)[0].link);
   return f;
 }
 
 void FlowNetwork::finish(FlowId f, double now_s) {
   Flow& fl = flows_[f];
-  for (const LinkUse& u : pattern(fl.pattern)) {
+  for (const LinkUse& u : uses(fl.pattern)) {
     Link& L = links_[u.link];
     auto it = std::find(L.flows.begin(), L.flows.end(), f);
     *it = L.flows.back();
@@ -86,7 +173,7 @@ const std::vector<FlowNetwork::Change>& FlowNetwork::recompute(double now_s) {
         if (flows_[f].stamp == stamp_) continue;
         flows_[f].stamp = stamp_;
         comp_flows_.push_back(f);
-        for (const LinkUse& u : pattern(flows_[f].pattern)) {
+        for (const LinkUse& u : uses(flows_[f].pattern)) {
           if (links_[u.link].stamp == stamp_) continue;
           links_[u.link].stamp = stamp_;
           comp_links_.push_back(u.link);
@@ -97,7 +184,7 @@ const std::vector<FlowNetwork::Change>& FlowNetwork::recompute(double now_s) {
     if (comp_flows_.size() == 1) {  // alone: its narrowest link, the same arithmetic as fill()
       Flow& fl = flows_[comp_flows_[0]];
       double level = std::numeric_limits<double>::infinity();
-      for (const LinkUse& u : pattern(fl.pattern)) level = std::min(level, links_[u.link].capacity_Bps / u.weight);
+      for (const LinkUse& u : uses(fl.pattern)) level = std::min(level, links_[u.link].capacity_Bps / u.weight);
       fl.new_rate_Bps = level;
       ++recomputed_flows_;
       apply(comp_flows_[0], now_s);
@@ -120,7 +207,7 @@ void FlowNetwork::fill(double now_s) {
   }
   for (FlowId f : comp_flows_) {
     flows_[f].frozen = false;
-    for (const LinkUse& u : pattern(flows_[f].pattern)) links_[u.link].wsum += u.weight;
+    for (const LinkUse& u : uses(flows_[f].pattern)) links_[u.link].wsum += u.weight;
   }
   recomputed_flows_ += comp_flows_.size();
   unfrozen_.assign(comp_flows_.begin(), comp_flows_.end());
@@ -140,7 +227,7 @@ void FlowNetwork::fill(double now_s) {
     size_t keep = 0;
     for (FlowId f : unfrozen_) {
       bool hit = false;
-      for (const LinkUse& u : pattern(flows_[f].pattern)) hit = hit || links_[u.link].bottleneck;
+      for (const LinkUse& u : uses(flows_[f].pattern)) hit = hit || links_[u.link].bottleneck;
       if (hit) {
         flows_[f].frozen = true;
         flows_[f].new_rate_Bps = level;
@@ -151,7 +238,7 @@ void FlowNetwork::fill(double now_s) {
     }
     unfrozen_.resize(keep);
     for (FlowId f : frozen_now) {
-      for (const LinkUse& u : pattern(flows_[f].pattern)) {
+      for (const LinkUse& u : uses(flows_[f].pattern)) {
         Link& L = links_[u.link];
         L.rem_Bps = std::max(0.0, L.rem_Bps - u.weight * level);
         L.wsum -= u.weight;
@@ -172,6 +259,7 @@ void FlowNetwork::apply(FlowId f, double now_s) {
 }
 
 void FlowNetwork::reset() {
+  if (classes_stale_) build_classes();
   for (Link& L : links_) {
     L.bytes = 0;
     L.busy_s = 0;

@@ -14,7 +14,18 @@
 // rate did not change keeps its completion time bit for bit. Within a component, flows are
 // processed in order of their owner key (the task id) and links in id order, so results depend
 // only on the set of flows, not on the history of slot numbers or insertion.
+//
+// Only links that some pattern uses exist here, and links that are interchangeable are one:
+// before a run, links with the same capacity crossed by the same patterns with the same weights
+// (say the NIC uplinks of the 511 data-parallel replicas a ring all-reduce passes through, which
+// nothing else uses) are merged into one link class. Such links always carry the same flows, so
+// they always have the same fair share, freeze the same flows at the same level and carry the
+// same bytes: keeping one of them changes no rate, bit for bit, and a 512-member ring costs what
+// its few distinct link classes do. A link that something else also crosses (the pipeline
+// transfer on the simulated replica's NIC) has a different signature and stays a class of its
+// own: where the symmetry breaks, the distinct links are simulated explicitly.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -33,18 +44,21 @@ using PatternId = uint32_t;
 
 class FlowNetwork {
  public:
-  explicit FlowNetwork(std::vector<double> capacity_Bps);
+  // Links are 0 .. link_count - 1; `capacity_Bps(link)`: a link's capacity, asked once when a
+  // pattern first uses the link.
+  FlowNetwork(size_t link_count, std::function<double(LinkId)> capacity_Bps);
 
-  size_t link_count() const { return links_.size(); }
-  double capacity_Bps(LinkId l) const { return links_[l].capacity_Bps; }
-  void set_capacity_Bps(LinkId l, double bps) { links_[l].capacity_Bps = bps; }
+  // Links some pattern uses (global ids, in order of first use).
+  std::span<const LinkId> used_links() const { return slot_link_; }
+  size_t link_class_count() const { return class_count_; }  // after the last prepare()
+  void set_capacity_Bps(LinkId l, double bps);
 
   // Patterns live as long as the network. `uses` must name distinct links.
   PatternId add_pattern(std::span<const LinkUse> uses);
-  std::span<const LinkUse> pattern(PatternId p) const {
-    const Pattern& q = patterns_[p];
-    return {pattern_uses_.data() + q.begin, q.count};
-  }
+
+  // Merges interchangeable links into classes (see above) when patterns or capacities changed
+  // since the last call; then drops every flow and all accounting, ready for a run.
+  void reset();
 
   // Starts a flow of `bytes_per_member` over a non-empty pattern. Its rate is set by the next
   // recompute(); until then it makes no progress.
@@ -68,18 +82,16 @@ class FlowNetwork {
   double rate_Bps(FlowId f) const { return flows_[f].rate_Bps; }
   size_t active_flows() const { return active_; }
 
-  // Accounting: bytes carried (all members, counted when a flow starts) and time with at
-  // least one flow on the link.
-  double link_bytes(LinkId l) const { return links_[l].bytes; }
-  double link_busy_s(LinkId l) const { return links_[l].busy_s; }
+  // Accounting (0 for a link no pattern uses): bytes carried (all members, counted when a flow
+  // starts) and time with at least one flow on the link.
+  double link_bytes(LinkId l) const;
+  double link_busy_s(LinkId l) const;
   uint64_t recomputed_flows() const { return recomputed_flows_; }
-
-  // Drops every flow and all accounting (patterns and capacities stay).
-  void reset();
 
  private:
   struct Pattern {
-    uint32_t begin = 0, count = 0;
+    uint32_t begin = 0, count = 0;        // uses of link slots, in pattern_uses_
+    uint32_t class_begin = 0, class_count = 0;  // uses of link classes, in class_uses_
   };
   struct Flow {
     PatternId pattern = 0;
@@ -93,7 +105,7 @@ class FlowNetwork {
     bool active = false;
     bool frozen = false;
   };
-  struct Link {
+  struct Link {  // one link class
     double capacity_Bps = 0;
     double bytes = 0;
     double busy_s = 0;
@@ -107,13 +119,28 @@ class FlowNetwork {
     bool bottleneck = false;
   };
 
+  std::span<const LinkUse> uses(PatternId p) const {  // by link class
+    const Pattern& q = patterns_[p];
+    return {class_uses_.data() + q.class_begin, q.class_count};
+  }
+  uint32_t slot_of(LinkId l);
+  void build_classes();
   void mark_dirty_link(LinkId l);
   void fill(double now_s);  // water-filling over comp_flows_ / comp_links_
   void apply(FlowId f, double now_s);  // adopts new_rate_Bps, recording a Change if it differs
 
-  std::vector<Link> links_;
+  std::function<double(LinkId)> capacity_of_;
+  size_t link_count_ = 0;
+  std::vector<uint32_t> slot_of_link_;  // per link (kNone: unused), allocated on the first pattern
+  std::vector<LinkId> slot_link_;       // per slot: its link
+  std::vector<double> slot_capacity_Bps_;
+  std::vector<uint32_t> class_of_slot_;
+  size_t class_count_ = 0;
+  bool classes_stale_ = true;
+  std::vector<Link> links_;             // per class
   std::vector<Pattern> patterns_;
-  std::vector<LinkUse> pattern_uses_;
+  std::vector<LinkUse> pattern_uses_;   // link = slot
+  std::vector<LinkUse> class_uses_;     // link = class
   std::vector<Flow> flows_;
   std::vector<FlowId> free_flows_;
   size_t active_ = 0;

@@ -18,6 +18,7 @@ struct Results {
   std::vector<double> resource_busy_s;          // per resource: summed task durations
   std::vector<double> link_bytes;               // per directed link: bytes carried
   std::vector<double> link_busy_s;              // per directed link: time with >= 1 flow
+  std::vector<LinkId> used_links;               // links some task's route crosses (the rest carry nothing)
   // Per GPU: the tasks occupying it (Engine::task_gpus), sorted by start time, then id.
   std::vector<uint32_t> gpu_task_begin;         // size gpus + 1
   std::vector<TaskId> gpu_tasks;

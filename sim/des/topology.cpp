@@ -82,92 +82,85 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
   nics_ = n.nic ? n.nic->count : 0;
   const bool nvswitch = n.nvlink && n.nvlink->switched && n.gpus > 1;
 
-  // Vertices: every node's block in the same local order, then the fabric.
-  for (int k = 0; k < cluster_.nodes; ++k) {
-    const std::string p = "n" + std::to_string(k) + ".";
-    for (int g = 0; g < n.gpus; ++g) add_vertex(VertexKind::Gpu, k, g, p + "gpu" + std::to_string(g));
-    for (int s = 0; s < switches_; ++s) {
-      DeviceId v = add_vertex(VertexKind::PcieSwitch, k, s, p + "pcie" + std::to_string(s));
-      if (k == 0 && s == 0) local_switch0_ = v;
-    }
-    DeviceId cpu = add_vertex(VertexKind::HostCpu, k, 0, p + "host");
-    DeviceId dram = add_vertex(VertexKind::HostMemory, k, 0, p + "dram");
-    DeviceId nvme = n.nvme ? add_vertex(VertexKind::Nvme, k, 0, p + "nvme") : kNone;
-    DeviceId nvs = nvswitch ? add_vertex(VertexKind::NvSwitch, k, 0, p + "nvswitch") : kNone;
-    DeviceId nic0 = kNone;
-    for (int j = 0; j < nics_; ++j) {
-      DeviceId v = add_vertex(VertexKind::Nic, k, j, p + "nic" + std::to_string(j));
-      if (j == 0) nic0 = v;
-    }
-    if (k == 0) {
-      local_cpu_ = cpu;
-      local_dram_ = dram;
-      local_nvme_ = nvme;
-      local_nvswitch_ = nvs;
-      local_nic0_ = nic0;
-      vertices_per_node_ = static_cast<uint32_t>(boost::num_vertices(graph_));
-    }
+  // Node 0's vertices, in the local order every node shares; the fabric comes after all nodes.
+  for (int g = 0; g < n.gpus; ++g) add_vertex(VertexKind::Gpu, g, "gpu" + std::to_string(g));
+  for (int s = 0; s < switches_; ++s) {
+    const DeviceId v = add_vertex(VertexKind::PcieSwitch, s, "pcie" + std::to_string(s));
+    if (s == 0) local_switch0_ = v;
   }
-  if (cluster_.nodes > 1) fabric_ = add_vertex(VertexKind::Fabric, -1, 0, "fabric");
+  local_cpu_ = add_vertex(VertexKind::HostCpu, 0, "host");
+  local_dram_ = add_vertex(VertexKind::HostMemory, 0, "dram");
+  if (n.nvme) local_nvme_ = add_vertex(VertexKind::Nvme, 0, "nvme");
+  if (nvswitch) local_nvswitch_ = add_vertex(VertexKind::NvSwitch, 0, "nvswitch");
+  for (int j = 0; j < nics_; ++j) {
+    const DeviceId v = add_vertex(VertexKind::Nic, j, "nic" + std::to_string(j));
+    if (j == 0) local_nic0_ = v;
+  }
+  vertices_per_node_ = static_cast<uint32_t>(local_vertices_.size());
+  if (cluster_.nodes > 1) fabric_ = static_cast<DeviceId>(cluster_.nodes) * vertices_per_node_;
+  if (static_cast<uint64_t>(cluster_.nodes) * vertices_per_node_ >= kNone - 1)
+    throw SpecError("topology: cluster '" + cluster_.name + "' has too many devices to number (" +
+                    std::to_string(cluster_.nodes) + " nodes)");
 
-  // Links, node by node (each node's block has the same local layout).
+  // Node 0's links (every node's block has the same local layout).
   const double pcie_Bps = n.pcie.bandwidth_Bps();
   const double pcie_half_s = n.pcie.latency_s / 2;
-  for (int k = 0; k < cluster_.nodes; ++k) {
-    const DeviceId base = static_cast<DeviceId>(k) * vertices_per_node_;
-    const size_t first_link = links_.size();
-    auto gpu_v = [&](int g) { return base + static_cast<DeviceId>(g); };
-    for (int g = 0; g < n.gpus; ++g)
-      add_link(LinkKind::Pcie, gpu_v(g), base + local_switch0_ + switch_of_gpu(g), pcie_Bps, pcie_Bps, pcie_half_s);
-    for (int s = 0; s < switches_; ++s)
-      add_link(LinkKind::PcieUplink, base + local_switch0_ + s, base + local_cpu_, pcie_Bps, pcie_Bps, pcie_half_s);
-    add_link(LinkKind::HostMemory, base + local_cpu_, base + local_dram_, n.host.memory_bandwidth_Bps,
-             n.host.memory_bandwidth_Bps, 0);
-    if (n.nvme)
-      add_link(LinkKind::Nvme, base + local_nvme_, base + local_cpu_, n.nvme->read_Bps, n.nvme->write_Bps,
-               n.nvme->latency_s);
-    if (n.nvlink && n.gpus > 1) {
-      const double bw = n.nvlink->achieved_Bps(), lat = n.nvlink->latency_s;
-      if (nvswitch) {
-        for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), base + local_nvswitch_, bw, bw, lat / 2);
-      } else if (n.gpus == 2) {
-        add_link(LinkKind::Nvlink, gpu_v(0), gpu_v(1), bw, bw, lat);
-      } else {
-        for (int g = 0; g < n.gpus; ++g)
-          add_link(LinkKind::Nvlink, gpu_v(g), gpu_v((g + 1) % n.gpus), bw / 2, bw / 2, lat);
-      }
+  for (int g = 0; g < n.gpus; ++g)
+    add_link(LinkKind::Pcie, static_cast<DeviceId>(g), local_switch0_ + switch_of_gpu(g), pcie_Bps, pcie_Bps, pcie_half_s);
+  for (int s = 0; s < switches_; ++s)
+    add_link(LinkKind::PcieUplink, local_switch0_ + s, local_cpu_, pcie_Bps, pcie_Bps, pcie_half_s);
+  add_link(LinkKind::HostMemory, local_cpu_, local_dram_, n.host.memory_bandwidth_Bps, n.host.memory_bandwidth_Bps, 0);
+  if (n.nvme) add_link(LinkKind::Nvme, local_nvme_, local_cpu_, n.nvme->read_Bps, n.nvme->write_Bps, n.nvme->latency_s);
+  if (n.nvlink && n.gpus > 1) {
+    const double bw = n.nvlink->achieved_Bps(), lat = n.nvlink->latency_s;
+    auto gpu_v = [](int g) { return static_cast<DeviceId>(g); };
+    if (nvswitch) {
+      for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), local_nvswitch_, bw, bw, lat / 2);
+    } else if (n.gpus == 2) {
+      add_link(LinkKind::Nvlink, gpu_v(0), gpu_v(1), bw, bw, lat);
+    } else {
+      for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), gpu_v((g + 1) % n.gpus), bw / 2, bw / 2, lat);
     }
-    for (int j = 0; j < nics_; ++j) {
-      const DeviceId nic_v = base + local_nic0_ + j;
-      const int sw = static_cast<int>(static_cast<int64_t>(j) * switches_ / nics_);
-      add_link(LinkKind::NicPcie, base + local_switch0_ + sw, nic_v, pcie_Bps, pcie_Bps, pcie_half_s);
-    }
-    for (int j = 0; j < nics_ && fabric_ != kNone; ++j) {
-      if (k == 0) nic_uplink_.push_back(static_cast<LinkId>(links_.size() - first_link));
-      add_link(LinkKind::Network, base + local_nic0_ + j, fabric_, n.nic->achieved_Bps(), n.nic->achieved_Bps(),
-               n.nic->latency_s / 2);
-    }
-    if (k == 0) links_per_node_ = static_cast<uint32_t>(links_.size());
   }
-  for (DeviceId v = 0; v < boost::num_vertices(graph_); ++v) {
-    const VertexInfo& info = graph_[v];
-    gpu_of_vertex_.push_back(info.kind == VertexKind::Gpu ? info.node * n.gpus + info.index : -1);
+  for (int j = 0; j < nics_; ++j) {
+    const int sw = static_cast<int>(static_cast<int64_t>(j) * switches_ / nics_);
+    add_link(LinkKind::NicPcie, local_switch0_ + sw, local_nic0_ + j, pcie_Bps, pcie_Bps, pcie_half_s);
   }
+  for (int j = 0; j < nics_ && fabric_ != kNone; ++j) {
+    nic_uplink_.push_back(static_cast<LinkId>(local_links_.size()));
+    add_link(LinkKind::Network, local_nic0_ + j, kNone, n.nic->achieved_Bps(), n.nic->achieved_Bps(), n.nic->latency_s / 2);
+  }
+  links_per_node_ = static_cast<uint32_t>(local_links_.size());
+  if (static_cast<uint64_t>(cluster_.nodes) * links_per_node_ >= kNone - 1)
+    throw SpecError("topology: cluster '" + cluster_.name + "' has too many links to number (" +
+                    std::to_string(cluster_.nodes) + " nodes)");
   compute_node_routes();
 }
 
-DeviceId Topology::add_vertex(VertexKind kind, int node, int index, std::string name) {
-  return static_cast<DeviceId>(boost::add_vertex(VertexInfo{kind, node, index, std::move(name)}, graph_));
+Topology::~Topology() = default;
+
+DeviceId Topology::add_vertex(VertexKind kind, int index, std::string name) {
+  local_vertices_.push_back(VertexInfo{kind, 0, index, std::move(name)});
+  return static_cast<DeviceId>(local_vertices_.size() - 1);
 }
 
 void Topology::add_link(LinkKind kind, DeviceId a, DeviceId b, double ab_Bps, double ba_Bps, double latency_s) {
-  for (int dir = 0; dir < 2; ++dir) {
-    const DeviceId from = dir == 0 ? a : b, to = dir == 0 ? b : a;
-    const LinkId id = static_cast<LinkId>(links_.size());
-    links_.push_back(LinkInfo{kind, from, to, dir == 0 ? ab_Bps : ba_Bps, latency_s,
-                              graph_[from].name + "->" + graph_[to].name});
-    boost::add_edge(from, to, EdgeInfo{id}, graph_);
-  }
+  local_links_.push_back(LocalLink{kind, a, b, ab_Bps, latency_s});
+  local_links_.push_back(LocalLink{kind, b, a, ba_Bps, latency_s});
+}
+
+const TopologyGraph& Topology::graph() const {
+  std::call_once(graph_once_, [this] {
+    auto g = std::make_unique<TopologyGraph>();
+    for (DeviceId v = 0; v < vertex_count(); ++v) boost::add_vertex(vertex(v), *g);
+    for (LinkId l = 0; l < link_count(); ++l) {
+      const LocalLink& k = local_links_[l % links_per_node_];
+      const int node = static_cast<int>(l / links_per_node_);
+      boost::add_edge(global_vertex(node, k.from), global_vertex(node, k.to), EdgeInfo{l}, *g);
+    }
+    graph_ = std::move(g);
+  });
+  return *graph_;
 }
 
 void Topology::compute_node_routes() {
@@ -182,17 +175,18 @@ void Topology::compute_node_routes() {
   using Local = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, W>;
   const uint32_t V = vertices_per_node_;
   double max_latency_s = 0, min_Bps = std::numeric_limits<double>::infinity();
-  for (uint32_t l = 0; l < links_per_node_; ++l) {
-    max_latency_s = std::max(max_latency_s, links_[l].latency_s);
-    min_Bps = std::min(min_Bps, links_[l].bandwidth_Bps);
+  for (const LocalLink& k : local_links_) {
+    max_latency_s = std::max(max_latency_s, k.latency_s);
+    min_Bps = std::min(min_Bps, k.bandwidth_Bps);
   }
   const double width_scale = 1.0 / (V + 1);
   const double latency_scale = max_latency_s > 0 ? width_scale * 1e-6 / (max_latency_s * (V + 1)) : 0.0;
   Local g(V);
   for (uint32_t l = 0; l < links_per_node_; ++l) {
-    if (links_[l].kind == LinkKind::Network) continue;
-    const double w = 1.0 + width_scale * (min_Bps / links_[l].bandwidth_Bps) + latency_scale * links_[l].latency_s;
-    boost::add_edge(links_[l].from, links_[l].to, W{w, l}, g);
+    const LocalLink& k = local_links_[l];
+    if (k.kind == LinkKind::Network) continue;
+    const double w = 1.0 + width_scale * (min_Bps / k.bandwidth_Bps) + latency_scale * k.latency_s;
+    boost::add_edge(k.from, k.to, W{w, l}, g);
   }
   local_routes_.assign(static_cast<size_t>(V) * V, LocalRoute{});
   std::vector<Local::vertex_descriptor> pred(V);
@@ -225,25 +219,51 @@ void Topology::compute_node_routes() {
       std::reverse(path.begin(), path.end());
       r.begin = static_cast<uint32_t>(local_route_links_.size());
       r.count = static_cast<uint32_t>(path.size());
-      for (LinkId l : path) r.latency_s += links_[l].latency_s;
+      for (LinkId l : path) r.latency_s += local_links_[l].latency_s;
       r.reachable = true;
       local_route_links_.insert(local_route_links_.end(), path.begin(), path.end());
     }
   }
 }
 
-const VertexInfo& Topology::vertex(DeviceId v) const {
-  if (v >= boost::num_vertices(graph_))
+DeviceId Topology::check_vertex(DeviceId v) const {
+  if (v >= vertex_count())
     throw SpecError("topology: device " + std::to_string(v) + " does not exist (the graph has " +
-                    std::to_string(boost::num_vertices(graph_)) + " vertices)");
-  return graph_[v];
+                    std::to_string(vertex_count()) + " vertices)");
+  return v;
 }
 
-const LinkInfo& Topology::link(LinkId l) const {
-  if (l >= links_.size())
+LinkId Topology::check_link(LinkId l) const {
+  if (l >= link_count())
     throw SpecError("topology: link " + std::to_string(l) + " does not exist (there are " +
-                    std::to_string(links_.size()) + " links)");
-  return links_[l];
+                    std::to_string(link_count()) + " links)");
+  return l;
+}
+
+VertexInfo Topology::vertex(DeviceId v) const {
+  check_vertex(v);
+  if (v == fabric_) return VertexInfo{VertexKind::Fabric, -1, 0, "fabric"};
+  const int node = static_cast<int>(v / vertices_per_node_);
+  VertexInfo info = local_vertices_[v % vertices_per_node_];
+  info.node = node;
+  info.name = "n" + std::to_string(node) + "." + info.name;
+  return info;
+}
+
+LinkInfo Topology::link(LinkId l) const {
+  check_link(l);
+  const LocalLink& k = local_links_[l % links_per_node_];
+  const int node = static_cast<int>(l / links_per_node_);
+  LinkInfo info{k.kind, global_vertex(node, k.from), global_vertex(node, k.to), k.bandwidth_Bps, k.latency_s, {}};
+  info.name = vertex(info.from).name + "->" + vertex(info.to).name;
+  return info;
+}
+
+int Topology::gpu_index(DeviceId v) const {
+  if (v >= vertex_count() || v == fabric_) return -1;
+  const DeviceId local = v % vertices_per_node_;
+  if (local >= static_cast<DeviceId>(gpus_per_node())) return -1;  // GPUs come first in a node
+  return static_cast<int>(v / vertices_per_node_) * gpus_per_node() + static_cast<int>(local);
 }
 
 DeviceId Topology::gpu(int global_gpu) const {
@@ -305,18 +325,23 @@ int Topology::nic_of_gpu(int local_gpu) const {
 }
 
 DeviceId Topology::local_nic_for(DeviceId local) const {
-  const VertexInfo& info = graph_[local];
+  const VertexInfo& info = local_vertices_[local];
   if (info.kind == VertexKind::Nic) return local;
   if (info.kind == VertexKind::Gpu) return local_nic0_ + static_cast<DeviceId>(nic_of_gpu(info.index));
   return local_nic0_;  // host, NVMe, switches: the node's first NIC
 }
 
 LinkId Topology::find_link(DeviceId from, DeviceId to) const {
-  vertex(from);
-  vertex(to);
-  for (auto [e, end] = boost::out_edges(from, graph_); e != end; ++e)
-    if (boost::target(*e, graph_) == to) return graph_[*e].link;
-  throw SpecError("topology: no link " + graph_[from].name + " -> " + graph_[to].name);
+  check_vertex(from);
+  check_vertex(to);
+  // Every link has an endpoint inside a node (the fabric only joins NICs): search that node.
+  const int node = from == fabric_ ? node_of(to) : node_of(from);
+  for (LinkId l = 0; l < links_per_node_ && node >= 0; ++l) {
+    const LocalLink& k = local_links_[l];
+    if (global_vertex(node, k.from) == from && global_vertex(node, k.to) == to)
+      return static_cast<LinkId>(node) * links_per_node_ + l;
+  }
+  throw SpecError("topology: no link " + vertex(from).name + " -> " + vertex(to).name);
 }
 
 Route Topology::route(DeviceId src, DeviceId dst) const {
@@ -326,20 +351,27 @@ Route Topology::route(DeviceId src, DeviceId dst) const {
 }
 
 double Topology::append_route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const {
-  const VertexInfo& a = vertex(src);
-  const VertexInfo& b = vertex(dst);
-  if (a.kind == VertexKind::Fabric || b.kind == VertexKind::Fabric)
-    throw SpecError("topology: the fabric switch is not an endpoint (route " + a.name + " -> " + b.name + ")");
+  check_vertex(src);
+  check_vertex(dst);
+  if (src == fabric_ || dst == fabric_)
+    throw SpecError("topology: the fabric switch is not an endpoint (route " + vertex(src).name + " -> " +
+                    vertex(dst).name + ")");
   const uint32_t V = vertices_per_node_;
   auto local_leg = [&](int node, DeviceId ls, DeviceId ld) {
     const LocalRoute& r = local_routes_[static_cast<size_t>(ls) * V + ld];
     if (!r.reachable)
-      throw SpecError("topology: no route " + graph_[node * V + ls].name + " -> " + graph_[node * V + ld].name);
+      throw SpecError("topology: no route " + vertex(global_vertex(node, ls)).name + " -> " +
+                      vertex(global_vertex(node, ld)).name);
     const LinkId shift = static_cast<LinkId>(node) * links_per_node_;
     for (uint32_t i = 0; i < r.count; ++i) out.push_back(local_route_links_[r.begin + i] + shift);
     return r.latency_s;
   };
-  const DeviceId ls = src - static_cast<DeviceId>(a.node) * V, ld = dst - static_cast<DeviceId>(b.node) * V;
+  struct End {
+    int node;
+    DeviceId local;
+  };
+  const End a{static_cast<int>(src / V), src % V}, b{static_cast<int>(dst / V), dst % V};
+  const DeviceId ls = a.local, ld = b.local;
   if (a.node == b.node) return local_leg(a.node, ls, ld);
   const DeviceId nic_a = local_nic_for(ls), nic_b = local_nic_for(ld);
   double latency_s = local_leg(a.node, ls, nic_a);
@@ -347,7 +379,7 @@ double Topology::append_route(DeviceId src, DeviceId dst, std::vector<LinkId>& o
   const LinkId down = nic_uplink_[nic_b - local_nic0_] + 1 + static_cast<LinkId>(b.node) * links_per_node_;
   out.push_back(up);
   out.push_back(down);
-  latency_s += links_[up].latency_s + links_[down].latency_s;
+  latency_s += local_links_[up % links_per_node_].latency_s + local_links_[down % links_per_node_].latency_s;
   latency_s += local_leg(b.node, nic_b, ld);
   return latency_s;
 }

@@ -27,8 +27,15 @@
 // node's links, computed once for node 0 and shifted: all nodes are identical); across nodes,
 // source -> its NIC -> fabric -> destination's NIC -> destination. The Topology is immutable
 // after construction and safe to share between threads.
+//
+// Size: only one node is stored (its devices, links and routes); every other node's ids are
+// that node's shifted by node * vertices_per_node (devices) or node * links_per_node (links),
+// and names are made when asked for. Building a 131,072-GPU cluster costs what one node does;
+// the Boost graph of the whole cluster is built only if graph() is called.
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -79,18 +86,25 @@ class Topology {
   // Throws SpecError when the cluster cannot be modelled (no GPUs, a link without bandwidth,
   // several nodes but no NIC).
   explicit Topology(const Cluster& cluster);
+  ~Topology();
 
   const Cluster& cluster() const { return cluster_; }
-  const TopologyGraph& graph() const { return graph_; }
+  // The whole cluster as a Boost graph (built on the first call; its edges carry link ids).
+  const TopologyGraph& graph() const;
   int nodes() const { return cluster_.nodes; }
   int gpus_per_node() const { return cluster_.node.gpus; }
   int total_gpus() const { return cluster_.total_gpus(); }
   int pcie_switches_per_node() const { return switches_; }
 
-  size_t vertex_count() const { return boost::num_vertices(graph_); }
-  size_t link_count() const { return links_.size(); }
-  const VertexInfo& vertex(DeviceId v) const;
-  const LinkInfo& link(LinkId l) const;
+  size_t vertex_count() const { return static_cast<size_t>(nodes()) * vertices_per_node_ + (fabric_ != kNone); }
+  size_t link_count() const { return static_cast<size_t>(nodes()) * links_per_node_; }
+  // By value: names are made on demand (a cluster of 100K GPUs stores none).
+  VertexInfo vertex(DeviceId v) const;
+  LinkInfo link(LinkId l) const;
+  // The same without the name (cheap; no allocation).
+  LinkKind link_kind(LinkId l) const { return local_links_[check_link(l) % links_per_node_].kind; }
+  double link_bandwidth_Bps(LinkId l) const { return local_links_[check_link(l) % links_per_node_].bandwidth_Bps; }
+  double link_latency_s(LinkId l) const { return local_links_[check_link(l) % links_per_node_].latency_s; }
 
   // Endpoints. Each throws SpecError naming the request when the device does not exist.
   DeviceId gpu(int global_gpu) const;
@@ -102,9 +116,9 @@ class Topology {
   DeviceId nvswitch(int node) const;
   bool has_nvme() const { return local_nvme_ != kNone; }
 
-  int node_of(DeviceId v) const { return vertex(v).node; }
+  int node_of(DeviceId v) const { return v == fabric_ ? -1 : static_cast<int>(check_vertex(v) / vertices_per_node_); }
   // Global GPU index, or -1 when v is not a GPU (or not a vertex).
-  int gpu_index(DeviceId v) const { return v < gpu_of_vertex_.size() ? gpu_of_vertex_[v] : -1; }
+  int gpu_index(DeviceId v) const;
   int nic_of_gpu(int local_gpu) const;  // the NIC a GPU's inter-node traffic uses
   int switch_of_gpu(int local_gpu) const { return local_gpu / gpus_per_root_; }
 
@@ -117,15 +131,25 @@ class Topology {
   double append_route(DeviceId src, DeviceId dst, std::vector<LinkId>& out) const;
 
  private:
-  DeviceId add_vertex(VertexKind kind, int node, int index, std::string name);
+  // A link of node 0; `to` may be the fabric (kNone here: the NIC uplinks).
+  struct LocalLink {
+    LinkKind kind;
+    DeviceId from, to;  // local vertex ids; kNone = the fabric
+    double bandwidth_Bps, latency_s;
+  };
+  DeviceId add_vertex(VertexKind kind, int index, std::string name);
   void add_link(LinkKind kind, DeviceId a, DeviceId b, double ab_Bps, double ba_Bps, double latency_s);
   void compute_node_routes();
   DeviceId local_nic_for(DeviceId local) const;
+  DeviceId check_vertex(DeviceId v) const;  // throws for a vertex that does not exist
+  LinkId check_link(LinkId l) const;
+  DeviceId global_vertex(int node, DeviceId local) const {
+    return local == kNone ? fabric_ : static_cast<DeviceId>(node) * vertices_per_node_ + local;
+  }
 
   Cluster cluster_;
-  TopologyGraph graph_;
-  std::vector<LinkInfo> links_;
-  std::vector<int> gpu_of_vertex_;
+  std::vector<VertexInfo> local_vertices_;  // node 0's, names without the "n0." prefix
+  std::vector<LocalLink> local_links_;      // node 0's, in id order
   int switches_ = 0, gpus_per_root_ = 1, nics_ = 0;
   uint32_t vertices_per_node_ = 0, links_per_node_ = 0;
   DeviceId fabric_ = kNone;
@@ -142,6 +166,8 @@ class Topology {
   };
   std::vector<LocalRoute> local_routes_;
   std::vector<LinkId> local_route_links_;
+  mutable std::once_flag graph_once_;
+  mutable std::unique_ptr<TopologyGraph> graph_;
 };
 
 }  // namespace starfish::des

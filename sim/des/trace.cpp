@@ -105,8 +105,10 @@ void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& 
   for (int k = 0; k < nodes; ++k) meta("process_name", k, 0, "node " + std::to_string(k));
   if (lanes.by_owner.size() > static_cast<size_t>(gpus) && !lanes.by_owner[gpus].empty())
     meta("process_name", unplaced_pid, 0, "unplaced");
-  for (ResourceId r = 0; r < engine.resource_count(); ++r)
-    meta("thread_name", engine.resource(r).node, r + 1, engine.resource(r).name);
+  for (ResourceId r : engine.used_resources()) {
+    const ResourceInfo info = engine.resource(r);
+    meta("thread_name", info.node, r + 1, info.name);
+  }
   for (size_t li = 0; li < lanes.lanes.size(); ++li)
     meta("thread_name", lanes.lanes[li].pid, lane_tid0 + li, lanes.lanes[li].name);
 

@@ -142,9 +142,18 @@ SimReport simulate(const Job& job, const SimOptions& options) {
     }
   }
 
-  for (des::LinkId l = 0; l < topo.link_count(); ++l) {
-    if (r.link_bytes[l] <= 0) continue;
-    const des::LinkInfo& info = topo.link(l);
+  // The busiest links (ties by id), chosen before any is named: a large cluster has a million.
+  std::vector<des::LinkId> carried;
+  for (des::LinkId l : r.used_links)
+    if (r.link_bytes[l] > 0) carried.push_back(l);
+  const auto busier = [&](des::LinkId a, des::LinkId b) {
+    return r.link_bytes[a] != r.link_bytes[b] ? r.link_bytes[a] > r.link_bytes[b] : a < b;
+  };
+  const size_t listed = std::min(carried.size(), options.max_links);
+  std::partial_sort(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(listed), carried.end(), busier);
+  carried.resize(listed);
+  for (des::LinkId l : carried) {
+    const des::LinkInfo info = topo.link(l);
     LinkReport lr;
     lr.name = info.name;
     lr.kind = des::to_string(info.kind);
@@ -153,8 +162,6 @@ SimReport simulate(const Job& job, const SimOptions& options) {
     lr.utilisation = lr.bytes / (engine.link_bandwidth(l) * rep.iteration_s);
     rep.links.push_back(std::move(lr));
   }
-  std::stable_sort(rep.links.begin(), rep.links.end(), [](const LinkReport& a, const LinkReport& b) { return a.bytes > b.bytes; });
-  if (rep.links.size() > options.max_links) rep.links.resize(options.max_links);
 
   if (options.keep_spans) {
     std::vector<int> stage_of_gpu(static_cast<size_t>(rep.gpus), -1);

@@ -194,6 +194,16 @@ TEST(BundledConfigs, Llama2SizesMatchTheirPaper) {
   EXPECT_FALSE(big.bias);
 }
 
+// 126 x (2 x 16384^2 + 2 x 16384 x 1024 + 3 x 16384 x 53248 + 2 x 16384) + 2 x 128256 x 16384
+// + 16384 = 405,853,388,800: Meta's "405B".
+TEST(BundledConfigs, Llama3_405BHas405Point85BillionParameters) {
+  EXPECT_NEAR(params_of("llama3-405b"), 405.853e9, 0.001 * 405.853e9);
+  const Model m = model_named("llama3-405b");
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_FALSE(m.tied_embeddings);
+}
+
 TEST(BundledConfigs, YuanMatchesTheAnnounced245Point7Billion) {
   EXPECT_NEAR(params_of("yuan-1.0-245b"), 245.7e9, 0.01 * 245.7e9);
 }
