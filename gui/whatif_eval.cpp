@@ -1,5 +1,6 @@
 #include "gui/whatif_eval.h"
 
+#include "sim/search/des_refiner.h"
 #include "sim/search/search.h"
 #include "sim/spec/job.h"
 
@@ -53,6 +54,7 @@ WhatIfResult evaluate_whatif(const Cluster& base, const Model& model, const Trai
   search::SearchOptions opt;
   opt.space = space;
   opt.top_k = 1;
+  opt.refiner = search::des_refiner();  // the best plan shown is one the simulator accepts
   opt.cancel = cancel;
   try {
     const Training t = search::default_search_training(model, r.cluster);

@@ -131,17 +131,12 @@ void print_search_rows(const search::SearchResult& r, int limit) {
     std::string gpu = human_bytes(e.gpu.total()) + " (" + pct(search::headroom_fraction(e.gpu)) + ")";
     std::string cpu = e.cpu.capacity_bytes > 0 ? pct(search::headroom_fraction(e.cpu)) : "-";
     std::string nvme = e.nvme.capacity_bytes > 0 ? pct(search::headroom_fraction(e.nvme)) : "-";
-    if (row.spilled_bytes > 0) cpu += "*";
     char cost[32] = "";
     if (price) std::snprintf(cost, sizeof cost, " %9.3f", row.cost_per_million_tokens);
     std::printf("%-4d %-*s %11s %5.1f%% %5.1f%% %9s %17s %8s %8s%s%s\n", ++i, width, row.label().c_str(),
                 human_count(row.tokens_per_s).c_str(), 100 * mfu, 100 * bubble, units::human_seconds(iter).c_str(),
                 gpu.c_str(), cpu.c_str(), nvme.c_str(), cost, refined ? (des ? "  des" : "  analytic") : "");
   }
-  bool spilled = false;
-  for (const auto& row : r.rows) spilled = spilled || row.spilled_bytes > 0;
-  if (spilled)
-    std::printf("  * chunked plan: the chunk runtime keeps the host's excess chunks in spare GPU memory\n");
 }
 
 void print_rejections(const search::SearchResult& r, int limit) {
@@ -191,7 +186,6 @@ void write_search_json(JsonWriter& w, const search::SearchResult& r) {
     write_tier(w, "gpu_per_gpu", e.gpu);
     write_tier(w, "cpu_per_node", e.cpu);
     write_tier(w, "nvme_per_node", e.nvme);
-    w.field("chunk_spill_bytes_per_node", row.spilled_bytes);
     w.end_object();
     w.end_object();
   }
