@@ -1,7 +1,8 @@
 #pragma once
 // Plan search: enumerate every plan of a space (plan_space.h), prune and evaluate them with the
-// analytic tier (analytic.h) on a pool of threads, optionally refine the best K with a second,
-// simulated tier (the refiner hook, filled in by the schedule/DES engine), and rank.
+// analytic tier (analytic.h) on a pool of threads, optionally refine the best with a second,
+// simulated tier (the refiner hook, filled in by the schedule/DES engine) until K of them pass
+// it -- a plan it refuses is no answer and the next takes its place -- and rank.
 //
 // Determinism: each plan has its enumeration index; rows are ordered by score and then by
 // index, and rejection summaries are merged by key, so the result does not depend on the
