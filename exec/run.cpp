@@ -249,9 +249,7 @@ int run_rank(const RunOptions& o) {
   MemoryBudget budget;
   if (chunked) {
     const BatchSplit split = BatchSplit::make(training, pf.plan, env.rank, env.world_size);
-    if (split.micro_batches != 1)
-      throw SpecError(o.plan_path + ": field 'plan.micro_batch': with the chunk runtime each rank runs one micro-batch per iteration "
-                      "(micro_batch must be global_batch / ranks = " + std::to_string(split.per_rank) + ")");
+    // (make_job refused a chunk plan with more than one micro-batch per iteration.)
     // Activations live in ordinary host memory here; the runtime is told an estimate per moment
     // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
     // Without recompute every layer's activations are alive at the start of backward.

@@ -60,9 +60,6 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole)
     return index.column() >= ColTokensPerS || (index.column() >= ColTP && index.column() <= ColZeRO)
                ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
-  if (role == Qt::ToolTipRole && r.spilled_bytes > 0)
-    return QString("The chunk runtime keeps %1 per node of chunks in spare GPU/host memory")
-        .arg(q(units::human_bytes(r.spilled_bytes)));
   return {};
 }
 

@@ -1,5 +1,8 @@
 #include "gui/whatif_eval.h"
 
+#include <algorithm>
+
+#include "sim/search/des_refiner.h"
 #include "sim/search/search.h"
 #include "sim/spec/job.h"
 
@@ -37,12 +40,17 @@ WhatIfResult evaluate_whatif(const Cluster& base, const Model& model, const Trai
   search::SearchSpace space;
   space.chunk_elements = {0, s.chunk_elements};
 
-  // The chosen plan, re-derived for the GPU count (DP follows; TP and PP stay).
+  // The chosen plan, re-derived for the GPU count (DP follows; TP and PP stay; a chunk plan's
+  // micro-batch follows DP too, since the chunk runtime runs one per iteration).
   if (plan) {
     Plan p = *plan;
     p.dp = 0;
-    if (p.chunked()) p.chunk_elements = s.chunk_elements;
     Training t = training;
+    if (p.chunked()) {
+      p.chunk_elements = s.chunk_elements;
+      const int dp = r.cluster.total_gpus() / std::max(1, p.tp * p.pp);
+      if (dp > 0 && t.global_batch % dp == 0) p.micro_batch = static_cast<int>(t.global_batch / dp);
+    }
     try {
       r.plan_estimate = estimate(make_job(model, r.cluster, t, p));
     } catch (const std::exception& e) {
@@ -53,6 +61,7 @@ WhatIfResult evaluate_whatif(const Cluster& base, const Model& model, const Trai
   search::SearchOptions opt;
   opt.space = space;
   opt.top_k = 1;
+  opt.refiner = search::des_refiner();  // the best plan shown is one the simulator accepts
   opt.cancel = cancel;
   try {
     const Training t = search::default_search_training(model, r.cluster);

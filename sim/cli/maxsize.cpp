@@ -1,9 +1,12 @@
 // starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S] [--batch B]
-// [--max-iteration T] [--json]: the largest model of a family some plan can train on the
-// hardware, its plan and throughput, what binds the next size, and the same answer under a
-// static partition (DeepSpeed ZeRO-Offload) beside the chunk runtime (PatrickStar).
+// [--max-iteration T] [--emit DIR [--force]] [--json]: the largest model of a family some plan
+// can train on the hardware, its plan and simulated throughput, what binds the next size, and
+// the same answer under a static partition (DeepSpeed ZeRO-Offload) beside the chunk runtime
+// (PatrickStar).
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "sim/cli/cli.h"
 #include "sim/cli/plan_export.h"
@@ -18,9 +21,13 @@ namespace {
 
 struct Variant {
   const char* name;
+  const char* file;  // its plan file under --emit DIR
   search::SearchSpace space;
   search::MaxSizeResult result;
 };
+
+// A found answer passed the simulator (max_model_size's rule): its numbers are the simulated ones.
+const search::Evaluation& simulated(const search::MaxSizeResult& r) { return *r.best.rows.front().refined; }
 
 void write_variant_json(JsonWriter& w, const Variant& v) {
   const search::MaxSizeResult& r = v.result;
@@ -33,30 +40,59 @@ void write_variant_json(JsonWriter& w, const Variant& v) {
     w.field("plan_label", best.label());
     w.key("plan");
     write_plan_json(w, r.best.job(best));
-    w.field("tokens_per_s", best.tokens_per_s).field("mfu", best.analytic.mfu);
-    w.field("iteration_s", best.analytic.time.iteration_s);
+    w.field("global_batch", r.best.training.global_batch);
+    w.field("tier", simulated(r).source).field("tokens_per_s", simulated(r).tokens_per_s).field("mfu", simulated(r).mfu);
+    w.field("iteration_s", simulated(r).iteration_s);
+    w.key("analytic").begin_object();
+    w.field("tokens_per_s", best.analytic.tokens_per_s).field("iteration_s", best.analytic.time.iteration_s);
+    w.end_object();
   }
   w.field("next_model", r.next_model.name).field("binding", r.binding).field("binding_detail", r.binding_detail);
   w.field("probes", r.probes);
   w.end_object();
 }
 
+// --emit DIR: the found variants' plans, each with its (generated) model file beside it.
+template <size_t N>
+void emit_variants(const std::string& dir, const Variant (&variants)[N], const Cluster& cluster, const std::string& family,
+                   const std::string& hw_path, bool force) {
+  std::vector<EmittedAnswer> answers;
+  for (const Variant& v : variants) {
+    const search::MaxSizeResult& r = v.result;
+    if (!r.found) continue;
+    const std::string title = "starfish maxsize (" + std::string(v.name) + "): the largest " + family + " model on " +
+                              std::to_string(cluster.nodes) + " x " + cluster.name + ", " + r.model.name + " (" +
+                              units::human_count(r.parameters) + " parameters), simulated at " +
+                              units::human_count(simulated(r).tokens_per_s) + " tokens/s";
+    answers.push_back({v.file, title, r.best.job(r.best.rows.front())});
+  }
+  if (answers.empty()) throw std::runtime_error("no model fits, so there is nothing to emit");
+  emit_answers(dir, answers, hw_path, force);
+}
+
 }  // namespace
 
 int run_maxsize(const std::vector<std::string>& argv) {
-  Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "max-iteration", "threads"}, {"json", "help"});
+  Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "max-iteration", "threads", "emit"},
+            {"json", "force", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S]\n"
-        "                        [--batch B] [--max-iteration T] [--json]\n"
+        "                        [--batch B] [--max-iteration T] [--emit DIR [--force]] [--json]\n"
         "  the largest model of the family (hidden = 128 x heads, layers = heads, then more layers\n"
-        "  at that hidden size) that some plan trains on H; binary search over size.\n"
+        "  at that hidden size) that some plan trains on H; binary search over size. Each size's\n"
+        "  best plan is simulated, and a plan the simulator refuses gives way to the next.\n"
+        "  B: global batch in sequences (default one per GPU: the chunk runtime does not\n"
+        "  accumulate gradients, and the smallest batch lets each runtime train its largest).\n"
         "  T: reject plans whose iteration is longer (e.g. 30s), making time a constraint.\n"
         "  Also shows the static partition (ZeRO-Offload: optimizer on CPU, params and grads on\n"
-        "  GPU) beside the chunk runtime (PatrickStar-style chunks).\n");
+        "  GPU) beside the chunk runtime (PatrickStar-style chunks).\n"
+        "  --emit DIR writes each answer as DIR/<variant>-plan.yaml with its model file beside it,\n"
+        "  for simulate --plan / estimate --plan (no overwrite without --force).\n");
     return 0;
   }
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
   const std::string hw_path = resolve_hardware(args.required("hw"));
   const Cluster cluster = resize_cluster(load_cluster(hw_path), args.get("gpus"), args.get("nodes"), hw_path);
   search::MaxSizeOptions base;
@@ -78,9 +114,9 @@ int run_maxsize(const std::vector<std::string>& argv) {
   SigintCancel sigint;
   base.search.cancel = sigint.flag();
 
-  Variant variants[] = {{"any plan", search::SearchSpace{}, {}},
-                        {"static (ZeRO-Offload)", search::SearchSpace::static_partition(), {}},
-                        {"chunked (PatrickStar)", search::SearchSpace::chunked_only(), {}}};
+  Variant variants[] = {{"any plan", "any-plan.yaml", search::SearchSpace{}, {}},
+                        {"static (ZeRO-Offload)", "static-plan.yaml", search::SearchSpace::static_partition(), {}},
+                        {"chunked (PatrickStar)", "chunked-plan.yaml", search::SearchSpace::chunked_only(), {}}};
   for (Variant& v : variants) {
     search::MaxSizeOptions o = base;
     o.search.space = v.space;
@@ -89,6 +125,7 @@ int run_maxsize(const std::vector<std::string>& argv) {
     v.result = search::max_model_size(cluster, o);
   }
 
+  if (auto dir = args.get("emit")) emit_variants(*dir, variants, cluster, base.family, hw_path, args.flag("force"));
   if (args.flag("json")) {
     JsonWriter w(true);
     w.begin_object();
@@ -103,8 +140,11 @@ int run_maxsize(const std::vector<std::string>& argv) {
   }
   std::printf("largest %s model on %d x %s (%d GPUs)\n", base.family.c_str(), cluster.nodes, cluster.name.c_str(),
               cluster.total_gpus());
-  std::printf("rule: hidden = 128 x heads, layers = heads (heads in steps of %d), then extra layers\n\n",
+  std::printf("rule: hidden = 128 x heads, layers = heads (heads in steps of %d), then extra layers\n",
               cluster.node.gpus);
+  std::printf("global batch: %lld sequences%s; every answer simulated\n\n",
+              static_cast<long long>(base.global_batch > 0 ? base.global_batch : cluster.total_gpus()),
+              base.global_batch > 0 ? "" : " (one per GPU)");
   std::printf("%-24s %10s %7s %7s %12s %7s  %-16s %s\n", "variant", "params", "layers", "hidden", "tokens/s", "MFU",
               "binding", "plan");
   for (const Variant& v : variants) {
@@ -116,8 +156,8 @@ int run_maxsize(const std::vector<std::string>& argv) {
     }
     const search::Row& best = r.best.rows.front();
     std::printf("%-24s %10s %7d %7d %12s %6.1f%%  %-16s %s\n", v.name, units::human_count(r.parameters).c_str(),
-                r.model.layers, r.model.hidden, units::human_count(best.tokens_per_s).c_str(), 100 * best.analytic.mfu,
-                r.binding.c_str(), best.label().c_str());
+                r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s).c_str(),
+                100 * simulated(r).mfu, r.binding.c_str(), best.label().c_str());
   }
   const search::MaxSizeResult& any = variants[0].result;
   if (any.found) {

@@ -5,7 +5,11 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "sim/cli/plan_text.h"
 #include "sim/search/analytic.h"
@@ -131,17 +135,12 @@ void print_search_rows(const search::SearchResult& r, int limit) {
     std::string gpu = human_bytes(e.gpu.total()) + " (" + pct(search::headroom_fraction(e.gpu)) + ")";
     std::string cpu = e.cpu.capacity_bytes > 0 ? pct(search::headroom_fraction(e.cpu)) : "-";
     std::string nvme = e.nvme.capacity_bytes > 0 ? pct(search::headroom_fraction(e.nvme)) : "-";
-    if (row.spilled_bytes > 0) cpu += "*";
     char cost[32] = "";
     if (price) std::snprintf(cost, sizeof cost, " %9.3f", row.cost_per_million_tokens);
     std::printf("%-4d %-*s %11s %5.1f%% %5.1f%% %9s %17s %8s %8s%s%s\n", ++i, width, row.label().c_str(),
                 human_count(row.tokens_per_s).c_str(), 100 * mfu, 100 * bubble, units::human_seconds(iter).c_str(),
                 gpu.c_str(), cpu.c_str(), nvme.c_str(), cost, refined ? (des ? "  des" : "  analytic") : "");
   }
-  bool spilled = false;
-  for (const auto& row : r.rows) spilled = spilled || row.spilled_bytes > 0;
-  if (spilled)
-    std::printf("  * chunked plan: the chunk runtime keeps the host's excess chunks in spare GPU memory\n");
 }
 
 void print_rejections(const search::SearchResult& r, int limit) {
@@ -191,7 +190,6 @@ void write_search_json(JsonWriter& w, const search::SearchResult& r) {
     write_tier(w, "gpu_per_gpu", e.gpu);
     write_tier(w, "cpu_per_node", e.cpu);
     write_tier(w, "nvme_per_node", e.nvme);
-    w.field("chunk_spill_bytes_per_node", row.spilled_bytes);
     w.end_object();
     w.end_object();
   }
@@ -205,6 +203,70 @@ void write_search_json(JsonWriter& w, const search::SearchResult& r) {
   }
   w.end_array();
   w.end_object();
+}
+
+namespace {
+
+// A file name from a spec name: letters, digits, '.', '_' and '-' kept, anything else '-'.
+std::string file_name_of(const std::string& name) {
+  std::string out = name.empty() ? "unnamed" : name;
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '-';
+  return out + ".yaml";
+}
+
+// The file a spec is written to beside the plans, and its text: a loaded file as it is (its
+// comments and sources kept), else the spec written out.
+template <typename Spec>
+std::pair<std::string, std::string> spec_file(const Spec& spec) {
+  namespace fs = std::filesystem;
+  if (!spec.provenance.file.empty() && fs::exists(spec.provenance.file)) {
+    std::ifstream in(spec.provenance.file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return {fs::path(spec.provenance.file).filename().string(), text.str()};
+  }
+  return {file_name_of(spec.name), to_yaml(spec)};
+}
+
+}  // namespace
+
+void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answers, const std::string& hw_path,
+                  bool force) {
+  namespace fs = std::filesystem;
+  const Cluster hw_file = load_cluster(hw_path);
+  std::map<std::string, std::string> files;  // name in dir -> text
+  auto add = [&](const std::string& name, const std::string& text) {
+    auto [it, added] = files.emplace(name, text);
+    if (!added && it->second != text)
+      throw SpecError(dir + "/" + name + ": two different files of the same name would be written");
+  };
+  for (const EmittedAnswer& a : answers) {
+    const auto [model_file, model_text] = spec_file(a.job.model);
+    add(model_file, model_text);
+    std::string hw_ref = fs::relative(fs::absolute(hw_path), fs::absolute(dir)).string();
+    if (!(a.job.cluster.node == hw_file.node)) {  // resized below one node: the file would not say it
+      Cluster node = a.job.cluster;
+      node.nodes = 1;
+      node.provenance = {};
+      const auto [hw_name, hw_text] = spec_file(node);
+      add(hw_name, hw_text);
+      hw_ref = hw_name;
+    }
+    add(a.file, "# " + a.title + "\n" + search::plan_file_yaml(a.job, model_file, hw_ref));
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw SpecError(dir + ": cannot create the directory: " + ec.message());
+  if (!force)
+    for (const auto& [name, text] : files)
+      if (fs::exists(fs::path(dir) / name))
+        throw SpecError((fs::path(dir) / name).string() + ": already exists (refusing to overwrite it; --force replaces it)");
+  for (const auto& [name, text] : files) {
+    const std::string path = (fs::path(dir) / name).string();
+    save_text_file(path, text, true);
+    std::fprintf(stderr, "wrote %s\n", path.c_str());
+  }
 }
 
 void export_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,

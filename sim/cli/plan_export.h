@@ -6,6 +6,7 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/cli/cli.h"
 #include "sim/search/search.h"
@@ -46,6 +47,24 @@ int parse_positive(const std::string& option, const std::string& text);
 void print_search_rows(const search::SearchResult& r, int limit);
 void print_rejections(const search::SearchResult& r, int limit);
 void write_search_json(JsonWriter& w, const search::SearchResult& r);
+
+// One answer of a verb, to be written as a plan file: `file` is its name in the --emit
+// directory ("plan.yaml"), `title` its first comment line.
+struct EmittedAnswer {
+  std::string file;
+  std::string title;
+  Job job;
+};
+
+// --emit DIR of maxsize and size-cluster: each answer as DIR/<file>, a plan file that names its
+// model file beside it (the model's own file copied as it is, or written from the Model when it
+// was built in code, as maxsize's are) and its hardware file by a path relative to DIR (the file
+// given, or one written beside when the CLI changed the node, --gpus N below one node), with the
+// node count. `simulate --plan` and `estimate --plan` take them as they are. DIR is created
+// when missing; nothing is written when one of the files exists, unless `force`. Says on
+// stderr what it wrote.
+void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answers, const std::string& hw_path,
+                  bool force);
 
 // --emit / --force / --megatron / --deepspeed for the best row (the exporters pick the best
 // row their framework can express and say so when it is not the winner).

@@ -1,5 +1,5 @@
-// starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]:
-// one iteration in the discrete-event simulator.
+// starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]
+// [--allow-oom]: one iteration in the discrete-event simulator.
 #include <cmath>
 #include <cstdio>
 
@@ -7,6 +7,7 @@
 #include "sim/cli/job_loader.h"
 #include "sim/cli/plan_text.h"
 #include "sim/schedule/simulate.h"
+#include "sim/spec/error.h"
 #include "sim/spec/units.h"
 
 namespace starfish::cli {
@@ -32,8 +33,10 @@ void table(const Job& job, const schedule::SimReport& r, const std::string& trac
               human_bytes(r.gpu_capacity_bytes).c_str());
   if (r.cpu_bytes_per_node > 0) std::printf(", CPU per node %s of %s", human_bytes(r.cpu_bytes_per_node).c_str(),
                                             human_bytes(r.cpu_capacity_bytes).c_str());
-  if (r.nvme_bytes_per_node > 0) std::printf(", NVMe per node %s", human_bytes(r.nvme_bytes_per_node).c_str());
+  if (r.nvme_bytes_per_node > 0) std::printf(", NVMe per node %s of %s", human_bytes(r.nvme_bytes_per_node).c_str(),
+                                             human_bytes(r.nvme_capacity_bytes).c_str());
   std::printf("\n");
+  if (!r.memory_verdict.fits) std::printf("  DOES NOT FIT: %s (shown for --allow-oom)\n", r.memory_verdict.text().c_str());
   for (const auto& s : r.memory)
     std::printf("  stage %-3d  gpu %-5d peak %10s (states %s) at %s\n", s.stage, s.gpu, human_bytes(s.peak_bytes).c_str(),
                 human_bytes(s.model_state_bytes).c_str(), human_seconds(s.peak_time_s).c_str());
@@ -47,14 +50,27 @@ void table(const Job& job, const schedule::SimReport& r, const std::string& trac
   if (!trace.empty()) std::printf("trace        %s (open in ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
 }
 
+// A plan whose simulated peak overflows a tier is refused (exit 1), as `estimate` and the search
+// refuse it, unless the user asked to see the overflow.
+void refuse_if_out_of_memory(const Job& job, const schedule::SimReport& r) {
+  if (r.memory_verdict.fits) return;
+  const std::string why = "the plan does not fit: simulated " + r.memory_verdict.text() +
+                          " (--allow-oom shows the simulation anyway)";
+  const Provenance& p = job.plan.provenance;
+  if (!p.file.empty()) fail_at(p.where("plan"), "plan", why);
+  throw SpecError("simulate: " + why);
+}
+
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "plan", "nodes", "trace", "moves", "non-model"}, {"json", "help"});
+  Args args(argv, {"model", "hw", "plan", "nodes", "trace", "moves", "non-model"}, {"json", "allow-oom", "help"});
   if (args.flag("help")) {
     std::printf(
-        "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]\n"
+        "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json] [--allow-oom]\n"
         "  Simulates one training iteration with the discrete-event simulator.\n"
+        "  A plan whose peak memory exceeds a tier (GPU, CPU per node, NVMe per node) is refused\n"
+        "  (exit 1); --allow-oom shows it with the overflow instead.\n"
         "  --trace writes a Chrome-trace / Perfetto JSON timeline of every task.\n"
         "  Chunk plans: --moves writes the runtime's move log (JSON lines); --non-model BYTES gives\n"
         "  the runtime that much non-model memory at every moment instead of the computed\n"
@@ -77,6 +93,7 @@ int run_simulate(const std::vector<std::string>& argv) {
     }
   }
   const schedule::SimReport r = schedule::simulate(job, options);
+  if (!args.flag("allow-oom")) refuse_if_out_of_memory(job, r);
   if (args.flag("json")) std::fputs(schedule::to_json(r).c_str(), stdout);
   else table(job, r, options.trace_path);
   return 0;

@@ -1,7 +1,9 @@
 // starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]
-// [--json]: the fewest nodes of H that train M on T tokens within D days, with the plan.
+// [--emit DIR [--force]] [--json]: the fewest nodes of H that train M on T tokens within D days,
+// with the (simulated) plan.
 // T: "300B" or "1T" (B = billion, T = trillion tokens), "300G", or "300e9".
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "sim/cli/cli.h"
@@ -15,15 +17,20 @@
 namespace starfish::cli {
 
 int run_size_cluster(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads"}, {"json", "help"});
+  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads", "emit"}, {"json", "force", "help"});
   if (args.flag("help")) {
     std::printf(
-        "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N] [--json]\n"
+        "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]\n"
+        "                             [--emit DIR [--force]] [--json]\n"
         "  T: tokens to train on: 300B or 1T (B = billion, T = trillion), 300G, or 300e9\n"
-        "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n");
+        "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n"
+        "  Each node count's best plan is simulated; a plan the simulator refuses gives way to the next.\n"
+        "  --emit DIR writes the answer as DIR/plan.yaml with its model file beside it, for\n"
+        "  simulate --plan / estimate --plan (no overwrite without --force).\n");
     return 0;
   }
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
   search::SizeClusterOptions o;
   try {
     o.tokens = search::parse_token_count(args.required("tokens"));
@@ -50,6 +57,14 @@ int run_size_cluster(const std::vector<std::string>& argv) {
   SigintCancel sigint;
   o.search.cancel = sigint.flag();
   const search::SizeClusterResult r = search::size_cluster(model, hw, o);
+  if (auto dir = args.get("emit")) {
+    if (!r.found) throw std::runtime_error("no node count meets the deadline, so there is nothing to emit: " + r.why_not);
+    const search::Row& best = r.best.rows.front();
+    const std::string title = "starfish size-cluster: " + model.name + " on " + units::human_count(static_cast<double>(o.tokens)) +
+                              " tokens within " + days + " days: " + std::to_string(r.nodes) + " x " + hw.name +
+                              ", simulated at " + units::human_count(best.tokens_per_s) + " tokens/s";
+    emit_answers(*dir, {{"plan.yaml", title, r.best.job(best)}}, hw_path, args.flag("force"));
+  }
 
   if (args.flag("json")) {
     JsonWriter w(true);
@@ -80,8 +95,8 @@ int run_size_cluster(const std::vector<std::string>& argv) {
               units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, r.nodes, hw.name.c_str(),
               r.cluster.total_gpus(), r.days_needed);
   std::printf("plan: %s\n", plan_summary(r.best.job(best)).c_str());
-  std::printf("throughput %s tokens/s, MFU %.1f%%", units::human_count(best.tokens_per_s).c_str(),
-              100 * best.analytic.mfu);
+  std::printf("throughput %s tokens/s, MFU %.1f%% (simulated)", units::human_count(best.tokens_per_s).c_str(),
+              100 * best.refined->mfu);
   if (r.cost > 0) std::printf(", cost about $%s", units::human_count(r.cost).c_str());
   std::printf("  (%d searches)\n", r.probes);
   return 0;

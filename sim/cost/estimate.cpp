@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/capacity.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
@@ -13,9 +14,12 @@
 namespace starfish {
 namespace {
 
-std::string overflow(const char* tier, const TierUse& u) {
+// The verdict's text with the overflowing tier's breakdown.
+std::string overflow(Tier tier, const Estimate& e) {
+  const TierUse& u = tier == Tier::gpu ? e.gpu : tier == Tier::cpu ? e.cpu : e.nvme;
+  const char* name = tier == Tier::gpu ? "GPU" : tier == Tier::cpu ? "CPU (per node)" : "NVMe (per node)";
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s%s%s)", tier,
+  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s%s%s)", name,
                 units::human_bytes(u.total()).c_str(), units::human_bytes(u.capacity_bytes).c_str(),
                 units::human_bytes(u.params_bytes).c_str(), units::human_bytes(u.grads_bytes).c_str(),
                 units::human_bytes(u.optimizer_bytes).c_str(), units::human_bytes(u.activations_bytes).c_str(),
@@ -64,23 +68,20 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     }
   }
   e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_gpu) - worst_gpu;
-  e.gpu.capacity_bytes = static_cast<double>(gpu.memory_bytes - gpu.reserved_bytes);
+  const TierBytes capacity = usable_capacity(c);
+  e.gpu.capacity_bytes = capacity.gpu;
   const double g = c.node.gpus;
   e.cpu.params_bytes = worst_states.params.cpu * g;
   e.cpu.grads_bytes = worst_states.grads.cpu * g;
   e.cpu.optimizer_bytes = worst_states.optimizer.cpu * g;
-  e.cpu.capacity_bytes = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
+  e.cpu.capacity_bytes = capacity.cpu;
   e.nvme.params_bytes = worst_states.params.nvme * g;
   e.nvme.grads_bytes = worst_states.grads.nvme * g;
   e.nvme.optimizer_bytes = worst_states.optimizer.nvme * g;
-  e.nvme.capacity_bytes = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
-  const bool gpu_fits = e.gpu.fits(), cpu_fits = e.cpu.fits(), nvme_fits = e.nvme.fits();
-  e.fits = gpu_fits && cpu_fits && nvme_fits;
-  if (options.explain) {
-    if (!gpu_fits) e.why_not = overflow("GPU", e.gpu);
-    else if (!cpu_fits) e.why_not = overflow("CPU (per node)", e.cpu);
-    else if (!nvme_fits) e.why_not = overflow("NVMe (per node)", e.nvme);
-  }
+  e.nvme.capacity_bytes = capacity.nvme;
+  e.memory = check_memory(TierBytes{e.gpu.total(), e.cpu.total(), e.nvme.total()}, capacity);
+  e.fits = e.memory.fits;
+  if (options.explain && !e.fits) e.why_not = overflow(e.memory.tier, e);
   if (!e.fits && options.memory_only_if_rejected) return;
 
   // ---- time of one micro-batch on the slowest stage

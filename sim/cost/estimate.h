@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/capacity.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/memory.h"
 #include "sim/cost/params.h"
@@ -43,7 +44,8 @@ struct Estimate {
   TierUse gpu;                        // per GPU, most loaded stage
   TierUse cpu;                        // per node
   TierUse nvme;                       // per node
-  bool fits = false;
+  MemoryVerdict memory;               // check_memory of the three tiers' totals (sim/cost/capacity.h)
+  bool fits = false;                  // memory.fits
   std::string why_not;                // empty when it fits: the first tier that overflows and by how much
   TimeBreakdown time;
   double tokens_per_s = 0;

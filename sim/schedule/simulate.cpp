@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "sim/cost/capacity.h"
 #include "sim/cost/flops.h"
 #include "sim/des/engine.h"
 #include "sim/des/trace.h"
@@ -116,10 +117,13 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   // figure that must fit, as the analytic tier's allocator_bytes.
   rep.peak_gpu_bytes = allocator_reserved_bytes(job.plan, rep.peak_gpu_bytes);
   const Cluster& c = job.cluster;
-  rep.gpu_capacity_bytes = static_cast<double>(c.node.gpu.memory_bytes - c.node.gpu.reserved_bytes);
+  const TierBytes capacity = usable_capacity(c);
+  rep.gpu_capacity_bytes = capacity.gpu;
   rep.cpu_bytes_per_node = it.cpu_bytes_per_node;
-  rep.cpu_capacity_bytes = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
+  rep.cpu_capacity_bytes = capacity.cpu;
   rep.nvme_bytes_per_node = it.nvme_bytes_per_node;
+  rep.nvme_capacity_bytes = capacity.nvme;
+  rep.memory_verdict = check_memory(TierBytes{rep.peak_gpu_bytes, rep.cpu_bytes_per_node, rep.nvme_bytes_per_node}, capacity);
   rep.cpu_bytes_per_gpu = rep.cpu_bytes_per_node / c.node.gpus;
   rep.nvme_bytes_per_gpu = rep.nvme_bytes_per_node / c.node.gpus;
   rep.moves = static_cast<int64_t>(it.moves.size());
@@ -128,7 +132,6 @@ SimReport simulate(const Job& job, const SimOptions& options) {
     write_move_log(out, it.moves);
     if (!out) throw SpecError(options.moves_path + ": cannot write the move log");
   }
-  rep.nvme_capacity_bytes = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
 
   for (des::TaskId t = 0; t < engine.task_count(); ++t) {
     switch (engine.task_kind(t)) {
@@ -206,6 +209,8 @@ std::string to_json(const SimReport& r) {
   w.field("cpu_bytes_per_node", r.cpu_bytes_per_node).field("cpu_capacity_bytes", r.cpu_capacity_bytes);
   w.field("nvme_bytes_per_node", r.nvme_bytes_per_node).field("nvme_capacity_bytes", r.nvme_capacity_bytes);
   w.field("cpu_bytes_per_gpu", r.cpu_bytes_per_gpu).field("nvme_bytes_per_gpu", r.nvme_bytes_per_gpu);
+  w.field("fits", r.memory_verdict.fits);
+  if (!r.memory_verdict.fits) w.field("why_not", r.memory_verdict.text());
   w.key("stages").begin_array();
   for (const auto& s : r.memory) {
     w.begin_object().field("stage", s.stage).field("gpu", s.gpu).field("model_state_bytes", s.model_state_bytes);

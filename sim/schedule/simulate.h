@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/capacity.h"
 #include "sim/spec/job.h"
 
 namespace starfish::schedule {
@@ -63,6 +64,9 @@ struct SimReport {
   double peak_gpu_bytes = 0, gpu_capacity_bytes = 0;
   double cpu_bytes_per_node = 0, cpu_capacity_bytes = 0;
   double nvme_bytes_per_node = 0, nvme_capacity_bytes = 0;
+  // The peaks against the usable capacities (check_memory, the rule `estimate` applies too):
+  // `starfish simulate` refuses a plan that does not fit unless asked --allow-oom.
+  MemoryVerdict memory_verdict;
   double cpu_bytes_per_gpu = 0, nvme_bytes_per_gpu = 0;  // the node's share of one GPU
   double h2d_bytes = 0, d2h_bytes = 0, nvme_read_bytes = 0, nvme_write_bytes = 0;  // lead GPUs
   int64_t moves = 0;              // chunk plans: moves the runtime decided (all iterations it ran)

@@ -64,18 +64,6 @@ AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan&
   return b;
 }
 
-double chunk_spill_bytes(const Estimate& e, const Plan& p, int gpus_per_node) {
-  if (e.fits) return 0;
-  if (!p.chunked() || !e.gpu.fits()) return -1;
-  const double gpu_margin = gpus_per_node * (e.gpu.capacity_bytes - e.gpu.total());
-  const double cpu_over = e.cpu.total() - e.cpu.capacity_bytes;  // > 0: excess, < 0: margin
-  const double nvme_excess = std::max(0.0, e.nvme.total() - e.nvme.capacity_bytes);
-  // NVMe excess goes to the host's margin first, then (like the host's own excess) to the GPUs.
-  const double to_gpu = std::max(0.0, cpu_over + nvme_excess);
-  if (to_gpu > gpu_margin) return -1;
-  return std::max(0.0, cpu_over) + nvme_excess;
-}
-
 void AnalyticEvaluator::evaluate(const Plan& p, Estimate& e, bool memory_only_if_rejected, bool explain) const {
   std::vector<double> scratch;
   const std::vector<double>& stage_n = stage_params(p.tp, p.pp, p.virtual_stages, scratch);

@@ -59,12 +59,6 @@ class AnalyticEvaluator {
   std::map<ShapeKey, std::vector<double>> stage_params_;
 };
 
-// The chunk runtime's hybrid placement (see SearchOptions::chunk_spill): for a chunked plan whose
-// GPU tier fits, the bytes per node that must move from an overflowing host/NVMe to the spare
-// memory of the GPUs (and host), or a negative number when even that does not fit. 0 when the
-// estimate fits as it is.
-double chunk_spill_bytes(const Estimate& e, const Plan& plan, int gpus_per_node);
-
 // The memory headroom of a tier as a fraction of its capacity (negative when over).
 double headroom_fraction(const TierUse& use);
 

@@ -1,7 +1,6 @@
 #include "sim/search/des_refiner.h"
 
 #include "sim/schedule/simulate.h"
-#include "sim/spec/units.h"
 
 namespace starfish::search {
 
@@ -18,16 +17,12 @@ Evaluation simulate_evaluation(const Job& job) {
     e.gpu_peak_bytes = r.peak_gpu_bytes;
     e.cpu_peak_bytes = r.cpu_bytes_per_node;
     e.nvme_peak_bytes = r.nvme_bytes_per_node;
-    if (r.peak_gpu_bytes > r.gpu_capacity_bytes)
-      e.why_not = "GPU memory: simulated peak " + units::human_bytes(r.peak_gpu_bytes) + " of " +
-                  units::human_bytes(r.gpu_capacity_bytes);
-    else if (r.cpu_bytes_per_node > r.cpu_capacity_bytes)
-      e.why_not = "CPU memory: simulated " + units::human_bytes(r.cpu_bytes_per_node) + " per node of " +
-                  units::human_bytes(r.cpu_capacity_bytes);
-    else if (r.nvme_bytes_per_node > r.nvme_capacity_bytes)
-      e.why_not = "NVMe: simulated " + units::human_bytes(r.nvme_bytes_per_node) + " per node of " +
-                  units::human_bytes(r.nvme_capacity_bytes);
+    if (!r.memory_verdict.fits) {
+      e.constraint = r.memory_verdict.constraint();
+      e.why_not = "simulated " + r.memory_verdict.text();
+    }
   } catch (const SpecError& err) {
+    e.constraint = "simulator";
     e.why_not = err.what();
   }
   e.fits = e.why_not.empty();

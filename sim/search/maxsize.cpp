@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/params.h"
+#include "sim/search/des_refiner.h"
 #include "sim/search/model_family.h"
 #include "sim/spec/error.h"
 
@@ -17,7 +18,9 @@ struct Probe {
 
 }  // namespace
 
-MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& o) {
+MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& options) {
+  MaxSizeOptions o = options;
+  if (!o.search.refiner) o.search.refiner = des_refiner();  // every answer is simulated
   MaxSizeResult out;
   int step = o.heads_step;
   if (step <= 0) {
@@ -29,14 +32,14 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& o) {
     Probe p;
     p.model = family_model(o.family, heads, layers, o.seq_len);
     Training t = default_search_training(p.model, cluster);
-    if (o.global_batch > 0) t.global_batch = o.global_batch;
+    t.global_batch = o.global_batch > 0 ? o.global_batch : cluster.total_gpus();
     ++out.probes;
     try {
       p.result = search(p.model, cluster, t, o.search);
     } catch (const SpecError&) {
       return p;  // no plan at all for this shape (e.g. the batch does not divide): does not fit
     }
-    p.fits = !p.result.rows.empty();
+    p.fits = has_simulated_answer(p.result);
     return p;
   };
   auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
@@ -104,7 +107,13 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& o) {
   out.next_model = fail.model;
   out.binding = fail.result.binding_constraint();
   if (out.binding.empty()) out.binding = "no valid plan for its shape";
-  // The summary line of the family that came closest to fitting at the next size.
+  // Why the next size fails: the simulator's refusal of the best plan the analytic tier accepted,
+  // else the summary line of the family that came closest to fitting.
+  if (fail.result.fitting > 0 && !fail.result.simulator_rejected.empty()) {
+    const auto& [label, why] = fail.result.simulator_rejected.front();
+    out.binding_detail = "the simulator refused " + label + ": " + why;
+    return out;
+  }
   double closest = 1e300;
   for (const RejectedFamily& r : fail.result.rejected) {
     const double ratio = r.capacity > 0 ? r.needed / r.capacity : 1e300;

@@ -2,6 +2,8 @@
 // The largest model of a family (model_family.h) that some plan can train on a cluster, found
 // by binary search over size -- first over the heads step of the main series (hidden and layers
 // growing together), then over layers at that hidden size -- each probe a full plan search.
+// A size fits when the search's best plan passes the discrete-event simulator (has_simulated_answer:
+// plans it refuses give way to the next), so the answer is one `simulate` and `estimate` accept.
 // Fits-or-not is assumed monotone in size (true for the memory model; a layer count with few
 // divisors can hide a pipeline plan, which is why the coarse search steps by whole heads steps).
 #include <cstdint>
@@ -14,10 +16,15 @@ namespace starfish::search {
 struct MaxSizeOptions {
   std::string family = "gpt";
   int seq_len = 0;              // 0: the family's default
-  int64_t global_batch = 0;     // 0: default_search_training's (about 4Mi tokens)
+  // 0: one sequence per GPU. The largest model is bound by memory, and the batch sets how much
+  // of it activations take: a framework with gradient accumulation runs any batch in
+  // micro-batches of one, but the chunk runtime (PatrickStar) runs each rank's share at once, so
+  // the smallest batch every GPU works on is the one under which each runtime trains its largest.
+  int64_t global_batch = 0;
   int heads_step = 0;           // 0: the largest TP the space allows (so every TP divides)
   int max_heads = 4096;         // the search's ceiling (about 13 quadrillion parameters)
-  SearchOptions search;         // space, threads, max_iteration_s ("time" limit), ...
+  SearchOptions search;         // space, threads, max_iteration_s ("time" limit), ...; no
+                                // refiner: the discrete-event simulator (des_refiner)
 };
 
 struct MaxSizeResult {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/spec/error.h"
+#include "sim/spec/job.h"
 
 namespace starfish::search {
 namespace {
@@ -113,6 +114,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (m.heads % p.tp != 0) return "TP does not divide the heads";
   if (m.kv_heads % p.tp != 0) return "TP does not divide the key/value heads";
   if (m.ffn_hidden % p.tp != 0) return "TP does not divide ffn_hidden";
+  if (!tp_aligned_to_nodes(p.tp, c.node.gpus)) return "TP groups would straddle nodes";
   if (m.layers % (p.pp * p.virtual_stages) != 0) return "PP x virtual stages does not divide the layers";
   const int gpus = c.total_gpus();
   int dp = p.dp;
@@ -136,6 +138,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !c.node.nvme)
     return "offload to NVMe without an NVMe";
   if (p.chunked() && p.pp > 1) return "the chunk runtime has no pipeline parallelism";
+  if (p.chunked() && micro_batches != 1) return "the chunk runtime runs one micro-batch per iteration";
   if (p.chunked() && p.chunk_elements < 1024) return "chunk under 1Ki elements";
   if (p.chunk_elements < 0) return "negative chunk size";
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
@@ -170,7 +173,8 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
   std::vector<int> tps;
   for (int tp : s.tp.empty() ? divisors(m.heads) : s.tp) {
     if (tp < 1 || (s.tp.empty() && tp > max_tp_of(c, s))) continue;
-    if (m.heads % tp || m.kv_heads % tp || m.ffn_hidden % tp || gpus % tp) continue;
+    if (m.heads % tp || m.kv_heads % tp || m.ffn_hidden % tp || gpus % tp || !tp_aligned_to_nodes(tp, c.node.gpus))
+      continue;
     tps.push_back(tp);
   }
   const int min_zero = s.zero_stages.empty() ? 0 : *std::min_element(s.zero_stages.begin(), s.zero_stages.end());
@@ -210,7 +214,8 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
             for (const Placement& pl : placement_of[z]) {
               for (int64_t chunk : s.chunk_elements) {
                 if (pl.chunked != (chunk > 0)) continue;
-                if (chunk > 0 && (chunk < 1024 || pp > 1)) continue;  // chunk plans: no pipeline
+                // Chunk plans: no pipeline, one micro-batch per iteration (make_job's rules).
+                if (chunk > 0 && (chunk < 1024 || pp > 1 || micro_batches != 1)) continue;
                 for (Recompute rc : s.recompute) {
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;

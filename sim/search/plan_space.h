@@ -2,10 +2,11 @@
 // The space of plans the search enumerates for one model, cluster and training, and the cheap
 // validity pre-check that keeps exceptions off the hot path.
 //
-// Axes: TP (divisors of heads, kv_heads and ffn_hidden, up to GPUs per node by default), PP
-// (divisors of layers with TP*PP dividing the GPUs), DP (derived), virtual stages (divisors of
-// layers/PP, interleaved schedule only), micro-batch (divisors of global/DP), ZeRO 0-3, offload
-// tiers of params/grads/optimizer, recompute, sequence parallelism, schedule and chunk size.
+// Axes: TP (divisors of heads, kv_heads and ffn_hidden, aligned to the nodes as make_job requires,
+// up to GPUs per node by default), PP (divisors of layers with TP*PP dividing the GPUs), DP
+// (derived), virtual stages (divisors of layers/PP, interleaved schedule only), micro-batch
+// (divisors of global/DP), ZeRO 0-3, offload tiers of params/grads/optimizer, recompute,
+// sequence parallelism, schedule and chunk size.
 //
 // Besides make_job's rules, the enumerator applies a few documented "no-op or unrealizable"
 // rules so the space holds no duplicates and nothing a runtime cannot do (is_enumerated_shape):

@@ -17,15 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The memory tiers in Tier's order (check_memory names them), then time.
 enum class Constraint : uint8_t { gpu, cpu, nvme, time };
-const char* constraint_name(Constraint c) {
-  switch (c) {
-    case Constraint::gpu: return "GPU memory";
-    case Constraint::cpu: return "CPU memory";
-    case Constraint::nvme: return "NVMe";
-    case Constraint::time: return "time";
-  }
-  return "?";
+Constraint constraint_of(Tier t) { return static_cast<Constraint>(static_cast<uint8_t>(t)); }
+const char* constraint_text(Constraint c) {
+  return c == Constraint::time ? "time" : constraint_name(static_cast<Tier>(static_cast<uint8_t>(c)));
 }
 
 // Rejection summaries are keyed by the family's fields (no strings on the hot path).
@@ -79,12 +75,81 @@ struct Worker {
   int64_t evaluated = 0, pruned = 0, fitting = 0;
 };
 
+// Refines rows[begin, end) with the refiner, several at a time; a row stays unrefined when the
+// search is cancelled before it. A refiner that throws is a bug, not a verdict: it propagates.
+void refine_batch(std::vector<Row>& rows, int begin, int end, const SearchOptions& opt, int threads,
+                  const SearchResult& result) {
+  std::atomic<int> next_row{begin};
+  std::vector<std::string> errors(static_cast<size_t>(end - begin));
+  auto refine = [&] {
+    for (;;) {
+      if (opt.cancel && opt.cancel->load(std::memory_order_relaxed)) return;
+      const int i = next_row.fetch_add(1);
+      if (i >= end) return;
+      try {
+        rows[i].refined = opt.refiner(result.job(rows[i]));
+      } catch (const std::exception& ex) {
+        errors[i - begin] = ex.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min(threads, end - begin); ++t) pool.emplace_back(refine);
+  for (auto& th : pool) th.join();
+  for (int i = begin; i < end; ++i)
+    if (!errors[i - begin].empty())
+      throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i - begin]);
+}
+
+// The second tier. Rows (best first by the analytic tier) are refined in that order until
+// `refine_top` (default top_k) of them pass, or the rows run out: a plan the refiner refuses --
+// it does not fit, or its refined iteration is over the time limit -- is no answer; it is
+// reported and the next row takes its place. Returns the passing rows by refined throughput,
+// then the rows not refined, in analytic order.
+std::vector<Row> refine_rows(std::vector<Row> rows, const SearchOptions& opt, int threads, SearchResult& result) {
+  const int want = opt.refine_top > 0 ? opt.refine_top : opt.top_k;
+  const double price = result.cluster.price_per_gpu_hour, gpus = result.cluster.total_gpus();
+  const int n = static_cast<int>(rows.size());
+  std::vector<Row> passed;
+  int next = 0;
+  while (static_cast<int>(passed.size()) < want && next < n) {
+    const int end = std::min(n, next + want - static_cast<int>(passed.size()));
+    refine_batch(rows, next, end, opt, threads, result);
+    for (int i = next; i < end; ++i) {
+      Row& row = rows[i];
+      if (!row.refined) continue;  // cancelled before this row
+      ++result.refined;
+      Evaluation& v = *row.refined;
+      if (v.fits && opt.max_iteration_s > 0 && v.iteration_s > opt.max_iteration_s) {
+        v.fits = false;
+        v.constraint = "time";
+        v.why_not = "simulated iteration " + units::human_seconds(v.iteration_s) + " over the limit " +
+                    units::human_seconds(opt.max_iteration_s);
+      }
+      if (!v.fits) {
+        if (result.simulator_rejected.empty()) result.simulator_binding = v.constraint;
+        result.simulator_rejected.emplace_back(row.label(), v.why_not);
+        continue;
+      }
+      row.tokens_per_s = v.tokens_per_s;
+      if (price > 0) row.cost_per_million_tokens = price * gpus / 3600.0 / row.tokens_per_s * 1e6;
+      passed.push_back(std::move(row));
+    }
+    next = end;
+    if (opt.cancel && opt.cancel->load()) break;
+  }
+  std::stable_sort(passed.begin(), passed.end(), better);
+  for (int i = next; i < n; ++i) passed.push_back(std::move(rows[i]));
+  return passed;
+}
+
 }  // namespace
 
 Evaluation to_evaluation(const Estimate& e) {
   Evaluation v;
   v.fits = e.fits;
   v.why_not = e.why_not;
+  if (!e.fits) v.constraint = e.memory.constraint();
   v.iteration_s = e.time.iteration_s;
   v.tokens_per_s = e.tokens_per_s;
   v.mfu = e.mfu;
@@ -108,10 +173,16 @@ std::string RejectedFamily::text() const {
   return family + ": " + constraint + " (" + buf + ") x " + std::to_string(plans) + (plans == 1 ? " plan" : " plans");
 }
 
+bool has_simulated_answer(const SearchResult& r) {
+  return !r.rows.empty() && r.rows.front().refined && r.rows.front().refined->fits;
+}
+
 Job SearchResult::job(const Row& row) const { return make_job(model, cluster, training, row.plan); }
 
 std::string SearchResult::binding_constraint() const {
   if (!rows.empty()) return "";
+  // Plans passed the analytic tier, but the simulator refused them: its reason binds.
+  if (fitting > 0 && !simulator_rejected.empty()) return simulator_binding;
   // Plans that fit in memory but ran too long: time is what binds.
   for (const RejectedFamily& r : rejected)
     if (r.constraint == "time") return "time";
@@ -144,7 +215,9 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
 
   AnalyticEvaluator evaluator(model, cluster, training);
   evaluator.prepare(candidates);
-  const int keep = std::max({1, opt.top_k, opt.refiner ? (opt.refine_top > 0 ? opt.refine_top : opt.top_k) : 0});
+  // With a refiner, `refine_reserve` more rows stand by for the plans the refiner refuses.
+  const int keep = std::max({1, opt.top_k,
+                             opt.refiner ? (opt.refine_top > 0 ? opt.refine_top : opt.top_k) + opt.refine_reserve : 0});
   const int threads = std::max(1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
   result.threads = threads;
   const double price = cluster.price_per_gpu_hour;
@@ -159,9 +232,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   auto work = [&](Worker& w) {
     Plan plan;
     Estimate e;
-    const double gpu_cap = static_cast<double>(cluster.node.gpu.memory_bytes - cluster.node.gpu.reserved_bytes);
-    const double cpu_cap = static_cast<double>(cluster.node.host.memory_bytes - cluster.node.host.reserved_bytes);
-    const double nvme_cap = cluster.node.nvme ? static_cast<double>(cluster.node.nvme->capacity_bytes) : 0;
+    const TierBytes capacity = usable_capacity(cluster);
     for (;;) {
       if (cancelled()) return;
       const int64_t begin = next.fetch_add(kBlock);
@@ -177,11 +248,8 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
           auto it = w.bounds.find(key);
           if (it == w.bounds.end()) {
             const AnalyticEvaluator::StatesBound b = evaluator.states_lower_bound(plan);
-            BoundVerdict v;
-            const bool spill = opt.chunk_spill && plan.chunked();
-            if (b.gpu_bytes > gpu_cap) v = {true, Constraint::gpu, b.gpu_bytes, gpu_cap};
-            else if (!spill && b.cpu_bytes > cpu_cap) v = {true, Constraint::cpu, b.cpu_bytes, cpu_cap};
-            else if (!spill && b.nvme_bytes > nvme_cap) v = {true, Constraint::nvme, b.nvme_bytes, nvme_cap};
+            const MemoryVerdict m = check_memory(TierBytes{b.gpu_bytes, b.cpu_bytes, b.nvme_bytes}, capacity);
+            const BoundVerdict v{!m.fits, constraint_of(m.tier), m.needed_bytes, m.capacity_bytes};
             it = w.bounds.emplace(key, v).first;
           }
           if (it->second.reject) {
@@ -192,18 +260,8 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
         }
         ++w.evaluated;
         evaluator.evaluate(plan, e, /*memory_only_if_rejected=*/true, /*explain=*/false);
-        double spilled = 0;
-        if (!e.fits && opt.chunk_spill) {
-          spilled = chunk_spill_bytes(e, plan, cluster.node.gpus);
-          if (spilled >= 0) {  // fits thanks to the chunk runtime: now run the time model
-            evaluator.evaluate(plan, e, false, false);
-            e.fits = true;
-          }
-        }
         if (!e.fits) {
-          if (!e.gpu.fits()) w.rejected[family_key(c, Constraint::gpu)].add(e.gpu.total(), e.gpu.capacity_bytes, c, i);
-          else if (!e.cpu.fits()) w.rejected[family_key(c, Constraint::cpu)].add(e.cpu.total(), e.cpu.capacity_bytes, c, i);
-          else w.rejected[family_key(c, Constraint::nvme)].add(e.nvme.total(), e.nvme.capacity_bytes, c, i);
+          w.rejected[family_key(c, constraint_of(e.memory.tier))].add(e.memory.needed_bytes, e.memory.capacity_bytes, c, i);
           continue;
         }
         if (opt.max_iteration_s > 0 && e.time.iteration_s > opt.max_iteration_s) {
@@ -224,7 +282,6 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
         r.candidate = c;
         r.plan = plan;
         r.analytic = e;
-        r.spilled_bytes = spilled;
         r.tokens_per_s = e.tokens_per_s;
         if (price > 0) r.cost_per_million_tokens = price * gpus / 3600.0 / e.tokens_per_s * 1e6;
         if (full) {
@@ -295,7 +352,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   for (const auto& [k, v] : rejected) {
     RejectedFamily f;
     f.family = family_label(v.example);
-    f.constraint = constraint_name(static_cast<Constraint>(std::get<7>(k)));
+    f.constraint = constraint_text(static_cast<Constraint>(std::get<7>(k)));
     f.needed = v.needed;
     f.capacity = v.capacity;
     f.plans = v.plans;
@@ -304,47 +361,9 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   std::stable_sort(result.rejected.begin(), result.rejected.end(),
                    [](const RejectedFamily& a, const RejectedFamily& b) { return a.plans > b.plans; });
 
-  // ---- second tier: refine the best K with the simulator, several at a time
+  // ---- second tier: the simulator, until enough plans pass it
   if (opt.refiner && !result.cancelled && !rows.empty()) {
-    const int k = std::min<int>(static_cast<int>(rows.size()), opt.refine_top > 0 ? opt.refine_top : opt.top_k);
-    std::atomic<int> next_row{0};
-    std::atomic<int64_t> refined_done{0};
-    std::vector<std::string> errors(k);
-    auto refine = [&] {
-      for (;;) {
-        if (cancelled()) return;
-        const int i = next_row.fetch_add(1);
-        if (i >= k) return;
-        try {
-          rows[i].refined = opt.refiner(result.job(rows[i]));
-        } catch (const std::exception& ex) {
-          errors[i] = ex.what();
-        }
-        refined_done.fetch_add(1);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < std::min(threads, k); ++t) pool.emplace_back(refine);
-    for (auto& th : pool) th.join();
-    for (int i = 0; i < k; ++i) {
-      if (!errors[i].empty()) throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i]);
-      if (!rows[i].refined) continue;  // cancelled before this row
-      ++result.refined;
-      rows[i].tokens_per_s = rows[i].refined->fits ? rows[i].refined->tokens_per_s : 0;
-      if (price > 0 && rows[i].tokens_per_s > 0)
-        rows[i].cost_per_million_tokens = price * gpus / 3600.0 / rows[i].tokens_per_s * 1e6;
-    }
-    // Refined rows first (by refined throughput; those the simulator says do not fit last among
-    // them), then the rest in analytic order.
-    std::stable_sort(rows.begin(), rows.begin() + k, better);
-    // A plan the simulator says does not fit is no answer: report it, drop it.
-    std::vector<Row> kept;
-    kept.reserve(rows.size());
-    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
-      if (i < k && rows[i].refined && !rows[i].refined->fits) result.simulator_rejected.emplace_back(rows[i].label(), rows[i].refined->why_not);
-      else kept.push_back(std::move(rows[i]));
-    }
-    rows = std::move(kept);
+    rows = refine_rows(std::move(rows), opt, threads, result);
     result.cancelled = cancelled();
   }
   if (static_cast<int>(rows.size()) > opt.top_k) rows.resize(std::max(0, opt.top_k));

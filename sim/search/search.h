@@ -1,7 +1,8 @@
 #pragma once
 // Plan search: enumerate every plan of a space (plan_space.h), prune and evaluate them with the
-// analytic tier (analytic.h) on a pool of threads, optionally refine the best K with a second,
-// simulated tier (the refiner hook, filled in by the schedule/DES engine), and rank.
+// analytic tier (analytic.h) on a pool of threads, optionally refine the best with a second,
+// simulated tier (the refiner hook, filled in by the schedule/DES engine) until K of them pass
+// it -- a plan it refuses is no answer and the next takes its place -- and rank.
 //
 // Determinism: each plan has its enumeration index; rows are ordered by score and then by
 // index, and rejection summaries are merged by key, so the result does not depend on the
@@ -26,6 +27,8 @@ namespace starfish::search {
 struct Evaluation {
   bool fits = false;
   std::string why_not;           // empty when it fits
+  std::string constraint;        // when it does not: "GPU memory", "CPU memory", "NVMe" (the tier
+                                 // check_memory names), "time", or "simulator" (refused the plan)
   double iteration_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
@@ -53,7 +56,8 @@ struct SearchOptions {
   SearchSpace space;
   int top_k = 10;                // rows returned
   Refiner refiner;               // optional second tier
-  int refine_top = 0;            // plans refined (0: top_k) when a refiner is given
+  int refine_top = 0;            // plans that must pass the refiner (0: top_k) when one is given
+  int refine_reserve = 32;       // rows beyond refine_top kept to replace the plans it refuses
   int threads = 0;               // 0: every hardware thread
   ProgressFn progress;           // called on the calling thread every progress_interval_s, and at the end
   double progress_interval_s = 0.1;
@@ -61,12 +65,6 @@ struct SearchOptions {
   double max_iteration_s = 0;    // > 0: a plan with a longer iteration is rejected ("time")
   bool prune = true;             // family-level memory lower bound before evaluating (never
                                  // drops a plan that fits; off only to test exactly that)
-  // The chunk runtime keeps chunks on the GPU as far as the margin allows (DESIGN: hybrid
-  // Adam, eviction): a chunked plan whose host or NVMe overflows still fits when the node's
-  // spare GPU memory (and spare host memory, for NVMe) absorbs the excess chunk bytes. The
-  // analytic estimate places each state class wholly on one tier and cannot see this; the
-  // optimizer time stays as estimated (CPU Adam for every chunk: conservative).
-  bool chunk_spill = true;
 };
 
 struct Row {
@@ -75,7 +73,6 @@ struct Row {
   Plan plan;                     // dp resolved
   Estimate analytic;
   std::optional<Evaluation> refined;
-  double spilled_bytes = 0;      // per node: chunk bytes held on GPU/CPU margins (chunk_spill)
   double tokens_per_s = 0;       // the ranking throughput: refined when refined, else analytic
   double cost_per_million_tokens = 0;  // price_per_gpu_hour known; else 0
   std::string label() const { return short_label(candidate); }
@@ -94,8 +91,10 @@ struct RejectedFamily {
 };
 
 struct SearchResult {
-  // Plans the analytic tier ranked high but the simulator rejected: (label, why).
+  // Plans the analytic tier ranked high but the simulator rejected: (label, why), best first;
+  // simulator_binding is the first one's Evaluation::constraint.
   std::vector<std::pair<std::string, std::string>> simulator_rejected;
+  std::string simulator_binding;
   Model model;
   Cluster cluster;
   Training training;
@@ -114,12 +113,18 @@ struct SearchResult {
   Job job(const Row& row) const;         // make_job of the row: validated like any job
   // The binding constraint when nothing fits: "time" when some plan fit in memory but ran
   // over max_iteration_s, else the memory tier of the rejected family closest to fitting
-  // ("GPU memory", "CPU memory", "NVMe"); "" when some plan fits.
+  // ("GPU memory", "CPU memory", "NVMe"), else (every plan the analytic tier accepted was
+  // refused by the simulator) simulator_binding; "" when some plan fits.
   std::string binding_constraint() const;
 };
 
 SearchResult search(const Model& model, const Cluster& cluster, const Training& training,
                     const SearchOptions& options);
+
+// Whether the search has an answer its refiner passed (rows.front() refined and fitting): what
+// maxsize and size-cluster count as "fits", so they never answer with a plan the simulator
+// refused or did not see (a search cancelled before it refined its best row).
+bool has_simulated_answer(const SearchResult& result);
 
 // Training used when the user gives no global batch: bf16 (or fp16, else fp32) mixed-precision
 // Adam and about 4Mi tokens per iteration (GPT-3's 175B batch: 1536-3.2M tokens), rounded up to

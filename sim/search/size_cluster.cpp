@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "sim/cost/flops.h"
+#include "sim/search/des_refiner.h"
 #include "sim/spec/error.h"
 #include "sim/spec/units.h"
 
@@ -46,21 +46,21 @@ int64_t parse_token_count(std::string_view text) {
 
 namespace {
 
-// Some TP x PP x DP layout divides the GPUs and the batch (the enumerator's first filter).
-bool has_layout(const Model& m, int gpus_per_node, int gpus, int64_t batch, int max_tp) {
-  for (int tp = 1; tp <= std::min(max_tp, gpus_per_node); ++tp) {
-    if (m.heads % tp || m.kv_heads % tp || m.ffn_hidden % tp || gpus % tp) continue;
-    for (int pp = 1; pp <= m.layers; ++pp) {
-      if (m.layers % pp || gpus % (tp * pp)) continue;
-      if (batch % (gpus / (tp * pp)) == 0) return true;
-    }
-  }
+// Some TP x PP layout is a valid plan on the cluster for the batch (plan_invalid_reason: make_job's
+// rules, micro-batch 1 and DP derived), the enumerator's first filter.
+bool has_layout(const Model& m, const Cluster& c, const Training& t, int max_tp) {
+  Plan p;
+  for (p.tp = 1; p.tp <= std::min(max_tp, c.node.gpus); ++p.tp)
+    for (p.pp = 1; p.pp <= m.layers; ++p.pp)
+      if (!plan_invalid_reason(m, c, t, p)) return true;
   return false;
 }
 
 }  // namespace
 
-SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const SizeClusterOptions& o) {
+SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const SizeClusterOptions& options) {
+  SizeClusterOptions o = options;
+  if (!o.search.refiner) o.search.refiner = des_refiner();  // every answer is simulated
   if (o.tokens < 1) throw SpecError("size-cluster: the token count must be positive");
   if (!(o.days > 0)) throw SpecError("size-cluster: the number of days must be positive");
   SizeClusterResult out;
@@ -78,8 +78,11 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   const int max_tp = o.search.space.max_tp > 0 ? o.search.space.max_tp : hw.node.gpus;
   const int max_nodes = hw.node.nic ? o.max_nodes : 1;
   std::vector<int> counts;
-  for (int n = min_nodes; n <= max_nodes; ++n)
-    if (has_layout(model, hw.node.gpus, n * hw.node.gpus, training.global_batch, max_tp)) counts.push_back(n);
+  Cluster sized = hw;
+  for (int n = min_nodes; n <= max_nodes; ++n) {
+    sized.nodes = n;
+    if (has_layout(model, sized, training, max_tp)) counts.push_back(n);
+  }
   if (counts.empty()) {
     out.why_not = "no node count in [" + std::to_string(min_nodes) + ", " + std::to_string(max_nodes) +
                   "] admits a TP x PP x DP layout for a global batch of " + std::to_string(training.global_batch);
@@ -100,7 +103,7 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
     } catch (const SpecError&) {
       return t;
     }
-    t.ok = !t.r.rows.empty() && t.r.rows.front().tokens_per_s >= needed_tokens_per_s;
+    t.ok = has_simulated_answer(t.r) && t.r.rows.front().tokens_per_s >= needed_tokens_per_s;
     return t;
   };
   auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
@@ -108,11 +111,16 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   size_t lo = 0, hi = counts.size() - 1;
   Try best = attempt(counts[hi]);
   if (!best.ok) {
-    char buf[200];
-    const double tps = best.r.rows.empty() ? 0 : best.r.rows.front().tokens_per_s;
-    std::snprintf(buf, sizeof buf, "%d nodes (the most tried) reach %s tokens/s; %s tokens/s are needed", counts[hi],
-                  units::human_count(tps).c_str(), units::human_count(needed_tokens_per_s).c_str());
-    out.why_not = best.r.rows.empty() ? std::to_string(counts[hi]) + " nodes (the most tried): no plan fits" : buf;
+    const std::string most = std::to_string(counts[hi]) + " nodes (the most tried)";
+    if (has_simulated_answer(best.r)) {
+      out.why_not = most + " reach " + units::human_count(best.r.rows.front().tokens_per_s) + " tokens/s; " +
+                    units::human_count(needed_tokens_per_s) + " tokens/s are needed";
+    } else {
+      out.why_not = most + ": no plan fits";
+      if (!best.r.simulator_rejected.empty())
+        out.why_not += " (the simulator refused " + best.r.simulator_rejected.front().first + ": " +
+                       best.r.simulator_rejected.front().second + ")";
+    }
     return out;
   }
   while (lo < hi && !cancelled()) {

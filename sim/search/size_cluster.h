@@ -2,12 +2,13 @@
 // The fewest nodes of a hardware profile that train a model on a number of tokens within a
 // number of days, with the plan that does it.
 //
-// Method: the node counts considered are those for which some TP x PP x DP layout divides both
-// the GPUs and the global batch (a cheap check); among them, a lower bound (every GPU at its
-// dense peak on the model's FLOPs) skips the hopeless ones, and a binary search finds the first
-// count whose best plan is fast enough -- assuming more nodes never make the best plan slower,
-// which holds while DP can grow (a count between two tried ones is not searched when the
-// bisection has already passed it).
+// Method: the node counts considered are those for which some TP x PP x DP layout is a valid plan
+// for the global batch (a cheap check); among them, a lower bound (every GPU at its dense peak
+// on the model's FLOPs) skips the hopeless ones, and a binary search finds the first count whose
+// best plan is fast enough -- assuming more nodes never make the best plan slower, which holds
+// while DP can grow (a count between two tried ones is not searched when the bisection has
+// already passed it). Each count's best plan is the search's best that the discrete-event
+// simulator accepts (has_simulated_answer), and its simulated throughput decides.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,7 +26,7 @@ struct SizeClusterOptions {
   double days = 0;
   int64_t global_batch = 0;     // 0: about 4Mi tokens (fixed across node counts)
   int max_nodes = 4096;
-  SearchOptions search;
+  SearchOptions search;         // no refiner: the discrete-event simulator (des_refiner)
 };
 
 struct SizeClusterResult {

@@ -8,6 +8,10 @@ int64_t Job::micro_batches() const { return training.global_batch / (int64_t{pla
 
 Plan default_plan() { return Plan{}; }
 
+bool tp_aligned_to_nodes(int tp, int gpus_per_node) {
+  return tp > 0 && gpus_per_node > 0 && (gpus_per_node % tp == 0 || tp % gpus_per_node == 0);
+}
+
 Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   const Provenance& pp = plan.provenance;
   const std::string of_model = " of model " + model.name + " (" + model.provenance.file + ")";
@@ -27,6 +31,10 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                 " does not divide the " + std::to_string(model.layers) + " layers" + of_model);
   const int gpus = cluster.total_gpus();
   const std::string of_cluster = " of cluster " + cluster.name + " (" + cluster.provenance.file + ")";
+  if (!tp_aligned_to_nodes(plan.tp, cluster.node.gpus))
+    pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " neither divides the " + std::to_string(cluster.node.gpus) +
+                                        " GPUs per node nor is a multiple of them, so tensor-parallel groups would "
+                                        "straddle nodes" + of_cluster);
   if (plan.dp == 0) {
     if (gpus % (plan.tp * plan.pp) != 0)
       pp.fail("plan.tensor_parallel", "tensor_parallel " + std::to_string(plan.tp) + " x pipeline_parallel " +
@@ -65,6 +73,14 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   if (plan.chunked() && plan.pp > 1)
     pp.fail("plan.pipeline_parallel", "the chunk runtime does not run pipeline parallelism (PatrickStar has none): use "
                                       "pipeline_parallel 1 with chunk_size, or chunk_size 0");
+  // PatrickStar has no gradient accumulation (grads overwrite the fp16 param chunks), and neither
+  // has the chunk runtime: each rank's batch is one micro-batch, the simulator and starfish-run
+  // run it so, and the memory it needs is that micro-batch's activations.
+  if (plan.chunked() && m != 1)
+    pp.fail("plan.micro_batch", "the chunk runtime runs each rank's batch as one micro-batch (no gradient "
+                                "accumulation, as PatrickStar): micro_batch must be global_batch / data_parallel = " +
+                                    std::to_string(training.global_batch / plan.dp) + ", got " +
+                                    std::to_string(plan.micro_batch));
   if (plan.chunked() && plan.chunk_elements < 1024)
     pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
   if (!cluster.node.gpu.peak_flops.count(training.dtype))

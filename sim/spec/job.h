@@ -17,12 +17,20 @@ struct Job {
   int64_t micro_batches() const;  // per pipeline per iteration: global / (micro * dp)
 };
 
+// Tensor-parallel groups are consecutive ranks (Megatron's layout), so they stay inside a node
+// -- or cover whole nodes -- exactly when TP divides the GPUs per node or is a multiple of them.
+// Otherwise some groups straddle two nodes and the data-parallel groups hold different numbers
+// of GPUs on different nodes (TP 3 on 8-GPU nodes), which no framework lays out on purpose and
+// the simulator's hierarchical collectives do not model: such a plan is refused.
+bool tp_aligned_to_nodes(int tp, int gpus_per_node);
+
 // Checks every cross-spec rule and resolves plan.dp; throws SpecError naming the offending
-// field's file:line. Rules: TP divides heads, kv_heads and the FFN; PP * virtual stages divides
+// field's file:line. Rules: TP divides heads, kv_heads and the FFN and is aligned to the nodes
+// (tp_aligned_to_nodes); PP * virtual stages divides
 // layers; TP * PP * DP equals the cluster's GPUs; the global batch divides into micro-batches
 // over DP; interleaving needs virtual stages > 1 and micro-batches divisible by PP; offload to
-// NVMe needs an NVMe; chunk-runtime plans have no pipeline parallelism; the dtype is one the GPU
-// supports.
+// NVMe needs an NVMe; chunk-runtime plans have no pipeline parallelism and one micro-batch per
+// iteration; the dtype is one the GPU supports.
 Job make_job(Model model, Cluster cluster, Training training, Plan plan);
 
 // The plan Starfish assumes when none is given: pure data parallelism over every GPU, no ZeRO.

@@ -69,6 +69,7 @@ TEST(Export, DeepSpeedConfigOfZeroInfinity) {
 TEST(Export, DeepSpeedRefusesChunks) {
   Plan p;
   p.chunk_elements = 1 << 20;
+  p.micro_batch = 4;  // 64 sequences over 16 ranks: the chunk runtime's one micro-batch
   EXPECT_EQ(deepspeed_unsupported(job_with(p)), "DeepSpeed has no chunk runtime (PatrickStar-style chunks)");
 }
 
@@ -77,6 +78,7 @@ TEST(Export, PlanFileRoundTrips) {
   p.tp = 4;
   p.zero_stage = 2;
   p.chunk_elements = 1 << 20;
+  p.micro_batch = 16;  // 64 sequences over DP 4: one micro-batch
   p.offload.params = Tier::cpu;
   p.offload.grads = Tier::cpu;
   p.offload.optimizer = Tier::cpu;

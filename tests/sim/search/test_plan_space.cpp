@@ -121,6 +121,27 @@ TEST(PlanSpace, PrecheckAgreesWithMakeJob) {
   EXPECT_GT(checked, valid * 10);
 }
 
+// The space proposes nothing make_job refuses: on 3 nodes of 4 GPUs a 6-head model admits TP 3
+// and 6 by the GPU count, but their groups would straddle nodes; and a chunked plan runs the
+// rank's batch as one micro-batch.
+TEST(PlanSpace, NoTpThatStraddlesNodesAndOneMicroBatchPerChunkedPlan) {
+  const Model m = search_test::small_gpt(6, 384, 6);
+  const Cluster c = search_test::small_cluster(3);  // 12 GPUs
+  const Training t = search_test::fp16_training(24);
+  const auto plans = enumerate_plans(m, c, t, SearchSpace{});
+  ASSERT_FALSE(plans.empty());
+  std::set<int> tps;
+  for (const Candidate& k : plans) {
+    tps.insert(k.tp);
+    if (k.chunk_elements > 0) EXPECT_EQ(int64_t{k.micro_batch} * k.dp, t.global_batch);
+    make_job(m, c, t, k.to_plan());  // throws on a plan make_job refuses
+  }
+  EXPECT_EQ(tps, (std::set<int>{1, 2}));
+  Plan p;
+  p.tp = 3;
+  EXPECT_STREQ(plan_invalid_reason(m, c, t, p), "TP groups would straddle nodes");
+}
+
 TEST(PlanSpace, StaticPartitionKeepsParamsAndGradsOnTheGpu) {
   const Model m = search_test::small_gpt();
   const Cluster c = search_test::small_cluster();

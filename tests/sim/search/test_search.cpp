@@ -31,7 +31,7 @@ TEST(Search, PruningNeverDropsAPlanThatFits) {
   EXPECT_EQ(a.fitting, b.fitting);
   ASSERT_EQ(a.rows.size(), b.rows.size());
   for (size_t i = 0; i < a.rows.size(); ++i) EXPECT_EQ(a.rows[i].index, b.rows[i].index);
-  // And the fitting set is exactly the plans the analytic model (with chunk spill) accepts.
+  // And the fitting set is exactly the plans estimate() accepts.
   AnalyticEvaluator ev(k.m, k.c, k.t);
   const auto plans = enumerate_plans(k.m, k.c, k.t, SearchSpace{});
   ev.prepare(plans);
@@ -39,7 +39,8 @@ TEST(Search, PruningNeverDropsAPlanThatFits) {
   Estimate e;
   for (const auto& p : plans) {
     ev.evaluate(p.to_plan(), e);
-    fits += e.fits || chunk_spill_bytes(e, p.to_plan(), k.c.node.gpus) >= 0;
+    fits += e.fits;
+    EXPECT_EQ(e.fits, estimate(make_job(k.m, k.c, k.t, p.to_plan())).fits);
   }
   EXPECT_EQ(fits, a.fitting);
 }
@@ -114,10 +115,6 @@ TEST(Search, CancellationReturnsTheBestOfThePlansEvaluatedSoFar) {
   Estimate e;
   for (int64_t i = 0; i < seen; ++i) {
     ev.evaluate(plans[i].to_plan(), e);
-    if (!e.fits && chunk_spill_bytes(e, plans[i].to_plan(), c.node.gpus) >= 0) {
-      ev.evaluate(plans[i].to_plan(), e);
-      e.fits = true;
-    }
     if (e.fits && e.tokens_per_s > best) {
       best = e.tokens_per_s;
       best_index = i;
@@ -126,14 +123,14 @@ TEST(Search, CancellationReturnsTheBestOfThePlansEvaluatedSoFar) {
   EXPECT_EQ(r.rows.front().index, best_index);
 }
 
-TEST(Search, RefinerReranksTheBestKAndMayRejectPlans) {
+TEST(Search, RefinerReranksTheBestKAndReplacesThePlansItRefuses) {
   Case k;
   SearchOptions o;
+  o.top_k = 6;
+  const SearchResult plain = search(k.m, k.c, k.t, o);  // analytic only: the best 6
+  ASSERT_EQ(plain.rows.size(), 6u);
   o.top_k = 5;
-  o.refine_top = 5;
-  const SearchResult plain = search(k.m, k.c, k.t, o);
-  ASSERT_EQ(plain.rows.size(), 5u);
-  const Plan first = plain.rows[0].plan, second = plain.rows[1].plan;
+  const Plan first = plain.rows[0].plan, second = plain.rows[1].plan, sixth = plain.rows[5].plan;
   // A stand-in "simulator": the analytic verdict, except that it finds the analytic winner
   // does not fit and the runner-up twice as fast.
   o.refiner = [&](const Job& job) {
@@ -147,15 +144,68 @@ TEST(Search, RefinerReranksTheBestKAndMayRejectPlans) {
     return v;
   };
   const SearchResult r = search(k.m, k.c, k.t, o);
-  EXPECT_EQ(r.refined, 5);
-  // The rejected winner is dropped from the ranking and reported with the simulator's reason.
-  ASSERT_EQ(r.rows.size(), 4u);
+  // The rejected winner is dropped from the ranking and reported with the simulator's reason;
+  // the analytic sixth takes its place, refined too, so every row shown passed the simulator.
+  EXPECT_EQ(r.refined, 6);
+  ASSERT_EQ(r.rows.size(), 5u);
   EXPECT_EQ(r.rows.front().plan, second);
-  for (const Row& row : r.rows) EXPECT_NE(row.plan, first);
+  for (const Row& row : r.rows) {
+    EXPECT_NE(row.plan, first);
+    ASSERT_TRUE(row.refined.has_value());
+    EXPECT_TRUE(row.refined->fits);
+    EXPECT_EQ(row.refined->source, "des");
+    EXPECT_EQ(row.tokens_per_s, row.refined->tokens_per_s);
+  }
+  EXPECT_TRUE(std::any_of(r.rows.begin(), r.rows.end(), [&](const Row& row) { return row.plan == sixth; }));
   ASSERT_EQ(r.simulator_rejected.size(), 1u);
   EXPECT_EQ(r.simulator_rejected[0].first, plain.rows[0].label());
   EXPECT_EQ(r.simulator_rejected[0].second, "simulated peak over capacity");
-  EXPECT_EQ(r.rows.front().refined->source, "des");
+  EXPECT_TRUE(has_simulated_answer(r));
+}
+
+TEST(Search, WhenTheSimulatorRefusesEveryPlanThereIsNoAnswerAndItsReasonBinds) {
+  Case k;
+  SearchOptions o;
+  o.top_k = 1;
+  o.refine_reserve = 3;
+  int calls = 0;
+  o.refiner = [&](const Job&) {
+    ++calls;
+    Evaluation v;
+    v.constraint = "CPU memory";
+    v.why_not = "simulated CPU memory: needs more";
+    return v;
+  };
+  const SearchResult r = search(k.m, k.c, k.t, o);
+  EXPECT_GT(r.fitting, 4);
+  EXPECT_EQ(calls, 4);  // the best plan, then the 3 in reserve, one at a time
+  EXPECT_TRUE(r.rows.empty());
+  EXPECT_FALSE(has_simulated_answer(r));
+  EXPECT_EQ(r.simulator_rejected.size(), 4u);
+  EXPECT_EQ(r.binding_constraint(), "CPU memory");
+}
+
+TEST(Search, ASimulatedIterationOverTheTimeLimitIsRefused) {
+  Case k;
+  SearchOptions o;
+  o.top_k = 1;
+  const SearchResult plain = search(k.m, k.c, k.t, o);
+  ASSERT_FALSE(plain.rows.empty());
+  const Plan winner = plain.rows[0].plan;
+  o.max_iteration_s = 2 * plain.rows[0].analytic.time.iteration_s;  // the analytic tier passes it
+  // A "simulator" that finds the winner 3x slower than the analytic tier, the rest as it is.
+  o.refiner = [&](const Job& job) {
+    Evaluation v = to_evaluation(estimate(job));
+    if (job.plan == winner) v.iteration_s *= 3;
+    return v;
+  };
+  const SearchResult r = search(k.m, k.c, k.t, o);
+  ASSERT_EQ(r.simulator_rejected.size(), 1u);
+  EXPECT_EQ(r.simulator_rejected[0].first, plain.rows[0].label());
+  EXPECT_EQ(r.simulator_rejected[0].second.rfind("simulated iteration ", 0), 0u) << r.simulator_rejected[0].second;
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_NE(r.rows[0].plan, winner);
+  EXPECT_LE(r.rows[0].refined->iteration_s, o.max_iteration_s);
 }
 
 TEST(Search, TimeLimitRejectsSlowPlans) {

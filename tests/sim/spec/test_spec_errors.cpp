@@ -159,6 +159,41 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "plan.yaml:1:29: field 'training.dtype': GPU G has no peak for fp8 of cluster box (hw.yaml)");
 }
 
+// TP 3 on 8-GPU nodes: some tensor-parallel groups straddle two nodes (the simulator used to
+// refuse the resulting uneven data-parallel groups in the middle of a collective).
+TEST(SpecErrors, TensorParallelMustBeAlignedToTheNodes) {
+  const Model m = parse_model_text(replace(replace(kModel, "heads: 16", "heads: 24"), "hidden: 1024", "hidden: 1536"), "m.yaml");
+  const Cluster c = parse_cluster_text(replace(replace(kCluster, "nodes: 1", "nodes: 3"), "  pcie:", "  nic: {count: 8, bandwidth: 200Gb/s}\n  pcie:"),
+                                       "hw.yaml");  // 24 GPUs
+  auto error = [&](const std::string& plan) {
+    return error_of([&] {
+      const PlanFile p = parse_plan_file_text(plan, "plan.yaml");
+      make_job(m, c, p.training, p.plan);
+    });
+  };
+  EXPECT_EQ(error("training: {global_batch: 24}\nplan: {tensor_parallel: 3}\n"),
+            "plan.yaml:2:8: field 'plan.tensor_parallel': 3 neither divides the 8 GPUs per node nor is a multiple of "
+            "them, so tensor-parallel groups would straddle nodes of cluster box (hw.yaml)");
+  EXPECT_EQ(error("training: {global_batch: 24}\nplan: {tensor_parallel: 6, pipeline_parallel: 4}\n"),
+            "plan.yaml:2:8: field 'plan.tensor_parallel': 6 neither divides the 8 GPUs per node nor is a multiple of "
+            "them, so tensor-parallel groups would straddle nodes of cluster box (hw.yaml)");
+  EXPECT_EQ(error("training: {global_batch: 24}\nplan: {tensor_parallel: 8}\n"), "(no error)");
+  EXPECT_EQ(error("training: {global_batch: 24}\nplan: {tensor_parallel: 24}\n"), "(no error)");  // whole nodes
+  EXPECT_FALSE(tp_aligned_to_nodes(3, 8));
+  EXPECT_TRUE(tp_aligned_to_nodes(3, 6));  // e.g. --gpus 6 of a node
+  EXPECT_TRUE(tp_aligned_to_nodes(16, 8));
+  EXPECT_FALSE(tp_aligned_to_nodes(12, 8));
+}
+
+// PatrickStar, and the chunk runtime, accumulate no gradients: a rank's batch is one micro-batch.
+TEST(SpecErrors, AChunkPlanRunsOneMicroBatchPerIteration) {
+  EXPECT_EQ(job_error("training: {global_batch: 16}\nplan: {chunk_size: 64Mi, micro_batch: 1}\n"),
+            "plan.yaml:2:26: field 'plan.micro_batch': the chunk runtime runs each rank's batch as one micro-batch (no "
+            "gradient accumulation, as PatrickStar): micro_batch must be global_batch / data_parallel = 2, got 1");
+  EXPECT_EQ(job_error("training: {global_batch: 16}\nplan: {chunk_size: 64Mi, micro_batch: 2}\n"), "(no error)");
+  EXPECT_EQ(job_error("training: {global_batch: 16}\nplan: {micro_batch: 1}\n"), "(no error)");  // static: accumulates
+}
+
 TEST(SpecErrors, DataParallelIsDerived) {
   JobParts parts;
   const PlanFile p = parse_plan_file_text("training: {global_batch: 64}\nplan: {tensor_parallel: 2, pipeline_parallel: 2}\n");

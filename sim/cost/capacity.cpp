@@ -1,0 +1,32 @@
+#include "sim/cost/capacity.h"
+
+#include "sim/spec/units.h"
+
+namespace starfish {
+
+TierBytes usable_capacity(const Cluster& c) {
+  TierBytes cap;
+  cap.gpu = static_cast<double>(c.node.gpu.memory_bytes - c.node.gpu.reserved_bytes);
+  cap.cpu = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
+  cap.nvme = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
+  return cap;
+}
+
+const char* constraint_name(Tier t) {
+  switch (t) {
+    case Tier::gpu: return "GPU memory";
+    case Tier::cpu: return "CPU memory";
+    case Tier::nvme: return "NVMe";
+  }
+  return "?";
+}
+
+const char* MemoryVerdict::constraint() const { return constraint_name(tier); }
+
+std::string MemoryVerdict::text() const {
+  if (fits) return "";
+  return std::string(constraint()) + ": needs " + units::human_bytes(needed_bytes) + " of " +
+         units::human_bytes(capacity_bytes) + (tier == Tier::gpu ? " per GPU" : " per node");
+}
+
+}  // namespace starfish

@@ -1,0 +1,52 @@
+#pragma once
+// Does a plan's memory fit the hardware? The one rule every tier and verb applies: `estimate`
+// (its analytic peaks), `simulate` (its simulated peaks), the search's analytic tier and its
+// simulated second tier, and so `maxsize` and `size-cluster` through the search. A plan fits
+// when each tier's peak is at most that tier's usable capacity:
+//   GPU:  the most loaded GPU's peak, against memory - reserved (CUDA context, NCCL, allocator:
+//         the hwprofile's `gpu.reserved`);
+//   CPU:  the node's host memory in use, against memory - reserved (the OS and the framework's
+//         own process memory: `host.reserved`);
+//   NVMe: the node's NVMe in use, against its capacity (0 without an NVMe).
+// The tiers are checked in that order and the first that overflows is the verdict's reason.
+#include <string>
+
+#include "sim/cost/memory.h"
+#include "sim/spec/hardware.h"
+
+namespace starfish {
+
+// Usable bytes: `gpu` per GPU, `cpu` and `nvme` per node.
+TierBytes usable_capacity(const Cluster& cluster);
+
+struct MemoryVerdict {
+  bool fits = true;
+  Tier tier = Tier::gpu;        // when it does not fit: the first tier that overflows
+  double needed_bytes = 0;      // that tier's peak
+  double capacity_bytes = 0;    // and its usable capacity
+  // "GPU memory", "CPU memory" or "NVMe": how the search and maxsize name a binding tier.
+  const char* constraint() const;
+  // "GPU memory: needs 172 GiB of 78.0 GiB per GPU" ("" when it fits).
+  std::string text() const;
+};
+
+// `peak`: `gpu` per GPU (the most loaded), `cpu` and `nvme` per node, as usable_capacity.
+// Inline: the search's analytic tier calls it for every plan it evaluates.
+inline MemoryVerdict check_memory(const TierBytes& peak, const TierBytes& capacity) {
+  MemoryVerdict v;
+  for (Tier t : {Tier::gpu, Tier::cpu, Tier::nvme}) {
+    if (peak.at(t) > capacity.at(t)) {
+      v.fits = false;
+      v.tier = t;
+      v.needed_bytes = peak.at(t);
+      v.capacity_bytes = capacity.at(t);
+      return v;
+    }
+  }
+  return v;
+}
+
+// The name of a tier as a constraint: "GPU memory", "CPU memory", "NVMe".
+const char* constraint_name(Tier tier);
+
+}  // namespace starfish

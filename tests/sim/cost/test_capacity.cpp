@@ -1,0 +1,75 @@
+// The one fit rule (sim/cost/capacity.h) that estimate, simulate and the search apply.
+#include <gtest/gtest.h>
+
+#include "sim/cost/capacity.h"
+#include "sim/cost/estimate.h"
+#include "sim/spec/job.h"
+#include "test_support.h"
+
+namespace starfish {
+namespace {
+
+Cluster box() {
+  Cluster c;
+  c.node.gpus = 8;
+  c.node.gpu.memory_bytes = 80LL << 30;
+  c.node.gpu.reserved_bytes = 2LL << 30;
+  c.node.host.memory_bytes = 1LL << 40;
+  c.node.host.reserved_bytes = 64LL << 30;
+  c.node.nvme = NvmeSpec{30LL << 40, 25e9, 12e9, 1e-4};
+  return c;
+}
+
+TEST(Capacity, UsableIsMemoryLessReservedPerGpuAndPerNode) {
+  Cluster c = box();
+  TierBytes cap = usable_capacity(c);
+  EXPECT_EQ(cap.gpu, 78.0 * (1LL << 30));
+  EXPECT_EQ(cap.cpu, 960.0 * (1LL << 30));
+  EXPECT_EQ(cap.nvme, 30.0 * (1LL << 40));
+  c.node.nvme.reset();
+  EXPECT_EQ(usable_capacity(c).nvme, 0);
+}
+
+TEST(Capacity, APeakAtCapacityFitsAndOneByteMoreNamesTheFirstTierOver) {
+  const TierBytes cap = usable_capacity(box());
+  EXPECT_TRUE(check_memory(cap, cap).fits);
+  TierBytes peak = cap;
+  peak.cpu += 1;
+  peak.nvme += 1;
+  MemoryVerdict v = check_memory(peak, cap);
+  EXPECT_FALSE(v.fits);
+  EXPECT_EQ(v.tier, Tier::cpu);  // GPU, then CPU, then NVMe
+  EXPECT_EQ(v.needed_bytes, cap.cpu + 1);
+  EXPECT_EQ(v.capacity_bytes, cap.cpu);
+  EXPECT_STREQ(v.constraint(), "CPU memory");
+  peak = TierBytes{172.0 * (1LL << 30), 0, 0};
+  v = check_memory(peak, cap);
+  EXPECT_EQ(v.text(), "GPU memory: needs 172 GiB of 78.0 GiB per GPU");
+  EXPECT_EQ(check_memory(TierBytes{0, 0, 1e12}, TierBytes{1, 1, 0}).text(), "NVMe: needs 931 GiB of 0 per node");
+}
+
+// estimate() applies the same rule to its tier totals: a 22B GPT without parallelism overflows
+// the GPU; split over TP 8 with the optimizer states (12 bytes per parameter) on a 128 GiB host,
+// the host.
+TEST(Capacity, EstimateVerdictIsCheckMemoryOfItsTotals) {
+  Cluster c = testing::dgx(1);
+  c.node.host.memory_bytes = 128LL << 30;
+  Training t;
+  t.global_batch = 8;
+  Plan on_gpu, offloaded;
+  offloaded.tp = 8;
+  offloaded.offload.optimizer = Tier::cpu;
+  for (const Plan& p : {on_gpu, offloaded}) {
+    const Estimate e = estimate(make_job(testing::gpt(48, 6144, 48, 2048, 50257, "g"), c, t, p));
+    const MemoryVerdict v = check_memory(TierBytes{e.gpu.total(), e.cpu.total(), e.nvme.total()}, usable_capacity(c));
+    EXPECT_FALSE(v.fits);
+    EXPECT_EQ(v.tier, p.tp == 1 ? Tier::gpu : Tier::cpu);
+    EXPECT_EQ(e.fits, v.fits);
+    EXPECT_EQ(e.memory.tier, v.tier);
+    EXPECT_EQ(e.memory.needed_bytes, v.needed_bytes);
+    EXPECT_EQ(e.why_not.rfind(p.tp == 1 ? "GPU memory: needs " : "CPU (per node) memory: needs ", 0), 0u) << e.why_not;
+  }
+}
+
+}  // namespace
+}  // namespace starfish
