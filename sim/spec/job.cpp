@@ -67,6 +67,14 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                       "pipeline_parallel 1 with chunk_size, or chunk_size 0");
   if (plan.chunked() && plan.chunk_elements < 1024)
     pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
+  // One rule for every tier and the executor: the chunk runtime has no gradient accumulation
+  // (PatrickStar: the grads overwrite the fp16 param chunks in backward), so a rank's whole
+  // batch is one micro-batch and its activations are held at once.
+  if (plan.chunked() && m > 1)
+    pp.fail("plan.micro_batch", "a chunked plan (chunk_size) runs each rank's whole batch as one micro-batch, the chunk "
+                                "runtime has no gradient accumulation: micro_batch must be global_batch / data_parallel = " +
+                                    std::to_string(training.global_batch / plan.dp) + ", not " +
+                                    std::to_string(plan.micro_batch));
   if (!cluster.node.gpu.peak_flops.count(training.dtype))
     training.provenance.fail("training.dtype", std::string("GPU ") + cluster.node.gpu.name + " has no peak for " +
                                                    to_string(training.dtype) + of_cluster);

@@ -69,6 +69,7 @@ TEST(Export, DeepSpeedConfigOfZeroInfinity) {
 TEST(Export, DeepSpeedRefusesChunks) {
   Plan p;
   p.chunk_elements = 1 << 20;
+  p.micro_batch = 4;  // a chunked plan runs the rank's whole batch as one micro-batch
   EXPECT_EQ(deepspeed_unsupported(job_with(p)), "DeepSpeed has no chunk runtime (PatrickStar-style chunks)");
 }
 
@@ -77,6 +78,7 @@ TEST(Export, PlanFileRoundTrips) {
   p.tp = 4;
   p.zero_stage = 2;
   p.chunk_elements = 1 << 20;
+  p.micro_batch = 16;  // the rank's whole batch (a chunked plan has no gradient accumulation)
   p.offload.params = Tier::cpu;
   p.offload.grads = Tier::cpu;
   p.offload.optimizer = Tier::cpu;
