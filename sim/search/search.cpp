@@ -79,6 +79,109 @@ struct Worker {
   int64_t evaluated = 0, pruned = 0, fitting = 0;
 };
 
+// Runs work(t) for t in [0, threads) on threads of their own; the calling thread calls tick()
+// every interval_s until all have ended (the progress reports come from the caller's thread).
+void run_pool(int threads, const std::function<void(int)>& work, const std::function<void()>& tick, double interval_s) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      work(t);
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+    });
+  std::unique_lock<std::mutex> lock(mu);
+  const auto interval = std::chrono::duration<double>(std::max(1e-4, interval_s));
+  while (!cv.wait_for(lock, interval, [&] { return finished == threads; })) {
+    lock.unlock();
+    tick();
+    lock.lock();
+  }
+  lock.unlock();
+  for (auto& th : pool) th.join();
+}
+
+// The second tier, in waves: the best K analytic rows first (K = refine_top, else top_k); each
+// row the simulator rejects is replaced by the next analytic row, so K refined rows survive
+// whenever that many of the kept rows fit. Afterwards: the refined rows that fit (by refined
+// throughput), then any row left unrefined (a cancelled search) in analytic order. Rejected
+// rows go to simulator_rejected. Cancelling stops within one engine poll (des::Cancelled from
+// the refiner leaves that row unrefined).
+void refine_best(SearchResult& result, std::vector<Row>& rows, const SearchOptions& opt, int threads,
+                 int64_t analytic_done) {
+  const int want = std::min<int>(static_cast<int>(rows.size()), opt.refine_top > 0 ? opt.refine_top : opt.top_k);
+  auto cancelled = [&] { return opt.cancel && opt.cancel->load(std::memory_order_relaxed); };
+  const double price = result.cluster.price_per_gpu_hour, gpus = result.cluster.total_gpus();
+  std::atomic<int64_t> refined_done{0};
+  int64_t refine_total = want;
+  auto report = [&] {
+    if (!opt.progress) return;
+    Progress p;
+    p.done = analytic_done;
+    p.total = result.enumerated;
+    p.fitting = result.fitting;
+    p.best_tokens_per_s = rows.front().analytic.tokens_per_s;
+    p.refined = refined_done.load();
+    p.refine_total = refine_total;
+    p.phase = "refine";
+    opt.progress(p);
+  };
+  size_t next = 0;
+  int fit = 0;
+  while (fit < want && next < rows.size() && !cancelled()) {
+    const size_t wave_begin = next, wave_end = std::min(rows.size(), next + static_cast<size_t>(want - fit));
+    refine_total = static_cast<int64_t>(wave_end);
+    std::atomic<size_t> next_row{wave_begin};
+    std::vector<std::string> errors(wave_end - wave_begin);
+    auto refine = [&](int) {
+      while (!cancelled()) {
+        const size_t i = next_row.fetch_add(1);
+        if (i >= wave_end) return;
+        try {
+          rows[i].refined = opt.refiner(result.job(rows[i]));
+        } catch (const std::exception& ex) {
+          if (!cancelled()) errors[i - wave_begin] = ex.what();  // else: stopped part-way, unrefined
+        }
+        refined_done.fetch_add(1);
+      }
+    };
+    run_pool(std::min<int>(threads, static_cast<int>(wave_end - wave_begin)), refine, report, opt.progress_interval_s);
+    for (size_t i = wave_begin; i < wave_end; ++i) {
+      if (!errors[i - wave_begin].empty())
+        throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i - wave_begin]);
+      if (!rows[i].refined) continue;
+      ++result.refined;
+      if (rows[i].refined->fits) ++fit;
+    }
+    next = wave_end;
+  }
+  report();
+  std::vector<Row> kept, unrefined;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Row& r = rows[i];
+    if (!r.refined) {
+      if (i < next) unrefined.push_back(std::move(r));  // cancelled before or during its simulation
+      continue;
+    }
+    if (!r.refined->fits) {
+      result.simulator_rejected.emplace_back(r.label(), r.refined->why_not);
+      continue;
+    }
+    r.tokens_per_s = r.refined->tokens_per_s;
+    if (price > 0) r.cost_per_million_tokens = price * gpus / 3600.0 / r.tokens_per_s * 1e6;
+    kept.push_back(std::move(r));
+  }
+  std::stable_sort(kept.begin(), kept.end(), better);
+  // Rows never reached (the refill reserve, or a cancelled search) follow in analytic order.
+  for (size_t i = next; i < rows.size(); ++i) unrefined.push_back(std::move(rows[i]));
+  for (Row& r : unrefined) kept.push_back(std::move(r));
+  rows = std::move(kept);
+  result.cancelled = cancelled();
+}
+
 }  // namespace
 
 Evaluation to_evaluation(const Estimate& e) {
@@ -139,12 +242,15 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   result.model = model;
   result.cluster = cluster;
   result.training = training;
-  const std::vector<Candidate> candidates = enumerate_plans(model, cluster, training, opt.space);
+  const std::vector<Candidate> candidates =
+      enumerate_plans(model, cluster, training, opt.space, &result.chunked_accumulation_left_out);
   result.enumerated = static_cast<int64_t>(candidates.size());
 
   AnalyticEvaluator evaluator(model, cluster, training);
   evaluator.prepare(candidates);
-  const int keep = std::max({1, opt.top_k, opt.refiner ? (opt.refine_top > 0 ? opt.refine_top : opt.top_k) : 0});
+  // With a refiner, twice the rows it refines: the reserve that replaces rows the simulator rejects.
+  const int refine_target = opt.refiner ? (opt.refine_top > 0 ? opt.refine_top : opt.top_k) : 0;
+  const int keep = std::max({1, opt.top_k, 2 * refine_target});
   const int threads = std::max(1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
   result.threads = threads;
   const double price = cluster.price_per_gpu_hour;
@@ -254,28 +360,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
     opt.progress(p);
   };
 
-  {
-    std::mutex mu;
-    std::condition_variable cv;
-    int finished = 0;
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        work(workers[t]);
-        std::lock_guard<std::mutex> lock(mu);
-        ++finished;
-        cv.notify_all();
-      });
-    std::unique_lock<std::mutex> lock(mu);
-    const auto interval = std::chrono::duration<double>(std::max(1e-4, opt.progress_interval_s));
-    while (!cv.wait_for(lock, interval, [&] { return finished == threads; })) {
-      lock.unlock();
-      report("analytic");
-      lock.lock();
-    }
-    lock.unlock();
-    for (auto& th : pool) th.join();
-  }
+  run_pool(threads, [&](int t) { work(workers[t]); }, [&] { report("analytic"); }, opt.progress_interval_s);
   result.cancelled = cancelled();
   report("analytic");
   result.analytic_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -304,49 +389,8 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   std::stable_sort(result.rejected.begin(), result.rejected.end(),
                    [](const RejectedFamily& a, const RejectedFamily& b) { return a.plans > b.plans; });
 
-  // ---- second tier: refine the best K with the simulator, several at a time
-  if (opt.refiner && !result.cancelled && !rows.empty()) {
-    const int k = std::min<int>(static_cast<int>(rows.size()), opt.refine_top > 0 ? opt.refine_top : opt.top_k);
-    std::atomic<int> next_row{0};
-    std::atomic<int64_t> refined_done{0};
-    std::vector<std::string> errors(k);
-    auto refine = [&] {
-      for (;;) {
-        if (cancelled()) return;
-        const int i = next_row.fetch_add(1);
-        if (i >= k) return;
-        try {
-          rows[i].refined = opt.refiner(result.job(rows[i]));
-        } catch (const std::exception& ex) {
-          errors[i] = ex.what();
-        }
-        refined_done.fetch_add(1);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < std::min(threads, k); ++t) pool.emplace_back(refine);
-    for (auto& th : pool) th.join();
-    for (int i = 0; i < k; ++i) {
-      if (!errors[i].empty()) throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i]);
-      if (!rows[i].refined) continue;  // cancelled before this row
-      ++result.refined;
-      rows[i].tokens_per_s = rows[i].refined->fits ? rows[i].refined->tokens_per_s : 0;
-      if (price > 0 && rows[i].tokens_per_s > 0)
-        rows[i].cost_per_million_tokens = price * gpus / 3600.0 / rows[i].tokens_per_s * 1e6;
-    }
-    // Refined rows first (by refined throughput; those the simulator says do not fit last among
-    // them), then the rest in analytic order.
-    std::stable_sort(rows.begin(), rows.begin() + k, better);
-    // A plan the simulator says does not fit is no answer: report it, drop it.
-    std::vector<Row> kept;
-    kept.reserve(rows.size());
-    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
-      if (i < k && rows[i].refined && !rows[i].refined->fits) result.simulator_rejected.emplace_back(rows[i].label(), rows[i].refined->why_not);
-      else kept.push_back(std::move(rows[i]));
-    }
-    rows = std::move(kept);
-    result.cancelled = cancelled();
-  }
+  // ---- second tier: refine the best with the simulator, several at a time
+  if (opt.refiner && !result.cancelled && !rows.empty()) refine_best(result, rows, opt, threads, done.load());
   if (static_cast<int>(rows.size()) > opt.top_k) rows.resize(std::max(0, opt.top_k));
   result.rows = std::move(rows);
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -356,6 +400,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
     p.total = result.enumerated;
     p.fitting = result.fitting;
     p.best_tokens_per_s = result.rows.empty() ? 0 : result.rows.front().tokens_per_s;
+    p.refined = p.refine_total = result.refined;
     p.phase = "done";
     opt.progress(p);
   }
