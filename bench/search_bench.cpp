@@ -2,8 +2,13 @@
 //  1. analytic evaluations per second on one core: starfish::estimate() (with make_job) against
 //     the search's AnalyticEvaluator, full model (memory + time) for every plan;
 //  2. the wall time of a full search (enumerate, prune, evaluate, rank) for GPT-3 175B on 1024
-//     A100s (128 DGX A100 nodes), with 1 thread and with every hardware thread.
+//     A100s (128 DGX A100 nodes), with 1 thread and with every hardware thread;
+//  3. Ctrl-C while the event simulator refines the best plans: the time from raising the cancel
+//     flag to the search's return, against the mean wall time of one simulation (the latency
+//     when the flag was only looked at between simulations).
 // Usage: search_bench [path/to/repo]   (default: the source tree it was built from)
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -11,6 +16,7 @@
 
 #include "sim/cost/estimate.h"
 #include "sim/search/analytic.h"
+#include "sim/search/des_refiner.h"
 #include "sim/search/search.h"
 #include "sim/spec/spec_io.h"
 
@@ -83,5 +89,30 @@ int main(int argc, char** argv) {
                 100 * rn.rows.front().analytic.mfu);
   std::printf("same best row with 1 and %d threads: %s\n", hw,
               (!r1.rows.empty() && !rn.rows.empty() && r1.rows.front().index == rn.rows.front().index) ? "yes" : "NO");
+
+  // 3. cancel latency in the refine phase, one thread (one simulation in flight).
+  std::atomic<bool> cancel{false};
+  search::SearchOptions refine;
+  refine.threads = 1;
+  refine.top_k = 6;
+  refine.cancel = &cancel;
+  refine.refiner = search::des_refiner(&cancel);
+  const auto t_uncancelled = Clock::now();
+  const search::SearchResult full = search::search(model, cluster, training, refine);
+  const double per_simulation_s = (seconds_since(t_uncancelled) - full.analytic_s) / std::max<int64_t>(1, full.refined);
+  Clock::time_point raised;
+  refine.progress_interval_s = 0.01;
+  refine.progress = [&](const search::Progress& p) {
+    if (std::string(p.phase) == "refine" && p.refined >= 1 && !cancel) {
+      raised = Clock::now();  // part-way through the second simulation
+      cancel = true;
+    }
+  };
+  const search::SearchResult stopped = search::search(model, cluster, training, refine);
+  const double latency_s = seconds_since(raised);
+  std::printf("\ncancel while simulating (1 thread): returned %.1f ms after the flag was raised; one simulation takes "
+              "%.1f ms (latency / simulation = %.3f); %lld of %d refined, cancelled: %s\n",
+              1e3 * latency_s, 1e3 * per_simulation_s, latency_s / per_simulation_s, static_cast<long long>(stopped.refined),
+              refine.top_k, stopped.cancelled ? "yes" : "NO");
   return sink > 0 ? 0 : 1;
 }

@@ -43,6 +43,12 @@ void write_all(int fd, const char* p, int64_t n, const std::string& path) {
   }
 }
 
+// The folder holding `path`: "." for a bare file name ("p0.ckpt").
+std::string folder_of(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
 void fsync_dir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) fail_errno("open folder " + dir);
@@ -78,7 +84,7 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   if (::fsync(fd) != 0) fail_errno("fsync " + tmp);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
-  fsync_dir(fs::path(path).parent_path().string());
+  fsync_dir(folder_of(path));
 }
 
 std::string rank_file(const std::string& step_dir, int rank) { return step_dir + "/rank-" + std::to_string(rank) + ".ckpt"; }
@@ -115,7 +121,7 @@ void write_checkpoint_file(const std::string& path, const CheckpointInfo& info, 
   if (::fsync(fd) != 0) fail_errno("fsync " + tmp);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
-  fsync_dir(fs::path(path).parent_path().string());
+  fsync_dir(folder_of(path));
 }
 
 CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors& tensors) {

@@ -1,10 +1,13 @@
 #include "exec/run.h"
 
+#include <fcntl.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -129,6 +132,54 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
 
 namespace {
 
+// Fails unless a new file can be made in `dir` (a probe file, removed at once): the permission
+// bits do not tell, for root or on /proc or a read-only mount.
+void probe_folder(const std::string& flag, const std::string& path, const fs::path& dir) {
+  const std::string probe = (dir / (".starfish-run-probe-" + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw SpecError("starfish-run: " + flag + " " + path + ": cannot write in folder " + dir.string() + ": " +
+                    std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void check_output_file(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw SpecError("starfish-run: " + flag + " " + path + ": is a folder, not a file");
+  if (!fs::is_directory(dir, ec))
+    throw SpecError("starfish-run: " + flag + " " + path + ": folder " + dir.string() + " does not exist");
+  probe_folder(flag, path, dir);
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)
+    throw SpecError("starfish-run: " + flag + " " + path + ": " + std::strerror(errno));
+}
+
+void check_output_folder(const std::string& flag, const std::string& dir, bool must_exist) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (must_exist || fs::exists(dir, ec))
+      throw SpecError("starfish-run: " + flag + " " + dir + ": " + (must_exist ? "no such folder" : "not a folder"));
+    if (!fs::create_directories(dir, ec) && !fs::is_directory(dir))
+      throw SpecError("starfish-run: " + flag + " " + dir + ": cannot create the folder: " + ec.message());
+  }
+  probe_folder(flag, dir, dir);
+}
+
+}  // namespace
+
+void check_run_outputs(const RunOptions& o) {
+  check_output_file("--report", o.report_path);
+  check_output_file("--params-out", o.params_path);
+  check_output_file("--move-log", o.move_log_path);  // rank files (<path>.rank<r>) go in the same folder
+  check_output_folder("--checkpoint-dir", o.checkpoint_dir, o.resume);
+  check_output_folder("--scratch", o.scratch_dir, true);
+}
+
+namespace {
+
 int64_t host_memory_bytes() { return int64_t{::sysconf(_SC_PHYS_PAGES)} * ::sysconf(_SC_PAGE_SIZE); }
 
 // The Job's hardware when neither the plan nor --hw names a profile: this machine as starfish-run
@@ -199,6 +250,7 @@ size_t first_steady(size_t iterations, bool chunked) {
 }  // namespace
 
 int run_rank(const RunOptions& o) {
+  check_run_outputs(o);  // before anything trains: an unwritable output must not cost a run
   const RankEnv env = RankEnv::from_environment();
   const PlanFile pf = load_plan_file(o.plan_path);
   auto relative_to_plan = [&](const std::string& ref) {
@@ -248,8 +300,9 @@ int run_rank(const RunOptions& o) {
   int64_t non_model = 0;
   MemoryBudget budget;
   if (chunked) {
+    // One micro-batch per rank per iteration: make_job refused a chunked plan with more (the
+    // chunk runtime has no gradient accumulation), as it does for `starfish check` and `simulate`.
     const BatchSplit split = BatchSplit::make(training, pf.plan, env.rank, env.world_size);
-    // (make_job refused a chunk plan with more than one micro-batch per iteration.)
     // Activations live in ordinary host memory here; the runtime is told an estimate per moment
     // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
     // Without recompute every layer's activations are alive at the start of backward.

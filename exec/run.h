@@ -45,6 +45,12 @@ struct RunOptions {
 RunOptions parse_run_options(const std::vector<std::string>& args);
 const char* run_usage();
 
+// Throws SpecError (naming the flag and path) unless every output of the run can be written:
+// --report, --params-out and --move-log in an existing, writable folder (a bare name: the
+// current one); --checkpoint-dir created when missing (it must exist with --resume); --scratch
+// an existing, writable folder. Run before the first iteration (and before starting ranks).
+void check_run_outputs(const RunOptions& options);
+
 // Runs this rank; returns the process exit status. Errors propagate as exceptions.
 int run_rank(const RunOptions& options);
 

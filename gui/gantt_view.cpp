@@ -24,6 +24,7 @@ namespace starfish::gui {
 namespace {
 
 constexpr double kBasePixelsPerIteration = 1000;  // zoom 1: the iteration is 1000 px wide
+constexpr double kMinStackPixels = 2;             // a category in a binned pixel column: at least this tall
 
 const std::vector<std::pair<std::string, QColor>>& category_palette() {
   static const std::vector<std::pair<std::string, QColor>> p = {
@@ -182,8 +183,9 @@ void GanttView::paintEvent(QPaintEvent* e) {
       const auto& spans = lane == 0 ? r.compute : r.comm;
       const int y = top + lane * kLane + 1;
       // Tasks narrower than a few pixels are binned per pixel column: the column's height is
-      // the busy fraction of its time and its colour the category that used most of it, so a
-      // stage that is 65% idle never looks solid at low zoom.
+      // the busy fraction of its time, so a stage that is 65% idle never looks solid at low
+      // zoom, and it stacks every category that ran in it (at least 2 px each), so forward,
+      // backward and recompute all stay visible however far out the view is zoomed.
       const int c0 = std::max(0, clip.left()), c1 = clip.right() + 1;
       std::vector<std::array<float, 9>> bins(static_cast<size_t>(std::max(0, c1 - c0)));
       for (auto& b : bins) b.fill(0);
@@ -197,14 +199,16 @@ void GanttView::paintEvent(QPaintEvent* e) {
       for (int col = c0; col < c1; ++col) {
         const auto& b = bins[col - c0];
         float total = 0;
-        int best = 0;
-        for (int k = 0; k < 9; ++k) {
-          total += b[k];
-          if (b[k] > b[best]) best = k;
-        }
+        for (float t : b) total += t;
         if (total <= 0) continue;
-        const double h = (kLane - 2) * std::min(1.0f, total);
-        p.fillRect(QRectF(col, y + (kLane - 2) - h, 1, h), best < 8 ? category_palette()[best].second : QColor(0xb0, 0xb0, 0xb0));
+        const double height = (kLane - 2) * std::min(1.0f, total);
+        double bottom = y + (kLane - 2);
+        for (int k = 0; k < 9 && bottom > y; ++k) {
+          if (b[k] <= 0) continue;
+          const double h = std::min(bottom - y, std::max(kMinStackPixels, height * b[k] / total));
+          p.fillRect(QRectF(col, bottom - h, 1, h), k < 8 ? category_palette()[k].second : QColor(0xb0, 0xb0, 0xb0));
+          bottom -= h;
+        }
       }
       for (const auto& s : spans) {
         const double a = x_of(s.start_s), b = x_of(s.end_s);

@@ -32,12 +32,12 @@
 #include "gui/link_chart.h"
 #include "gui/memory_chart.h"
 #include "gui/model_editor.h"
+#include "gui/plan_columns.h"
 #include "gui/plan_table_model.h"
 #include "gui/run_panel.h"
 #include "gui/search_worker.h"
 #include "gui/sim_worker.h"
 #include "gui/whatif_panel.h"
-#include "sim/search/des_refiner.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
 
@@ -70,7 +70,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   table_->verticalHeader()->setDefaultSectionSize(22);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setStretchLastSection(true);
-  table_->setColumnHidden(PlanTableModel::ColPlan, true);  // the columns say it all; the label is in Details
+  columns_ = new PlanColumns(table_, this);  // fits the columns to the width; the header menu chooses them
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& cur) { selectPlan(cur.row()); });
 
@@ -112,11 +112,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   run_->setExecutable(find_starfish_run());
 
-  connect(searcher_, &SearchRunner::progress, this, [this](qint64 done, qint64 total, qint64 fitting, double best) {
-    progress_->setMaximum(static_cast<int>(std::min<qint64>(total, 1 << 30)));
-    progress_->setValue(static_cast<int>(std::min<qint64>(done, 1 << 30)));
-    search_status_->setText(QString("%1 / %2 plans, %3 fit, best %4 tokens/s").arg(hc(done), hc(total), hc(fitting), hc(best)));
-  });
+  connect(searcher_, &SearchRunner::progress, this,
+          [this](qint64 done, qint64 total, qint64 fitting, double best, qint64 refined, qint64 refine_total) {
+            if (refine_total > 0) {  // the second phase has a bar of its own, not 100% of the first
+              progress_->setMaximum(static_cast<int>(refine_total));
+              progress_->setValue(static_cast<int>(refined));
+              search_status_->setText(QString("Simulating the best plans: %1 / %2 (of %3 fitting)")
+                                          .arg(refined).arg(refine_total).arg(hc(fitting)));
+              return;
+            }
+            progress_->setMaximum(static_cast<int>(std::min<qint64>(total, 1 << 30)));
+            progress_->setValue(static_cast<int>(std::min<qint64>(done, 1 << 30)));
+            search_status_->setText(QString("%1 / %2 plans, %3 fit, best %4 tokens/s").arg(hc(done), hc(total), hc(fitting), hc(best)));
+          });
   connect(searcher_, &SearchRunner::finished, this, &MainWindow::searchDone);
   connect(searcher_, &SearchRunner::failed, this, [this](const QString& m) {
     error(m);
@@ -328,7 +336,7 @@ void MainWindow::startSearch() {
   r.options.top_k = 40;
   if (refine_->isChecked()) {
     // The search's second tier: the best plans re-ranked by the event simulator.
-    r.options.refiner = search::des_refiner();
+    r.simulate_best = true;
     r.options.refine_top = 8;
   }
   progress_->setRange(0, 1);
@@ -412,7 +420,8 @@ void MainWindow::showDetails() {
     };
     line("iteration", hs(e.time.iteration_s), s ? hs(s->iteration_s) : "...");
     line("tokens/s", hc(e.tokens_per_s), s ? hc(s->tokens_per_s) : "...");
-    line("TFLOP/s per GPU", QString::number(e.tflops_per_gpu / 1e12, 'f', 1), s ? QString::number(s->tflops_per_gpu / 1e12, 'f', 1) : "...");
+    // Both are in TFLOP/s already (Estimate::tflops_per_gpu, SimReport::tflops_per_gpu).
+    line("TFLOP/s per GPU", QString::number(e.tflops_per_gpu, 'f', 1), s ? QString::number(s->tflops_per_gpu, 'f', 1) : "...");
     line("MFU", QString::number(e.mfu * 100, 'f', 1) + "%", s ? QString::number(s->mfu * 100, 'f', 1) + "%" : "...");
     line("pipeline bubble", QString::number(e.bubble_fraction * 100, 'f', 1) + "%",
          s ? QString::number(s->bubble_fraction * 100, 'f', 1) + "%" : "...");

@@ -25,6 +25,7 @@ class QTextBrowser;
 namespace starfish::gui {
 
 class GanttPanel;
+class PlanColumns;
 class HardwareEditor;
 class LinkChart;
 class MemoryChart;
@@ -62,6 +63,8 @@ class MainWindow : public QMainWindow {
   ModelEditor* modelEditor() const { return model_; }
   QTableView* planTable() const { return table_; }
   PlanTableModel* planModel() const { return plans_; }
+  PlanColumns* planColumns() const { return columns_; }
+  QTextBrowser* details() const { return details_; }
   MemoryChart* memoryChart() const { return memory_; }
   GanttPanel* gantt() const { return gantt_; }
   LinkChart* linkChart() const { return links_; }
@@ -103,6 +106,7 @@ class MainWindow : public QMainWindow {
   QLabel* search_status_;
   QTableView* table_;
   PlanTableModel* plans_;
+  PlanColumns* columns_;
   QTabWidget* tabs_;
   MemoryChart* memory_;
   GanttPanel* gantt_;

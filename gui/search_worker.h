@@ -17,6 +17,7 @@ struct SearchRequest {
   Cluster cluster;
   Training training;
   search::SearchOptions options;  // progress and cancel are set by the runner
+  bool simulate_best = false;     // the runner sets options.refiner to the event simulator (cancellable)
 };
 
 class SearchRunner : public QObject {
@@ -32,7 +33,8 @@ class SearchRunner : public QObject {
 
  Q_SIGNALS:
   void started();
-  void progress(qint64 done, qint64 total, qint64 fitting, double best_tokens_per_s);
+  // refine_total > 0 while the event simulator re-ranks the best plans (done == total then).
+  void progress(qint64 done, qint64 total, qint64 fitting, double best_tokens_per_s, qint64 refined, qint64 refine_total);
   void finished();                   // result() holds it (cancelled ones too)
   void failed(const QString& message);
 

@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package Starfish needs to build and test (run as root, or with sudo).
+# Installs every Debian 12 package Starfish needs to build and test. Works either way: as root
+# (a minimal image or CI, where there is no sudo) it runs apt-get itself; as any other user it
+# runs apt-get through sudo. `--dry-run` prints the commands instead of running them.
 # CUDA and NCCL are not Debian packages: install the CUDA Toolkit from NVIDIA for STARFISH_CUDA.
 set -euo pipefail
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup-debian.sh: run as root (sudo bash scripts/setup-debian.sh)" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends \
-  build-essential cmake ninja-build pkg-config git \
-  libyaml-cpp-dev libboost-graph-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libtorch-dev libgloo-dev \
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev \
+dry_run=false
+case "${1:-}" in
+  "") ;;
+  --dry-run) dry_run=true ;;
+  *) echo "usage: bash scripts/setup-debian.sh [--dry-run]" >&2; exit 2 ;;
+esac
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libyaml-cpp-dev libboost-graph-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libgloo-dev
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth
+)
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo > /dev/null; then
+    echo "setup-debian.sh: not root and no sudo: run it as root (su -c 'bash scripts/setup-debian.sh')" >&2
+    exit 1
+  fi
+  as_root=(sudo)
+fi
+run() {
+  if $dry_run; then echo "$*"; else "$@"; fi
+}
+run "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+run "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}"

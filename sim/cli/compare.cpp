@@ -57,7 +57,9 @@ int run_compare(const std::vector<std::string>& argv) {
     std::printf(
         "usage: starfish compare PREDICTED.json MEASURED.json [--moves PREDICTED.jsonl MEASURED.jsonl]\n"
         "  PREDICTED: `starfish simulate --json` output; MEASURED: `starfish-run --report` output.\n"
-        "  --moves: also diff the two move logs (`simulate --moves`, `starfish-run --move-log`).\n");
+        "  --moves: also diff the two move logs (`simulate --moves`, `starfish-run --move-log`).\n"
+        "exit status: 0 when the move logs are identical (or --moves is not given), 3 when they\n"
+        "  diverge (a move differs, or one log ends first), 1 for unreadable input, 2 for bad usage.\n");
     return 0;
   }
   const auto& files = args.positional();

@@ -170,6 +170,10 @@ int run_maxsize(const std::vector<std::string>& argv) {
   if (st.found && ch.found)
     std::printf("chunk runtime vs static partition: %.2fx the model size\n",
                 static_cast<double>(ch.parameters) / static_cast<double>(st.parameters));
+  if (!ch.found)
+    std::printf("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"
+                " accumulation; %s suits them)\n",
+                base.global_batch > 0 ? "a smaller --batch" : "a --batch smaller than the default ~4Mi tokens");
   return any.found ? 0 : 1;
 }
 

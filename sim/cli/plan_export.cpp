@@ -47,19 +47,144 @@ void write_tier(JsonWriter& w, const char* name, const TierUse& u) {
   w.end_object();
 }
 
+// The tier with the least headroom (what a bigger batch or model would hit first), as the
+// table shows it: the analytic memory per GPU, and per node for the host and NVMe.
+struct Binding {
+  const char* tier = "GPU memory";
+  double free_bytes = 0;
+  double free_fraction = 1;
+};
+Binding binding_tier(const Estimate& e) {
+  Binding b;
+  bool any = false;
+  auto consider = [&](const char* name, const TierUse& u) {
+    if (u.capacity_bytes <= 0 || u.total() <= 0) return;
+    const double f = search::headroom_fraction(u);
+    if (!any || f < b.free_fraction) b = {name, u.capacity_bytes - u.total(), f};
+    any = true;
+  };
+  consider("GPU memory", e.gpu);
+  consider("CPU memory", e.cpu);
+  consider("NVMe", e.nvme);
+  return b;
+}
+
+// A row as good as the winner for a planner who wants margin: within 2% of its throughput with
+// at least twice its headroom on the binding tier.
+bool safer_than_winner(const search::Row& row, const search::Row& winner) {
+  const double winner_free = binding_tier(winner.analytic).free_fraction;
+  return row.tokens_per_s >= 0.98 * winner.tokens_per_s && binding_tier(row.analytic).free_fraction >= 2 * winner_free &&
+         winner_free < 0.5;
+}
+
+// Prints `text` wrapped at 100 columns, continuation lines indented by two.
+void print_wrapped(const std::string& text) {
+  size_t start = 0, column = 0;
+  std::string line;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (column > 0 && column + 1 + word.size() > 100) {
+      std::printf("%s\n", line.c_str());
+      line = "  ";
+      column = 2;
+    } else if (column > 0) {
+      line += ' ';
+      ++column;
+    }
+    line += word;
+    column += word.size();
+    start = end + 1;
+  }
+  if (!line.empty()) std::printf("%s\n", line.c_str());
+}
+
+// The abbreviations of the plan labels shown, each explained once.
+void print_legend(const search::SearchResult& r, int limit) {
+  bool pipeline = false, interleaved = false, sp = false, recompute = false, offload = false, chunk = false;
+  for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k) {
+    const search::Candidate& c = r.rows[k].candidate;
+    pipeline = pipeline || c.pp > 1;
+    interleaved = interleaved || c.virtual_stages > 1;
+    sp = sp || c.sequence_parallel;
+    recompute = recompute || c.recompute != Recompute::none;
+    offload = offload || c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu;
+    chunk = chunk || c.chunk_elements > 0;
+  }
+  std::string s = "legend: TP/PP/DP tensor-, pipeline-, data-parallel degrees;";
+  if (pipeline) s += " 1f1b/gpipe/interleaved the pipeline schedule;";
+  if (interleaved) s += " vN N virtual stages (model chunks) per GPU;";
+  if (sp) s += " SP sequence parallelism;";
+  s += " mbN micro-batch of N sequences; ZeRO-N ZeRO stage (0: none, 1: optimizer, 2: +grads, 3: +params sharded);";
+  if (recompute) s += " rc-full/rc-selective activation recompute (none when absent);";
+  if (offload) s += " off:P/G/O the tiers of params/grads/optimizer states;";
+  if (chunk) s += " chunk 2^N chunk runtime with chunks of 2^N elements;";
+  s += " free: memory headroom per GPU (CPU, NVMe: per node)";
+  if (r.refined > 0) s += "; tier: des = the event simulator's numbers, analytic = the analytic model's";
+  std::printf("\n");
+  print_wrapped(s);
+}
+
+// "why this plan": each row against the winner, its binding tier and headroom; and the advice
+// a planner wants when a row is nearly as fast with much more headroom.
+void print_why(const search::SearchResult& r, int limit) {
+  const size_t n = std::min(r.rows.size(), static_cast<size_t>(std::max(limit, 0)));
+  if (n == 0) return;
+  const search::Row& first = r.rows.front();
+  std::printf("\nwhy (binding: the tier with the least headroom):\n");
+  for (size_t k = 0; k < n; ++k) {
+    const search::Row& row = r.rows[k];
+    const Binding b = binding_tier(row.analytic);
+    char head[96];
+    if (k == 0) std::snprintf(head, sizeof head, "fastest, %s tokens/s", units::human_count(row.tokens_per_s).c_str());
+    else
+      std::snprintf(head, sizeof head, "%.1f%% slower than #1", 100 * (1 - row.tokens_per_s / first.tokens_per_s));
+    std::string line = std::string(head) + "; binding: " + b.tier + ", " + units::human_bytes(b.free_bytes) + " free (" +
+                       pct(b.free_fraction) + ")";
+    if (k > 0 && safer_than_winner(row, first)) {
+      char more[64];
+      std::snprintf(more, sizeof more, ": %.1fx the headroom of #1", b.free_fraction / binding_tier(first.analytic).free_fraction);
+      line += more;
+    }
+    std::printf("  #%-3zu %s\n", k + 1, line.c_str());
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if (!safer_than_winner(r.rows[k], first)) continue;
+    const Binding a = binding_tier(first.analytic), b = binding_tier(r.rows[k].analytic);
+    std::printf("advice: #%zu is %.1f%% slower than #1 with %.1fx its headroom (%s vs %s %s free): the safer choice\n",
+                k + 1, 100 * (1 - r.rows[k].tokens_per_s / first.tokens_per_s), b.free_fraction / a.free_fraction,
+                pct(b.free_fraction).c_str(), pct(a.free_fraction).c_str(), a.tier);
+    break;
+  }
+}
+
 }  // namespace
 
 ProgressBar::ProgressBar() : enabled_(isatty(STDERR_FILENO) == 1) {}
 
-void ProgressBar::operator()(const search::Progress& p) {
-  if (!enabled_ || p.total <= 0) return;
-  const double f = static_cast<double>(p.done) / p.total;
-  const int width = 30, filled = static_cast<int>(f * width);
+std::string ProgressBar::line(const search::Progress& p) {
+  const bool refining = std::string(p.phase) == "refine";
+  const double f = refining ? static_cast<double>(p.refined) / std::max<int64_t>(1, p.refine_total)
+                            : static_cast<double>(p.done) / std::max<int64_t>(1, p.total);
+  const int width = 30, filled = std::clamp(static_cast<int>(f * width), 0, width);
   std::string bar(filled, '#');
   bar += std::string(width - filled, '.');
-  std::fprintf(stderr, "\r[%s] %4s  %s / %s plans, %s fit, best %s tokens/s  ", bar.c_str(), pct(f).c_str(),
-               units::human_count(p.done).c_str(), units::human_count(p.total).c_str(),
-               units::human_count(p.fitting).c_str(), units::human_count(p.best_tokens_per_s).c_str());
+  char text[200];
+  if (refining)
+    std::snprintf(text, sizeof text, "[%s] %4s  simulating the best plans: %lld / %lld (of %s fitting)", bar.c_str(),
+                  pct(f).c_str(), static_cast<long long>(p.refined), static_cast<long long>(p.refine_total),
+                  units::human_count(p.fitting).c_str());
+  else
+    std::snprintf(text, sizeof text, "[%s] %4s  analytic: %s / %s plans, %s fit, best %s tokens/s", bar.c_str(),
+                  pct(f).c_str(), units::human_count(p.done).c_str(), units::human_count(p.total).c_str(),
+                  units::human_count(p.fitting).c_str(), units::human_count(p.best_tokens_per_s).c_str());
+  return text;
+}
+
+void ProgressBar::operator()(const search::Progress& p) {
+  if (!enabled_ || p.total <= 0) return;
+  std::fprintf(stderr, "\r%-100s", line(p).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
@@ -141,9 +266,31 @@ void print_search_rows(const search::SearchResult& r, int limit) {
                 human_count(row.tokens_per_s).c_str(), 100 * mfu, 100 * bubble, units::human_seconds(iter).c_str(),
                 gpu.c_str(), cpu.c_str(), nvme.c_str(), cost, refined ? (des ? "  des" : "  analytic") : "");
   }
+  print_legend(r, limit);
+  print_why(r, limit);
+}
+
+void print_shortfall(const search::SearchResult& r, int asked) {
+  const size_t shown = std::min(r.rows.size(), static_cast<size_t>(std::max(asked, 0)));
+  if (shown >= static_cast<size_t>(asked)) return;
+  std::string why;
+  auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
+  if (r.cancelled) add("the search was interrupted");
+  if (r.fitting < asked)
+    add(r.fitting == 1 ? std::string("only 1 plan fits the analytic model")
+                       : "only " + std::to_string(r.fitting) + " plans fit the analytic model");
+  if (!r.simulator_rejected.empty())
+    add("the event simulator rejected " + std::to_string(r.simulator_rejected.size()) + " of those it simulated (below)");
+  std::printf("\n%zu of the %d rows asked for%s%s\n", shown, asked, why.empty() ? "" : ": ", why.c_str());
 }
 
 void print_rejections(const search::SearchResult& r, int limit) {
+  if (r.chunked_accumulation_left_out > 0)
+    std::printf("\nleft out: %lld chunked plans with several micro-batches per rank (the chunk runtime has no gradient\n"
+                "  accumulation, PatrickStar's grads overwrite the fp16 param chunks: a chunked plan runs each rank's\n"
+                "  whole batch, here at least %lld sequences, as one micro-batch; a smaller --batch suits them)\n",
+                static_cast<long long>(r.chunked_accumulation_left_out),
+                static_cast<long long>(r.training.global_batch / std::max(1, r.cluster.total_gpus())));
   if (r.rejected.empty()) return;
   std::printf("\nrejected (%lld plans; %lld by the model-state bound before evaluation):\n",
               static_cast<long long>(r.enumerated - r.fitting), static_cast<long long>(r.pruned));
@@ -164,6 +311,7 @@ void write_search_json(JsonWriter& w, const search::SearchResult& r) {
   w.field("global_batch", r.training.global_batch);
   w.field("enumerated", r.enumerated).field("evaluated", r.evaluated).field("pruned", r.pruned);
   w.field("fitting", r.fitting).field("refined", r.refined).field("cancelled", r.cancelled);
+  w.field("chunked_accumulation_left_out", r.chunked_accumulation_left_out);
   w.field("elapsed_s", r.elapsed_s).field("threads", r.threads);
   w.key("rows").begin_array();
   for (const search::Row& row : r.rows) {

@@ -14,11 +14,13 @@
 
 namespace starfish::cli {
 
-// Draws "[#####.....]  45%  150 K / 335 K plans, 12 K fit, best 199 K tokens/s" on stderr when
-// stderr is a terminal (nothing otherwise), and clears the line when done.
+// Draws "[#####.....]  45%  analytic: 150 K / 335 K plans, 12 K fit, best 199 K tokens/s", then
+// "[###.......]  30%  simulating the best plans: 3 / 10 (of 12 K fitting)" on stderr when stderr
+// is a terminal (nothing otherwise), and clears the line when done.
 class ProgressBar {
  public:
   ProgressBar();
+  static std::string line(const search::Progress& p);  // the text of one redraw
   void operator()(const search::Progress& p);
   void finish();
   bool enabled() const { return enabled_; }
@@ -46,6 +48,9 @@ int parse_positive(const std::string& option, const std::string& text);
 
 void print_search_rows(const search::SearchResult& r, int limit);
 void print_rejections(const search::SearchResult& r, int limit);
+// Why fewer rows than asked for are shown (nothing when `asked` are shown): only that many plans
+// fit, the simulator rejected some of the analytic tier's best, or the search was interrupted.
+void print_shortfall(const search::SearchResult& r, int asked);
 void write_search_json(JsonWriter& w, const search::SearchResult& r);
 
 // One answer of a verb, to be written as a plan file: `file` is its name in the --emit

@@ -50,10 +50,10 @@ int run_search(const std::vector<std::string>& argv) {
   // The exporters take the best plan their framework can express: keep enough rows to find one.
   const int shown = opt.top_k;
   if (args.flag("megatron") || args.flag("deepspeed")) opt.top_k = std::max(opt.top_k, 5000);
-  if (!args.flag("analytic-only")) opt.refiner = search::des_refiner();
   ProgressBar bar;
   SigintCancel sigint;
   opt.cancel = sigint.flag();
+  if (!args.flag("analytic-only")) opt.refiner = search::des_refiner(opt.cancel);
   if (bar.enabled()) opt.progress = [&](const search::Progress& p) { bar(p); };
   const search::SearchResult r = search::search(model, cluster, training, opt);
   bar.finish();
@@ -71,6 +71,7 @@ int run_search(const std::vector<std::string>& argv) {
                 r.cancelled ? " (interrupted: best found so far)" : "");
     if (r.rows.empty()) std::printf("no plan fits.\n");
     else print_search_rows(r, shown);
+    print_shortfall(r, shown);
     print_rejections(r, 12);
     for (const auto& [label, why] : r.simulator_rejected) std::printf("  rejected by the simulator: %s: %s\n", label.c_str(), why.c_str());
   }

@@ -506,7 +506,10 @@ const Results& Engine::run() {
   for (TaskId t = 0; t < n; ++t)
     if (pending_[t] == 0) make_ready(t);
 
+  constexpr uint64_t kCancelPoll = 4096;  // iterations of the loop between looks at the flag
+  uint64_t steps = 0;
   for (;;) {
+    if (cancel_ && ++steps % kCancelPoll == 0 && cancel_->load(std::memory_order_relaxed)) throw Cancelled();
     if (!events_.empty() && events_.top().time_s() <= now_) {
       const Event e = events_.pop();
       switch (e.kind()) {

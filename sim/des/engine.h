@@ -18,9 +18,11 @@
 // - Determinism: the same DAG gives bit-identical times; times depend only on the tasks that
 //   interact with a task (through dependencies, resources or shared links), not on the ids or
 //   the presence of unrelated ones.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,6 +41,11 @@ enum class CopyDir : uint8_t { H2D, D2H };
 struct Label {
   CategoryId category = 0;  // from Engine::category(); 0 is "other"
   std::string_view name;    // copied; free text for traces ("fwd s3 mb7 L12")
+};
+
+// Thrown by Engine::run when its cancel flag is raised (Ctrl-C, a GUI's Cancel).
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("simulation cancelled") {}
 };
 
 struct CollectiveOptions {
@@ -97,8 +104,11 @@ class Engine {
   void set_link_bandwidth(LinkId link, double bandwidth_Bps);
   double link_bandwidth(LinkId link) const;
 
-  // Simulates. Throws SpecError naming the tasks of a dependency cycle.
+  // Simulates. Throws SpecError naming the tasks of a dependency cycle, Cancelled when the
+  // cancel flag is raised (polled every few thousand events: a large iteration stops within
+  // milliseconds, not at its end).
   const Results& run();
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
   const Results& results() const { return results_; }
   // Link classes of the last run: the links its flows crossed, interchangeable ones merged
   // (flow_network.h). A ring over 512 replicas' NICs is a handful, not thousands.
@@ -231,6 +241,7 @@ class Engine {
   std::vector<ResourceId> dirty_resources_, dispatching_;
   double now_ = 0;
   uint64_t events_processed_ = 0;
+  const std::atomic<bool>* cancel_ = nullptr;
   Results results_;
 };
 

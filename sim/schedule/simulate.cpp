@@ -61,9 +61,15 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const des::Topology topo(job.cluster);
   des::Engine engine(topo);
+  engine.set_cancel(options.cancel);
+  auto stop_if_cancelled = [&] {
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw des::Cancelled();
+  };
+  stop_if_cancelled();
   BuildOptions build;
   build.fixed_non_model_bytes = options.fixed_non_model_bytes;
   const BuiltIteration it = build_iteration(job, engine, build);
+  stop_if_cancelled();
   SimReport rep;
   rep.build_wall_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();

@@ -4,6 +4,7 @@
 // the pipeline-bubble fraction, compute-to-communication ratios per group (TP, PP, DP,
 // offload), per-device memory over time and its peak per tier, bytes over each link, and a
 // Chrome-trace timeline on request.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -85,6 +86,9 @@ struct SimOptions {
   bool keep_spans = false;      // fill SimReport::spans (a GUI's Gantt view)
   std::string moves_path;       // chunk plans: write the runtime's move log (JSON lines) here
   int64_t fixed_non_model_bytes = -1;  // chunk plans: see BuildOptions
+  // Raised: simulate throws des::Cancelled (before building, after it, or from the engine's
+  // run within a few thousand events).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 SimReport simulate(const Job& job, const SimOptions& options = {});

@@ -4,11 +4,13 @@
 
 namespace starfish::search {
 
-Evaluation simulate_evaluation(const Job& job) {
+Evaluation simulate_evaluation(const Job& job, const std::atomic<bool>* cancel) {
   Evaluation e;
   e.source = "des";
   try {
-    const schedule::SimReport r = schedule::simulate(job);
+    schedule::SimOptions options;
+    options.cancel = cancel;
+    const schedule::SimReport r = schedule::simulate(job, options);
     e.iteration_s = r.iteration_s;
     e.tokens_per_s = r.tokens_per_s;
     e.mfu = r.mfu;
@@ -29,6 +31,8 @@ Evaluation simulate_evaluation(const Job& job) {
   return e;
 }
 
-Refiner des_refiner() { return simulate_evaluation; }
+Refiner des_refiner(const std::atomic<bool>* cancel) {
+  return [cancel](const Job& job) { return simulate_evaluation(job, cancel); };
+}
 
 }  // namespace starfish::search

@@ -7,7 +7,9 @@ namespace starfish::search {
 
 // Evaluation of a plan by simulating one iteration. A plan the simulator cannot run (a chunk
 // plan whose busiest moment does not fit the GPU, say) comes back as not fitting, with why.
-Evaluation simulate_evaluation(const Job& job);
-Refiner des_refiner();
+// A raised `cancel` stops the simulation part-way: des::Cancelled propagates (the search then
+// leaves the row unrefined).
+Evaluation simulate_evaluation(const Job& job, const std::atomic<bool>* cancel = nullptr);
+Refiner des_refiner(const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace starfish::search

@@ -138,8 +138,8 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !c.node.nvme)
     return "offload to NVMe without an NVMe";
   if (p.chunked() && p.pp > 1) return "the chunk runtime has no pipeline parallelism";
-  if (p.chunked() && micro_batches != 1) return "the chunk runtime runs one micro-batch per iteration";
   if (p.chunked() && p.chunk_elements < 1024) return "chunk under 1Ki elements";
+  if (p.chunked() && micro_batches > 1) return "a chunked plan runs one micro-batch per rank (no gradient accumulation)";
   if (p.chunk_elements < 0) return "negative chunk size";
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
   return nullptr;
@@ -165,7 +165,8 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   return false;
 }
 
-std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const Training& t, const SearchSpace& s) {
+std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const Training& t, const SearchSpace& s,
+                                       int64_t* chunked_accumulation_left_out) {
   if (t.global_batch < 1) throw SpecError("search: the global batch must be at least 1 sequence");
   if (!c.node.gpu.peak_flops.count(t.dtype))
     throw SpecError("search: GPU " + c.node.gpu.name + " has no peak FLOP/s for " + to_string(t.dtype));
@@ -214,8 +215,13 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
             for (const Placement& pl : placement_of[z]) {
               for (int64_t chunk : s.chunk_elements) {
                 if (pl.chunked != (chunk > 0)) continue;
-                // Chunk plans: no pipeline, one micro-batch per iteration (make_job's rules).
-                if (chunk > 0 && (chunk < 1024 || pp > 1 || micro_batches != 1)) continue;
+                if (chunk > 0 && (chunk < 1024 || pp > 1)) continue;  // chunk plans: no pipeline
+                if (chunk > 0 && micro_batches > 1) {  // ... and no gradient accumulation (make_job)
+                  if (chunked_accumulation_left_out)
+                    for (bool sp : s.sequence_parallel)
+                      *chunked_accumulation_left_out += (sp && tp == 1) ? 0 : static_cast<int64_t>(s.recompute.size());
+                  continue;
+                }
                 for (Recompute rc : s.recompute) {
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;

@@ -18,6 +18,7 @@
 //  - a static plan (no chunks) offloads params only under ZeRO-3 (DeepSpeed ZeRO-Infinity
 //    offloads partitioned params only);
 //  - a chunked plan keeps its grads in the param chunks (PatrickStar), so grads = params tier;
+//    and (make_job's rule) it runs each rank's whole batch as one micro-batch;
 //  - the chunk size is enumerated only for chunked plans (0 = static placement).
 #include <cstdint>
 #include <string>
@@ -75,8 +76,10 @@ Candidate to_candidate(const Plan& plan);  // plan.dp must be resolved
 
 // Every plan of the space, in a fixed order (the enumeration index is the tie-breaker of the
 // ranking). Throws SpecError when the global batch or the cluster admits no plan at all.
+// `chunked_accumulation_left_out`, when given, is increased by the chunked plans left out
+// because they would accumulate gradients over several micro-batches (make_job refuses them).
 std::vector<Candidate> enumerate_plans(const Model& model, const Cluster& cluster, const Training& training,
-                                       const SearchSpace& space);
+                                       const SearchSpace& space, int64_t* chunked_accumulation_left_out = nullptr);
 
 // make_job's rules without exceptions: nullptr when make_job would accept the plan (dp resolved
 // or 0), else a short reason. Kept in step with sim/spec/job.cpp by a test that compares both.

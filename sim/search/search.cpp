@@ -75,72 +75,115 @@ struct Worker {
   int64_t evaluated = 0, pruned = 0, fitting = 0;
 };
 
-// Refines rows[begin, end) with the refiner, several at a time; a row stays unrefined when the
-// search is cancelled before it. A refiner that throws is a bug, not a verdict: it propagates.
-void refine_batch(std::vector<Row>& rows, int begin, int end, const SearchOptions& opt, int threads,
-                  const SearchResult& result) {
-  std::atomic<int> next_row{begin};
-  std::vector<std::string> errors(static_cast<size_t>(end - begin));
-  auto refine = [&] {
-    for (;;) {
-      if (opt.cancel && opt.cancel->load(std::memory_order_relaxed)) return;
-      const int i = next_row.fetch_add(1);
-      if (i >= end) return;
-      try {
-        rows[i].refined = opt.refiner(result.job(rows[i]));
-      } catch (const std::exception& ex) {
-        errors[i - begin] = ex.what();
-      }
-    }
-  };
+// Runs work(t) for t in [0, threads) on threads of their own; the calling thread calls tick()
+// every interval_s until all have ended (the progress reports come from the caller's thread).
+void run_pool(int threads, const std::function<void(int)>& work, const std::function<void()>& tick, double interval_s) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
   std::vector<std::thread> pool;
-  for (int t = 0; t < std::min(threads, end - begin); ++t) pool.emplace_back(refine);
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      work(t);
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+    });
+  std::unique_lock<std::mutex> lock(mu);
+  const auto interval = std::chrono::duration<double>(std::max(1e-4, interval_s));
+  while (!cv.wait_for(lock, interval, [&] { return finished == threads; })) {
+    lock.unlock();
+    tick();
+    lock.lock();
+  }
+  lock.unlock();
   for (auto& th : pool) th.join();
-  for (int i = begin; i < end; ++i)
-    if (!errors[i - begin].empty())
-      throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i - begin]);
 }
 
-// The second tier. Rows (best first by the analytic tier) are refined in that order until
-// `refine_top` (default top_k) of them pass, or the rows run out: a plan the refiner refuses --
-// it does not fit, or its refined iteration is over the time limit -- is no answer; it is
-// reported and the next row takes its place. Returns the passing rows by refined throughput,
-// then the rows not refined, in analytic order.
-std::vector<Row> refine_rows(std::vector<Row> rows, const SearchOptions& opt, int threads, SearchResult& result) {
-  const int want = opt.refine_top > 0 ? opt.refine_top : opt.top_k;
+// The second tier, in waves: the best K analytic rows first (K = refine_top, else top_k); each
+// row the simulator rejects is replaced by the next analytic row, so K refined rows survive
+// whenever that many of the kept rows fit. Afterwards: the refined rows that fit (by refined
+// throughput), then any row left unrefined (a cancelled search) in analytic order. Rejected
+// rows go to simulator_rejected. Cancelling stops within one engine poll (des::Cancelled from
+// the refiner leaves that row unrefined).
+void refine_best(SearchResult& result, std::vector<Row>& rows, const SearchOptions& opt, int threads,
+                 int64_t analytic_done) {
+  const int want = std::min<int>(static_cast<int>(rows.size()), opt.refine_top > 0 ? opt.refine_top : opt.top_k);
+  auto cancelled = [&] { return opt.cancel && opt.cancel->load(std::memory_order_relaxed); };
   const double price = result.cluster.price_per_gpu_hour, gpus = result.cluster.total_gpus();
-  const int n = static_cast<int>(rows.size());
-  std::vector<Row> passed;
-  int next = 0;
-  while (static_cast<int>(passed.size()) < want && next < n) {
-    const int end = std::min(n, next + want - static_cast<int>(passed.size()));
-    refine_batch(rows, next, end, opt, threads, result);
-    for (int i = next; i < end; ++i) {
-      Row& row = rows[i];
-      if (!row.refined) continue;  // cancelled before this row
+  std::atomic<int64_t> refined_done{0};
+  int64_t refine_total = want;
+  auto report = [&] {
+    if (!opt.progress) return;
+    Progress p;
+    p.done = analytic_done;
+    p.total = result.enumerated;
+    p.fitting = result.fitting;
+    p.best_tokens_per_s = rows.front().analytic.tokens_per_s;
+    p.refined = refined_done.load();
+    p.refine_total = refine_total;
+    p.phase = "refine";
+    opt.progress(p);
+  };
+  size_t next = 0;
+  int fit = 0;
+  while (fit < want && next < rows.size() && !cancelled()) {
+    const size_t wave_begin = next, wave_end = std::min(rows.size(), next + static_cast<size_t>(want - fit));
+    refine_total = static_cast<int64_t>(wave_end);
+    std::atomic<size_t> next_row{wave_begin};
+    std::vector<std::string> errors(wave_end - wave_begin);
+    auto refine = [&](int) {
+      while (!cancelled()) {
+        const size_t i = next_row.fetch_add(1);
+        if (i >= wave_end) return;
+        try {
+          rows[i].refined = opt.refiner(result.job(rows[i]));
+        } catch (const std::exception& ex) {
+          if (!cancelled()) errors[i - wave_begin] = ex.what();  // else: stopped part-way, unrefined
+        }
+        refined_done.fetch_add(1);
+      }
+    };
+    run_pool(std::min<int>(threads, static_cast<int>(wave_end - wave_begin)), refine, report, opt.progress_interval_s);
+    for (size_t i = wave_begin; i < wave_end; ++i) {
+      if (!errors[i - wave_begin].empty())
+        throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i - wave_begin]);
+      if (!rows[i].refined) continue;
       ++result.refined;
-      Evaluation& v = *row.refined;
+      Evaluation& v = *rows[i].refined;
       if (v.fits && opt.max_iteration_s > 0 && v.iteration_s > opt.max_iteration_s) {
         v.fits = false;
         v.constraint = "time";
         v.why_not = "simulated iteration " + units::human_seconds(v.iteration_s) + " over the limit " +
                     units::human_seconds(opt.max_iteration_s);
       }
-      if (!v.fits) {
-        if (result.simulator_rejected.empty()) result.simulator_binding = v.constraint;
-        result.simulator_rejected.emplace_back(row.label(), v.why_not);
-        continue;
-      }
-      row.tokens_per_s = v.tokens_per_s;
-      if (price > 0) row.cost_per_million_tokens = price * gpus / 3600.0 / row.tokens_per_s * 1e6;
-      passed.push_back(std::move(row));
+      if (v.fits) ++fit;
     }
-    next = end;
-    if (opt.cancel && opt.cancel->load()) break;
+    next = wave_end;
   }
-  std::stable_sort(passed.begin(), passed.end(), better);
-  for (int i = next; i < n; ++i) passed.push_back(std::move(rows[i]));
-  return passed;
+  report();
+  std::vector<Row> kept, unrefined;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Row& r = rows[i];
+    if (!r.refined) {
+      if (i < next) unrefined.push_back(std::move(r));  // cancelled before or during its simulation
+      continue;
+    }
+    if (!r.refined->fits) {
+      if (result.simulator_rejected.empty()) result.simulator_binding = r.refined->constraint;
+      result.simulator_rejected.emplace_back(r.label(), r.refined->why_not);
+      continue;
+    }
+    r.tokens_per_s = r.refined->tokens_per_s;
+    if (price > 0) r.cost_per_million_tokens = price * gpus / 3600.0 / r.tokens_per_s * 1e6;
+    kept.push_back(std::move(r));
+  }
+  std::stable_sort(kept.begin(), kept.end(), better);
+  // Rows never reached (the refill reserve, or a cancelled search) follow in analytic order.
+  for (size_t i = next; i < rows.size(); ++i) unrefined.push_back(std::move(rows[i]));
+  for (Row& r : unrefined) kept.push_back(std::move(r));
+  rows = std::move(kept);
+  result.cancelled = cancelled();
 }
 
 }  // namespace
@@ -210,7 +253,8 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   result.model = model;
   result.cluster = cluster;
   result.training = training;
-  const std::vector<Candidate> candidates = enumerate_plans(model, cluster, training, opt.space);
+  const std::vector<Candidate> candidates =
+      enumerate_plans(model, cluster, training, opt.space, &result.chunked_accumulation_left_out);
   result.enumerated = static_cast<int64_t>(candidates.size());
 
   AnalyticEvaluator evaluator(model, cluster, training);
@@ -311,28 +355,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
     opt.progress(p);
   };
 
-  {
-    std::mutex mu;
-    std::condition_variable cv;
-    int finished = 0;
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        work(workers[t]);
-        std::lock_guard<std::mutex> lock(mu);
-        ++finished;
-        cv.notify_all();
-      });
-    std::unique_lock<std::mutex> lock(mu);
-    const auto interval = std::chrono::duration<double>(std::max(1e-4, opt.progress_interval_s));
-    while (!cv.wait_for(lock, interval, [&] { return finished == threads; })) {
-      lock.unlock();
-      report("analytic");
-      lock.lock();
-    }
-    lock.unlock();
-    for (auto& th : pool) th.join();
-  }
+  run_pool(threads, [&](int t) { work(workers[t]); }, [&] { report("analytic"); }, opt.progress_interval_s);
   result.cancelled = cancelled();
   report("analytic");
   result.analytic_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -361,11 +384,8 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   std::stable_sort(result.rejected.begin(), result.rejected.end(),
                    [](const RejectedFamily& a, const RejectedFamily& b) { return a.plans > b.plans; });
 
-  // ---- second tier: the simulator, until enough plans pass it
-  if (opt.refiner && !result.cancelled && !rows.empty()) {
-    rows = refine_rows(std::move(rows), opt, threads, result);
-    result.cancelled = cancelled();
-  }
+  // ---- second tier: refine the best with the simulator, several at a time
+  if (opt.refiner && !result.cancelled && !rows.empty()) refine_best(result, rows, opt, threads, done.load());
   if (static_cast<int>(rows.size()) > opt.top_k) rows.resize(std::max(0, opt.top_k));
   result.rows = std::move(rows);
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -375,6 +395,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
     p.total = result.enumerated;
     p.fitting = result.fitting;
     p.best_tokens_per_s = result.rows.empty() ? 0 : result.rows.front().tokens_per_s;
+    p.refined = p.refine_total = result.refined;
     p.phase = "done";
     opt.progress(p);
   }

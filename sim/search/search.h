@@ -7,8 +7,11 @@
 // Determinism: each plan has its enumeration index; rows are ordered by score and then by
 // index, and rejection summaries are merged by key, so the result does not depend on the
 // number of threads or on which thread evaluated what.
-// Cancellation: workers poll `cancel` between small blocks of plans; a cancelled search returns
-// the best rows among the plans evaluated so far (cancelled = true, no refinement).
+// Cancellation: workers poll `cancel` between small blocks of plans, the refiner within its
+// simulation (des_refiner); a cancelled search returns the best rows among the plans evaluated
+// so far (cancelled = true; rows refined before the cancel keep their refined numbers).
+// Refinement replaces each row the simulator rejects by the next analytic row, so up to K
+// refined rows are returned whenever that many of the best 2K analytic rows fit.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -48,7 +51,9 @@ struct Progress {
   int64_t total = 0;
   int64_t fitting = 0;
   double best_tokens_per_s = 0;  // analytic
-  const char* phase = "analytic";  // "analytic", then "refine" while the refiner runs
+  int64_t refined = 0;           // plans the refiner has simulated so far
+  int64_t refine_total = 0;      // plans it will simulate (grows when it replaces rejected ones)
+  const char* phase = "analytic";  // "analytic", then "refine" while the refiner runs, then "done"
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
@@ -103,6 +108,8 @@ struct SearchResult {
   int64_t enumerated = 0;                // plans in the space
   int64_t evaluated = 0;                 // plans the analytic tier looked at (not pruned)
   int64_t pruned = 0;                    // plans dropped by the family memory bound
+  int64_t chunked_accumulation_left_out = 0;  // chunked plans with several micro-batches per rank
+                                              // (not in `enumerated`: make_job refuses them)
   int64_t fitting = 0;
   int64_t refined = 0;
   bool cancelled = false;

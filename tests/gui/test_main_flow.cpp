@@ -12,6 +12,7 @@
 #include "gui/main_window.h"
 #include "gui/memory_chart.h"
 #include "gui/model_editor.h"
+#include "gui/plan_columns.h"
 #include "gui/plan_table_model.h"
 #include "sim/search/plan_export.h"
 #include "sim/spec/spec_io.h"
@@ -46,6 +47,9 @@ class MainFlowTest : public QObject {
  private Q_SLOTS:
   void search_choose_and_inspect_a_plan() {
     gui::MainWindow w;
+    w.resize(1600, 1000);  // the window's usual size (README screenshot)
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
     w.refineBox()->setChecked(true);
     search_and_choose(w, "dgx-a100-80gb", "gpt2-large");
     const search::SearchResult* r = w.searchResult();
@@ -69,6 +73,23 @@ class MainFlowTest : public QObject {
     QVERIFY(g->rowCount() == r->rows[0].plan.pp || g->rowCount() == r->rows[0].plan.pp + 1);
     QVERIFY(w.linkChart()->utilisation()->count() > 0);
     QVERIFY(w.exportAction(gui::ExportFormat::plan_yaml)->isEnabled());
+    // Details: TFLOP/s per GPU as the estimate and the simulation give it (both in TFLOP/s).
+    QVERIFY(r->rows[0].analytic.tflops_per_gpu > 1);
+    const QString details = w.details()->toPlainText();
+    const QRegularExpressionMatch m = QRegularExpression(R"(TFLOP/s per GPU\s+([0-9.]+)\s+([0-9.]+))").match(details);
+    QVERIFY2(m.hasMatch(), qPrintable(details));
+    QCOMPARE(m.captured(1), QString::number(r->rows[0].analytic.tflops_per_gpu, 'f', 1));
+    QVERIFY2(m.captured(2).toDouble() > 1, qPrintable(details));  // the simulated value, in TFLOP/s too
+    // The plan table fits the window: no horizontal scrolling, the throughput and memory shown.
+    QTRY_COMPARE(w.planTable()->horizontalScrollBar()->maximum(), 0);
+    QVERIFY(w.planColumns()->shown(gui::PlanTableModel::ColTokensPerS));
+    QVERIFY(w.planColumns()->shown(gui::PlanTableModel::ColGpuMem));
+    QVERIFY(w.planColumns()->shown(gui::PlanTableModel::ColTP));
+    // A column the user chooses from the header menu shows, whatever the width.
+    w.planColumns()->choose(gui::PlanTableModel::ColPlan, true);
+    QVERIFY(w.planColumns()->shown(gui::PlanTableModel::ColPlan));
+    w.planColumns()->choose(gui::PlanTableModel::ColPlan, false);
+    QVERIFY(!w.planColumns()->shown(gui::PlanTableModel::ColPlan));
 
     // Choosing another row (through the table, as a click would) updates the charts.
     QSignalSpy simulated(&w, &gui::MainWindow::planSimulated);

@@ -6,6 +6,7 @@
 #include <QtTest/QtTest>
 #include <QtWidgets>
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "gui/app_paths.h"
@@ -151,6 +152,40 @@ class WidgetsTest : public QObject {
     QVERIFY(g.sizeHint().width() > 3000);
     g.clear();
     QCOMPARE(g.rowCount(), 0);
+  }
+
+  void gantt_shows_forward_backward_and_recompute_at_every_zoom() {
+    // One stage's compute lane: forward, recompute and twice as long a backward, each span far
+    // narrower than a pixel at the fitted zoom (3000 of each in one second over ~1000 px).
+    schedule::SimReport rep;
+    const int n = 3000;
+    const double slot_s = 1.0 / n;
+    for (int i = 0; i < n; ++i) {
+      const double t = i * slot_s;
+      rep.spans.push_back({0, "fwd", "F", t, t + 0.25 * slot_s});
+      rep.spans.push_back({0, "recompute", "R", t + 0.25 * slot_s, t + 0.5 * slot_s});
+      rep.spans.push_back({0, "bwd", "B", t + 0.5 * slot_s, t + slot_s});
+    }
+    rep.iteration_s = 1.0;
+    gui::GanttView g;
+    g.setReport(rep);
+    for (double zoom : {1.0, 0.3, 0.05}) {
+      g.setZoom(zoom);
+      g.resize(g.sizeHint());
+      const QImage image = g.grab().toImage();
+      std::map<std::string, int> pixels;
+      for (const char* kind : {"fwd", "bwd", "recompute"}) {
+        const QRgb want = gui::GanttView::colour(kind).rgb();
+        for (int y = 0; y < image.height(); ++y)
+          for (int x = 0; x < image.width(); ++x) pixels[kind] += image.pixel(x, y) == want;
+      }
+      // Every kind shows in (nearly) every pixel column of the iteration: at least 2 px each.
+      const int columns = static_cast<int>(1000 * zoom);
+      for (const char* kind : {"fwd", "bwd", "recompute"})
+        QVERIFY2(pixels[kind] >= 2 * columns * 9 / 10,
+                 qPrintable(QString("%1: %2 pixels at zoom %3").arg(kind).arg(pixels[kind]).arg(zoom)));
+      QVERIFY(pixels["bwd"] >= pixels["fwd"]);  // the longer kind is at least as tall
+    }
   }
 
   void link_chart_lists_the_busiest_links_first() {

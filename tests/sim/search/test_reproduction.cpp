@@ -133,6 +133,10 @@ MaxSizeResult patrickstar_setting(const SearchSpace& base) {
   MaxSizeOptions o;
   o.seq_len = 1024;
   o.heads_step = 8;
+  // PatrickStar has no gradient accumulation: each GPU runs its batch as one micro-batch, 8
+  // sequences here as in configs/plans/patrickstar-12b-v100-chunks.yaml (the default 4Mi-token
+  // batch would be 512 sequences per GPU at once).
+  o.global_batch = 64;
   o.search.space = base;
   o.search.space.tp = {1};
   o.search.space.pp = {1};

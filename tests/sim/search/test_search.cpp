@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "sim/des/engine.h"
 #include "sim/search/analytic.h"
+#include "sim/search/des_refiner.h"
 #include "sim/search/search.h"
 #include "sim/spec/spec_io.h"
 #include "support.h"
@@ -218,6 +220,72 @@ TEST(Search, TimeLimitRejectsSlowPlans) {
   const SearchResult none = search(k.m, k.c, k.t, o);
   EXPECT_TRUE(none.rows.empty());
   EXPECT_EQ(none.binding_constraint(), "time");
+}
+
+TEST(Search, CancellingDuringRefinementStopsTheSimulationItIsIn) {
+  // The event simulator polls the flag while it runs: raised just before a simulation starts,
+  // that simulation stops (des::Cancelled) instead of running to its end, the row stays
+  // analytic and the search says it was interrupted. Progress reports the refine phase.
+  const Model m = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/gpt3-175b.yaml");
+  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  c.nodes = 16;
+  const Training t = default_search_training(m, c);
+  std::atomic<bool> cancel{false};
+  SearchOptions o;
+  o.threads = 1;
+  o.top_k = 3;
+  o.cancel = &cancel;
+  int started = 0, stopped = 0;
+  const Refiner des = des_refiner(&cancel);
+  o.refiner = [&](const Job& job) {
+    ++started;
+    cancel = true;  // Ctrl-C as the simulation starts
+    try {
+      return des(job);
+    } catch (const des::Cancelled&) {
+      ++stopped;
+      throw;
+    }
+  };
+  int64_t refine_reports = 0, refine_total = 0;
+  o.progress = [&](const Progress& p) {
+    if (std::string(p.phase) != "refine") return;
+    ++refine_reports;
+    refine_total = p.refine_total;
+  };
+  const SearchResult r = search(m, c, t, o);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(stopped, 1);
+  EXPECT_EQ(r.refined, 0);
+  ASSERT_EQ(r.rows.size(), 3u);  // the analytic best, unrefined
+  for (const Row& row : r.rows) EXPECT_FALSE(row.refined.has_value());
+  EXPECT_GT(refine_reports, 0);
+  EXPECT_EQ(refine_total, 3);
+}
+
+TEST(Search, RefinementReportsItsOwnProgress) {
+  Case k;
+  SearchOptions o;
+  o.top_k = 4;
+  o.progress_interval_s = 1e-4;
+  o.refiner = [](const Job& job) {
+    Evaluation v = to_evaluation(estimate(job));
+    v.source = "des";
+    return v;
+  };
+  std::vector<std::pair<int64_t, int64_t>> refine;  // (refined, refine_total) per report
+  std::string last_phase;
+  o.progress = [&](const Progress& p) {
+    last_phase = p.phase;
+    if (last_phase == "refine") refine.emplace_back(p.refined, p.refine_total);
+  };
+  const SearchResult r = search(k.m, k.c, k.t, o);
+  ASSERT_EQ(r.refined, 4);
+  ASSERT_FALSE(refine.empty());
+  EXPECT_EQ(refine.back(), std::make_pair(int64_t{4}, int64_t{4}));  // the last refine report: all done
+  for (const auto& [done, total] : refine) EXPECT_LE(done, total);
+  EXPECT_EQ(last_phase, "done");
 }
 
 }  // namespace
