@@ -9,6 +9,7 @@
 #include "sim/spec/error.h"
 #include "sim/spec/input_file.h"
 #include "sim/spec/limits.h"
+#include "sim/spec/yaml_reader.h"
 
 namespace starfish::gui {
 namespace {
@@ -120,6 +121,7 @@ Model import_gpt2(const JsonFields& f) {
 }  // namespace
 
 Model import_hf_config(const std::string& json, const std::string& file, const std::string& fallback_name) {
+  require_utf8_text(json, file);  // JSON is Unicode text; yaml-cpp can loop on invalid bytes
   YAML::Node root;
   try {
     root = YAML::Load(json);

@@ -1,6 +1,7 @@
 #include "sim/spec/yaml_reader.h"
 
 #include <climits>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -65,7 +66,35 @@ void check_keys(const YAML::Node& node, const std::string& file) {
 
 }  // namespace
 
+void require_utf8_text(const std::string& text, const std::string& file) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < text.size(); ++column) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // The length of the sequence this byte starts, and the smallest code point it may encode.
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    uint32_t code = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+    for (size_t k = 1; ok && k < n; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      ok = (b & 0xC0) == 0x80;
+      code = (code << 6) | (b & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    ok = ok && code >= kMin[n] && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+    ok = ok && (code >= 0x20 || code == '\t' || code == '\n' || code == '\r') && code != 0x7F;
+    if (!ok) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", c);
+      throw SpecError(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not UTF-8 text (byte " + byte +
+                      "): Starfish's files are YAML, which is Unicode text");
+    }
+    if (c == '\n') ++line, column = 0;
+    i += n;
+  }
+}
+
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
+  require_utf8_text(text, file);
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);

@@ -77,6 +77,10 @@ SourceLoc location(const Provenance& provenance, const YAML::Node& node);
 YAML::Node load_yaml_file(const std::string& path);
 // The same for text already in memory (`file` names it in errors).
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file);
+// Refuses text that is not UTF-8 or holds control characters other than tab and line breaks
+// ("file:line:column: not UTF-8 text ..."): YAML is Unicode text, and yaml-cpp 0.7 loops
+// without end, allocating, on some invalid bytes (found by fuzz/fuzz_model).
+void require_utf8_text(const std::string& text, const std::string& file);
 
 
 template <typename E>

@@ -140,6 +140,16 @@ TEST(InputErrors, AValueWithLineBreaksStaysOnOneLine) {
   EXPECT_EQ(quote_value(std::string(100, 'x')), "'" + std::string(60, 'x') + "...'");
 }
 
+TEST(InputErrors, TextThatIsNotUtf8IsRefusedBeforeYamlCppSeesIt) {
+  // fuzz/regressions/model: yaml-cpp 0.7 looped, allocating without end, on such bytes.
+  EXPECT_EQ(error_of([] { parse_model_text("name: m\nlayers: 2\xff\xff\n", "m.yaml"); }),
+            "m.yaml:2:10: not UTF-8 text (byte 0xff): Starfish's files are YAML, which is Unicode text");
+  EXPECT_EQ(error_of([] { parse_model_text("name: \xc0\xaf\n", "m.yaml"); }),  // an overlong '/'
+            "m.yaml:1:7: not UTF-8 text (byte 0xc0): Starfish's files are YAML, which is Unicode text");
+  EXPECT_EQ(parse_model_text("name: caf\xc3\xa9-\xe2\x82\xac\nlayers: 2\nhidden: 8\nheads: 2\nseq_len: 4\nvocab: 9\n", "m.yaml").name,
+            "caf\xc3\xa9-\xe2\x82\xac");
+}
+
 TEST(InputErrors, AFieldLeftToItsDefaultIsBlamedOnItsSection) {
   // Neither plan.pipeline_parallel nor plan.virtual_stages is in the file: the error points at `plan:`.
   PlanFile p = parse_plan_file_text(kPlan, "plan.yaml");
