@@ -26,23 +26,27 @@ namespace {
   throw SpecError(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + why);
 }
 
-// The line of the '---' that starts a second document: the first marker after some content (a
-// marker before any content only opens the first document).
+// The line of a '---' that starts a second document with content (a marker before any content
+// only opens the first document; one followed only by comments or blank lines is harmless); 0
+// when there is none. Text-based because yaml-cpp 0.7's LoadAll can loop without end on
+// malformed input (fuzz/regressions/hardware).
 int second_document_line(const std::string& text) {
   bool content = false;
-  int line = 0;
+  int line = 0, marker_line = 0;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     const std::string_view l(text.data() + start, end - start);
     ++line;
     const bool marker = l.starts_with("---") && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
-    if (marker && content) return line;
     const size_t first = l.find_first_not_of(" \t\r");
-    if (!marker && first != std::string_view::npos && l[first] != '#' && l[first] != '%') content = true;
+    const bool has_content = !marker && first != std::string_view::npos && l[first] != '#' && l[first] != '%';
+    if (marker && content && marker_line == 0) marker_line = line;
+    else if (has_content && marker_line > 0) return marker_line;
+    if (has_content) content = true;
     start = end + 1;
   }
-  return 1;
+  return 0;
 }
 
 // Every key a plain scalar, none twice: yaml-cpp keeps both copies of a repeated key and reads
@@ -95,21 +99,19 @@ void require_utf8_text(const std::string& text, const std::string& file) {
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
   require_utf8_text(text, file);
-  std::vector<YAML::Node> documents;
+  if (const int second = second_document_line(text))
+    throw SpecError(file + ":" + std::to_string(second) +
+                    ":1: a second YAML document starts here ('---'); a Starfish file is one document: remove the "
+                    "'---' line so the fields after it are read");
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     fail_yaml(file, e.mark, "invalid YAML: " + e.msg);
   }
-  for (size_t i = 1; i < documents.size(); ++i)
-    if (documents[i].IsDefined() && !documents[i].IsNull())
-      throw SpecError(file + ":" + std::to_string(second_document_line(text)) +
-                      ":1: a second YAML document starts here ('---'); a Starfish file is one document: remove the "
-                      "'---' line so the fields after it are read");
-  if (documents.empty() || !documents[0].IsMap())
-    throw SpecError(file + ":1:1: expected a mapping of fields at the top level");
-  check_keys(documents[0], file);
-  return documents[0];
+  if (!root.IsMap()) throw SpecError(file + ":1:1: expected a mapping of fields at the top level");
+  check_keys(root, file);
+  return root;
 }
 
 YAML::Node load_yaml_file(const std::string& path) { return parse_yaml_text(read_input_file(path), path); }
