@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Starfish needs to build and test (run as root, or with sudo).
+# clang and its runtime (libFuzzer, ASan, UBSan) build the `sanitize` preset's fuzz targets.
 # CUDA and NCCL are not Debian packages: install the CUDA Toolkit from NVIDIA for STARFISH_CUDA.
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then
@@ -13,4 +14,5 @@ apt-get install -y -q --no-install-recommends \
   libyaml-cpp-dev libboost-graph-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libtorch-dev libgloo-dev \
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev \
-  xvfb xauth
+  xvfb xauth \
+  clang libclang-rt-14-dev
