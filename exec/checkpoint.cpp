@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -21,9 +22,10 @@ namespace fs = std::filesystem;
 namespace starfish::exec {
 namespace {
 
-constexpr char kMagic[] = "STARFISH-CHECKPOINT 2\n";
+constexpr char kMagic[] = "STARFISH-CHECKPOINT 3\n";
+constexpr char kMagicFormat2[] = "STARFISH-CHECKPOINT 2\n";  // before the identity lines
 constexpr char kMagicFormat1[] = "STARFISH-CHECKPOINT 1\n";  // before the loss_scale line
-static_assert(sizeof kMagic == sizeof kMagicFormat1);
+static_assert(sizeof kMagic == sizeof kMagicFormat1 && sizeof kMagic == sizeof kMagicFormat2);
 constexpr int64_t kPieceBytes = 1 << 20;
 
 [[noreturn]] void fail_errno(const std::string& what) { throw std::runtime_error("checkpoint: " + what + ": " + std::strerror(errno)); }
@@ -33,14 +35,20 @@ uint64_t fnv1a(const char* p, size_t n, uint64_t h) {
   return h;
 }
 
-void write_all(int fd, const char* p, int64_t n, const std::string& path) {
+// False (errno set) when a write fails: ENOSPC on a full disk.
+bool write_fully(int fd, const char* p, int64_t n) {
   while (n > 0) {
     const ssize_t w = ::write(fd, p, static_cast<size_t>(n));
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail_errno("write " + path);
+    if (w < 0) return false;
     p += w;
     n -= w;
   }
+  return true;
+}
+
+void write_all(int fd, const char* p, int64_t n, const std::string& path) {
+  if (!write_fully(fd, p, n)) fail_errno("write " + path);
 }
 
 // The folder holding `path`: "." for a bare file name ("p0.ckpt").
@@ -69,6 +77,8 @@ std::string header_of(const CheckpointInfo& info, const NamedTensors& tensors) {
   } else {
     h << "loss_scale none\n";
   }
+  h << "identity " << info.identity.size() << "\n";
+  for (const auto& [key, value] : info.identity) h << key << " " << value << "\n";
   h << "tensors " << tensors.size() << "\n";
   for (const auto& [name, t] : tensors) h << name << " " << c10::toString(t.scalar_type()) << " " << t.numel() << "\n";
   h << "end\n";
@@ -80,8 +90,13 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail_errno("create " + tmp);
-  write_all(fd, text.data(), static_cast<int64_t>(text.size()), tmp);
-  if (::fsync(fd) != 0) fail_errno("fsync " + tmp);
+  if (!write_fully(fd, text.data(), static_cast<int64_t>(text.size())) || ::fsync(fd) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());  // the old file stays as it was
+    errno = saved;
+    fail_errno("write " + tmp);
+  }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
   fsync_dir(folder_of(path));
@@ -89,16 +104,9 @@ void write_text_atomically(const std::string& path, const std::string& text) {
 
 std::string rank_file(const std::string& step_dir, int rank) { return step_dir + "/rank-" + std::to_string(rank) + ".ckpt"; }
 
-}  // namespace
-
-void write_checkpoint_file(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors, const CheckpointHooks& hooks) {
-  const std::string header = header_of(info, tensors);
-  int64_t total = static_cast<int64_t>(header.size()) + 8;
-  for (const auto& [name, t] : tensors) total += t.numel() * static_cast<int64_t>(t.element_size());
-
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno("create " + tmp);
+// Header, tensors in pieces (the hook after each) and checksum into the open temp file, synced.
+void write_tensors(int fd, const std::string& tmp, const std::string& header, int64_t total, const NamedTensors& tensors,
+                   const CheckpointHooks& hooks) {
   int64_t written = 0;
   auto put = [&](const char* p, int64_t n) {
     write_all(fd, p, n, tmp);
@@ -119,23 +127,19 @@ void write_checkpoint_file(const std::string& path, const CheckpointInfo& info, 
   }
   put(reinterpret_cast<const char*>(&sum), 8);
   if (::fsync(fd) != 0) fail_errno("fsync " + tmp);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
-  fsync_dir(folder_of(path));
 }
 
-CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors& tensors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError(path + ": cannot open the checkpoint");
+// Magic, steps, loss scale and identity; leaves `in` before the "tensors" line.
+CheckpointInfo read_header_start(std::istream& in, const std::string& path) {
   CheckpointInfo info;
   info.file = path;
   std::string magic(sizeof kMagic - 1, '\0');
   in.read(magic.data(), static_cast<std::streamsize>(magic.size()));
-  if (!in || (magic != kMagic && magic != kMagicFormat1)) throw SpecError(path + ": not a Starfish checkpoint");
-  info.format = magic == kMagic ? 2 : 1;
+  if (!in || (magic != kMagic && magic != kMagicFormat2 && magic != kMagicFormat1))
+    throw SpecError(path + ": not a Starfish checkpoint");
+  info.format = magic == kMagic ? 3 : magic == kMagicFormat2 ? 2 : 1;
   std::string word;
   int64_t steps = -1;
-  size_t count = 0;
   in >> word >> steps;
   if (word != "steps" || steps < 0) throw SpecError(path + ": malformed checkpoint header");
   info.steps = steps;
@@ -153,6 +157,56 @@ CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors&
       info.loss_scale = st;
     }
   }
+  if (info.format >= 3) {
+    size_t keys = 0;
+    in >> word >> keys;
+    if (word != "identity" || !in || keys > 1000) throw SpecError(path + ": malformed checkpoint header (identity)");
+    for (size_t k = 0; k < keys; ++k) {
+      std::string key, value;
+      if (!(in >> key >> value)) throw SpecError(path + ": malformed checkpoint header (identity)");
+      info.identity.emplace_back(key, value);
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+void write_checkpoint_file(const std::string& path, const CheckpointInfo& info, const NamedTensors& tensors, const CheckpointHooks& hooks) {
+  const std::string header = header_of(info, tensors);
+  int64_t total = static_cast<int64_t>(header.size()) + 8;
+  for (const auto& [name, t] : tensors) total += t.numel() * static_cast<int64_t>(t.element_size());
+
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("create " + tmp);
+  try {
+    write_tensors(fd, tmp, header, total, tensors, hooks);
+  } catch (const std::exception& e) {
+    // A full disk (ENOSPC) or any other failure: no partial file stays behind, and nothing was
+    // renamed, so `latest` still names the previous complete checkpoint.
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(std::string(e.what()) + " (nothing of " + path + " kept; the previous checkpoint is intact)");
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename " + tmp + " to " + path);
+  fsync_dir(folder_of(path));
+}
+
+
+CheckpointInfo read_checkpoint_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError(path + ": cannot open the checkpoint");
+  return read_header_start(in, path);
+}
+
+CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors& tensors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SpecError(path + ": cannot open the checkpoint");
+  CheckpointInfo info = read_header_start(in, path);
+  std::string word;
+  size_t count = 0;
   in >> word >> count;
   if (word != "tensors") throw SpecError(path + ": malformed checkpoint header");
   if (count != tensors.size())
@@ -168,6 +222,14 @@ CheckpointInfo read_checkpoint_file(const std::string& path, const NamedTensors&
   in >> word;
   if (word != "end") throw SpecError(path + ": malformed checkpoint header");
   in.get();  // the newline after "end"
+  // The size first: a truncated file (a save cut short, a copy that stopped) is named as such.
+  int64_t expected = static_cast<int64_t>(in.tellg()) + 8;
+  for (const auto& [name, t] : tensors) expected += t.numel() * static_cast<int64_t>(t.element_size());
+  std::error_code ec;
+  const auto actual = static_cast<int64_t>(fs::file_size(path, ec));
+  if (ec || actual != expected)
+    throw SpecError(path + ": " + (actual < expected ? "truncated checkpoint" : "checkpoint with trailing bytes") + ": " +
+                    std::to_string(actual) + " bytes, its header describes " + std::to_string(expected));
   uint64_t sum = 1469598103934665603ULL;
   std::vector<at::Tensor> loaded;
   for (const auto& [name, t] : tensors) {
@@ -210,11 +272,41 @@ void save_checkpoint(const std::string& dir, const CheckpointInfo& info, const N
 
 bool has_checkpoint(const std::string& dir) { return fs::exists(dir + "/latest"); }
 
-CheckpointInfo load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm) {
+std::string identity_difference(const CheckpointIdentity& saved, const CheckpointIdentity& current) {
+  std::map<std::string, std::pair<std::string, std::string>> both;
+  for (const auto& [k, v] : saved) both[k].first = v;
+  for (const auto& [k, v] : current) both[k].second = v;
+  std::string out;
+  for (const auto& [k, v] : both) {
+    if (v.first == v.second) continue;
+    out += (out.empty() ? "" : "; ") + k + " " + (v.first.empty() ? "(absent)" : v.first) + " in the checkpoint, " +
+           (v.second.empty() ? "(absent)" : v.second) + " in this run";
+  }
+  return out;
+}
+
+CheckpointInfo load_checkpoint(const std::string& dir, const NamedTensors& tensors, Comm& comm,
+                               const CheckpointIdentity& identity) {
   std::ifstream in(dir + "/latest");
   std::string step_name;
   if (!in || !(in >> step_name)) throw SpecError(dir + ": no checkpoint to resume from (no 'latest')");
-  const CheckpointInfo info = read_checkpoint_file(rank_file(dir + "/" + step_name, comm.rank()), tensors);
+  const std::string step_dir = dir + "/" + step_name;
+  int ranks = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(step_dir, ec))
+    ranks += e.path().filename().string().starts_with("rank-") && e.path().extension() == ".ckpt";
+  if (ranks != comm.world_size())
+    throw SpecError(step_dir + ": written by " + std::to_string(ranks) + " rank(s), this run has " +
+                    std::to_string(comm.world_size()) + ": resume with the same number of ranks");
+  const std::string file = rank_file(step_dir, comm.rank());
+  // The identity before the tensors: "another plan" says more than "tensor 3 has another size".
+  if (!identity.empty()) {
+    const CheckpointInfo header = read_checkpoint_header(file);
+    if (!header.identity.empty())
+      if (const std::string d = identity_difference(header.identity, identity); !d.empty())
+        throw SpecError(file + ": written by another run: " + d + "; resume with the run that wrote it, or start afresh");
+  }
+  const CheckpointInfo info = read_checkpoint_file(file, tensors);
   // Every rank decides the same loss scale (from the same global norm), so their files agree.
   const double mine[3] = {double(info.steps), info.loss_scale ? info.loss_scale->scale : 0.0,
                           info.loss_scale ? double(info.loss_scale->good_steps) : -1.0};

@@ -64,7 +64,24 @@ struct Comm::Impl {
   std::string hostname;
   std::chrono::milliseconds timeout{0};
   std::map<int, c10::intrusive_ptr<c10d::ProcessGroup>> subgroups, nccl_subgroups;
-  void wait(const c10::intrusive_ptr<c10d::Work>& w) { w->wait(); }
+  int rank = 0;
+  // A collective that fails (a peer rank died and closed its connection, or none answered
+  // within the timeout) becomes one line that says so, not c10d's multi-line backtrace.
+  void wait(const c10::intrusive_ptr<c10d::Work>& w) {
+    try {
+      w->wait();
+    } catch (const c10::Error& e) {
+      throw_collective_error(e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      throw_collective_error(e.what());
+    }
+  }
+  [[noreturn]] void throw_collective_error(const std::string& why) const {
+    const std::string first = why.substr(0, why.find('\n'));
+    throw std::runtime_error("rank " + std::to_string(rank) + ": a collective failed: another rank died or did not answer within " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
+                             " s (c10d timeout, --timeout): " + first);
+  }
 
   c10::intrusive_ptr<c10d::ProcessGroup> make(bool use_nccl, const std::string& prefix, int rank, int size) {
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
@@ -129,6 +146,7 @@ Comm::Comm(const RankEnv& env, std::chrono::seconds timeout) : env_(env) {
   group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, env_.rank, env_.world_size, gloo);
   group_->hostname = env_.master_addr;
   group_->timeout = timeout;
+  group_->rank = env_.rank;
 #ifdef STARFISH_NCCL
   // Every rank must pick the same family for the same tensor, so NCCL only when all can.
   at::Tensor all_can = at::full({1}, own_device ? 1 : 0, at::kInt);

@@ -89,7 +89,9 @@ const char* run_usage() {
   return "usage: starfish-run [--nproc N] [--model M.yaml] [--hw H.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
          "                    [--checkpoint-every N] [--resume] [--report FILE.json] [--params-out FILE] [--threads N]\n"
          "                    [--gpu-budget SIZE] [--cpu-budget SIZE] [--nvme-budget SIZE] [--non-model SIZE]\n"
-         "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--quiet] plan.yaml";
+         "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--timeout SECONDS] [--quiet] plan.yaml\n"
+         "  --timeout: how long a rank waits for the others in a collective before it gives up with an error\n"
+         "             (c10d's timeout; default 300 s): a rank that dies or hangs stops the whole run";
 }
 
 RunOptions parse_run_options(const std::vector<std::string>& args) {
@@ -111,6 +113,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     else if (a == "--threads") o.threads = static_cast<int>(to_int(a, value(), 1));
     else if (a == "--kill-in-save") o.kill_in_save = static_cast<int>(to_int(a, value(), 1));  // test hook
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--timeout") o.timeout_s = to_int(a, value(), 1);
     else if (a == "--hw") o.hardware_path = value();
     else if (a == "--gpu-budget") o.gpu_budget_bytes = bytes_flag(a, value());
     else if (a == "--cpu-budget") o.cpu_budget_bytes = bytes_flag(a, value());
@@ -291,7 +294,7 @@ int run_rank(const RunOptions& o) {
 
   const ByteCorpus data = o.data_path ? ByteCorpus::from_file(*o.data_path) : ByteCorpus::generated(1 << 20);
   const Gpt gpt(model);
-  Comm comm(env);
+  Comm comm(env, std::chrono::seconds(o.timeout_s));
   const at::ScalarType dtype = training.dtype == DType::bf16 ? at::kBFloat16 : training.dtype == DType::fp16 ? at::kHalf : at::kFloat;
   const bool chunked = pf.plan.chunked();
   std::unique_ptr<TorchBackend> backend;
@@ -366,8 +369,9 @@ int run_rank(const RunOptions& o) {
       say("starfish-run: gpu tier: CPU pool (no CUDA); plan without chunks: parameters in one flat store");
     }
   }
+  const CheckpointIdentity identity = checkpoint_identity(job, env.world_size);
   if (o.resume) {
-    const CheckpointInfo info = resume_trainer(o.checkpoint_dir, trainer, comm);
+    const CheckpointInfo info = resume_trainer(o.checkpoint_dir, trainer, comm, identity);
     std::string scale;
     if (info.loss_scale) {
       char line[96];
@@ -386,7 +390,7 @@ int run_rank(const RunOptions& o) {
       hooks.after_write = [](int64_t written, int64_t total) {
         if (written * 2 >= total) ::raise(SIGKILL);
       };
-    save_trainer(o.checkpoint_dir, trainer, comm, hooks);
+    save_trainer(o.checkpoint_dir, trainer, comm, hooks, identity);
     say("starfish-run: checkpoint at iteration " + std::to_string(trainer.steps_done()) + " in " + o.checkpoint_dir);
   };
 

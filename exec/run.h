@@ -39,6 +39,9 @@ struct RunOptions {
   bool lru = false;                        // LRU eviction instead of farthest next use
   bool no_prefetch = false;
   bool quiet = false;
+  // c10d's timeout: a collective that waits longer for a rank (hung, or dead without closing
+  // its connections) fails with an error instead of blocking the run forever.
+  int64_t timeout_s = 300;
 };
 
 // Parses argv (without --nproc). Throws SpecError with a usage hint for bad flags.

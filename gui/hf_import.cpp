@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "sim/spec/error.h"
+#include "sim/spec/input_file.h"
+#include "sim/spec/limits.h"
+#include "sim/spec/yaml_reader.h"
 
 namespace starfish::gui {
 namespace {
@@ -22,22 +24,24 @@ class JsonFields {
 
   bool has(const char* key) const { return root_[key] && !root_[key].IsNull(); }
 
-  int integer(const char* key) const {
+  // A positive integer up to `max` (the Model field's limit, limits.h).
+  int integer(const char* key, int64_t max) const {
     if (!has(key)) fail_at(where(), key, "missing (required for this model_type)");
     const YAML::Node n = root_[key];
     long long v = 0;
-    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < 1 || v > (1LL << 31) - 1)
-      fail_at(where(n), key, "expected a positive integer, got '" + (n.IsScalar() ? n.Scalar() : "a structure") + "'");
+    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < 1)
+      fail_at(where(n), key, "expected a positive integer, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
+    if (v > max) fail_at(where(n), key, "must be at most " + std::to_string(max) + " (Starfish's limit), got " + quote_value(n.Scalar()));
     return static_cast<int>(v);
   }
-  int integer_or(const char* key, int fallback) const { return has(key) ? integer(key) : fallback; }
+  int integer_or(const char* key, int64_t max, int fallback) const { return has(key) ? integer(key, max) : fallback; }
 
   bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     const YAML::Node n = root_[key];
     bool v = false;
     if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
-      fail_at(where(n), key, "expected true or false, got '" + (n.IsScalar() ? n.Scalar() : "a structure") + "'");
+      fail_at(where(n), key, "expected true or false, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
     return v;
   }
 
@@ -50,7 +54,7 @@ class JsonFields {
 
   SourceLoc where(const YAML::Node& n) const { return SourceLoc{file_, n.Mark().line + 1, n.Mark().column + 1}; }
   SourceLoc where(const char* key) const { return has(key) ? where(root_[key]) : where(); }
-  SourceLoc where() const { return SourceLoc{file_, 0, 0}; }
+  SourceLoc where() const { return SourceLoc{file_, 1, 1}; }  // a field the file lacks: its top
 
  private:
   YAML::Node root_;
@@ -75,13 +79,13 @@ std::string model_name(const JsonFields& f, const std::string& fallback) {
 Model import_llama(const JsonFields& f) {
   Model m;
   m.family = "llama";
-  m.hidden = f.integer("hidden_size");
-  m.layers = f.integer("num_hidden_layers");
-  m.heads = f.integer("num_attention_heads");
-  m.kv_heads = f.integer_or("num_key_value_heads", m.heads);
-  m.ffn_hidden = f.integer("intermediate_size");
-  m.seq_len = f.integer("max_position_embeddings");
-  m.vocab = f.integer("vocab_size");
+  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
+  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
+  m.heads = f.integer("num_attention_heads", limits::kMaxHeads);
+  m.kv_heads = f.integer_or("num_key_value_heads", limits::kMaxHeads, m.heads);
+  m.ffn_hidden = f.integer("intermediate_size", limits::kMaxFfnHidden);
+  m.seq_len = f.integer("max_position_embeddings", limits::kMaxSeqLen);
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
   const std::string act = f.text_or("hidden_act", "silu");
   if (act != "silu" && act != "swiglu")
     fail_at(f.where("hidden_act"), "hidden_act", "'" + act + "' is not supported for a LLaMA-style model (expected silu)");
@@ -96,13 +100,13 @@ Model import_llama(const JsonFields& f) {
 Model import_gpt2(const JsonFields& f) {
   Model m;
   m.family = "gpt";
-  m.hidden = f.integer("n_embd");
-  m.layers = f.integer("n_layer");
-  m.heads = f.integer("n_head");
+  m.hidden = f.integer("n_embd", limits::kMaxHidden);
+  m.layers = f.integer("n_layer", limits::kMaxLayers);
+  m.heads = f.integer("n_head", limits::kMaxHeads);
   m.kv_heads = m.heads;
-  m.ffn_hidden = f.integer_or("n_inner", 4 * m.hidden);
-  m.seq_len = f.has("n_positions") ? f.integer("n_positions") : f.integer("n_ctx");
-  m.vocab = f.integer("vocab_size");
+  m.ffn_hidden = f.integer_or("n_inner", limits::kMaxFfnHidden, 4 * m.hidden);  // 4 x the hidden limit is the FFN limit
+  m.seq_len = f.has("n_positions") ? f.integer("n_positions", limits::kMaxSeqLen) : f.integer("n_ctx", limits::kMaxSeqLen);
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
   const std::string act = f.text_or("activation_function", "gelu_new");
   if (act.rfind("gelu", 0) != 0)
     fail_at(f.where("activation_function"), "activation_function", "'" + act + "' is not supported (expected a gelu variant)");
@@ -117,13 +121,14 @@ Model import_gpt2(const JsonFields& f) {
 }  // namespace
 
 Model import_hf_config(const std::string& json, const std::string& file, const std::string& fallback_name) {
+  require_utf8_text(json, file);  // JSON is Unicode text; yaml-cpp can loop on invalid bytes
   YAML::Node root;
   try {
     root = YAML::Load(json);
   } catch (const YAML::Exception& e) {
-    fail_file(SourceLoc{file, e.mark.line + 1, e.mark.column + 1}, "not valid JSON: " + e.msg);
+    fail_file(SourceLoc{file, std::max(1, e.mark.line + 1), std::max(1, e.mark.column + 1)}, "not valid JSON: " + e.msg);
   }
-  if (!root.IsMap()) fail_file(SourceLoc{file, 0, 0}, "expected a JSON object (a Hugging Face config.json)");
+  if (!root.IsMap()) fail_file(SourceLoc{file, 1, 1}, "expected a JSON object (a Hugging Face config.json)");
   const JsonFields f(root, file);
   const std::string type = f.text_or("model_type", "");
   Model m;
@@ -148,14 +153,11 @@ Model import_hf_config(const std::string& json, const std::string& file, const s
 }
 
 Model import_hf_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail_file(SourceLoc{path, 0, 0}, "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(path);
   const std::filesystem::path p(path);
   std::string fallback = p.parent_path().filename().string();
   if (fallback.empty()) fallback = p.stem().string();
-  return import_hf_config(text.str(), path, fallback);
+  return import_hf_config(text, path, fallback);
 }
 
 }  // namespace starfish::gui

@@ -2,6 +2,7 @@
 # Installs every Debian 12 package Starfish needs to build and test. Works either way: as root
 # (a minimal image or CI, where there is no sudo) it runs apt-get itself; as any other user it
 # runs apt-get through sudo. `--dry-run` prints the commands instead of running them.
+# clang and its runtime (libFuzzer, ASan, UBSan) build the `sanitize` preset's fuzz targets.
 # CUDA and NCCL are not Debian packages: install the CUDA Toolkit from NVIDIA for STARFISH_CUDA.
 set -euo pipefail
 dry_run=false
@@ -16,6 +17,7 @@ packages=(
   libtorch-dev libgloo-dev
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth
+  clang libclang-rt-14-dev
 )
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,43 +1,54 @@
 #include "sim/chunk/move_log.h"
 
 #include <charconv>
+#include <cstdint>
 #include <istream>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "sim/spec/error.h"
+#include "sim/spec/input_file.h"
 
 namespace starfish {
 namespace {
 
-[[noreturn]] void bad(int n, const std::string& why, const std::string& line) {
-  throw SpecError("move log line " + std::to_string(n) + ": " + why + ": " + line);
-}
+// Where a line is and how to say what is wrong with it.
+struct LineAt {
+  const std::string& source;
+  int number;
+  const std::string& text;
+  [[noreturn]] void bad(const std::string& why, size_t column = 0) const {
+    throw SpecError(source + ":" + std::to_string(number) + ":" + std::to_string(column + 1) + ": " + why + ": " +
+                    one_line(text, 120));
+  }
+};
 
 // A flat JSON object of string and integer values, the only shape the log uses.
-std::map<std::string, std::string> parse_flat_object(const std::string& line, int n) {
+std::map<std::string, std::string> parse_flat_object(const LineAt& at) {
+  const std::string& line = at.text;
   std::map<std::string, std::string> out;
   size_t i = 0;
   auto ws = [&] { while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i; };
   auto expect = [&](char c) {
     ws();
-    if (i >= line.size() || line[i] != c) bad(n, std::string("expected '") + c + "'", line);
+    if (i >= line.size() || line[i] != c) at.bad(std::string("expected '") + c + "'", i);
     ++i;
   };
   auto string = [&] {
     expect('"');
     std::string s;
     while (i < line.size() && line[i] != '"') {
-      if (line[i] == '\\') bad(n, "escapes are not used in move logs", line);
+      if (line[i] == '\\') at.bad("escapes are not used in move logs", i);
       s += line[i++];
     }
-    if (i >= line.size()) bad(n, "unterminated string", line);
+    if (i >= line.size()) at.bad("unterminated string", i);
     ++i;
     return s;
   };
   expect('{');
   ws();
-  if (i < line.size() && line[i] == '}') bad(n, "empty object", line);
+  if (i < line.size() && line[i] == '}') at.bad("empty object", i);
   while (true) {
     const std::string key = string();
     expect(':');
@@ -49,10 +60,10 @@ std::map<std::string, std::string> parse_flat_object(const std::string& line, in
       const size_t start = i;
       if (i < line.size() && line[i] == '-') ++i;
       while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
-      if (i == start) bad(n, "value of '" + key + "' is neither a string nor an integer", line);
+      if (i == start) at.bad("value of '" + key + "' is neither a string nor an integer", i);
       value = line.substr(start, i - start);
     }
-    if (!out.emplace(key, value).second) bad(n, "duplicate key '" + key + "'", line);
+    if (!out.emplace(key, value).second) at.bad("duplicate key '" + key + "'", i);
     ws();
     if (i < line.size() && line[i] == ',') {
       ++i;
@@ -62,7 +73,7 @@ std::map<std::string, std::string> parse_flat_object(const std::string& line, in
     break;
   }
   ws();
-  if (i != line.size()) bad(n, "text after the object", line);
+  if (i != line.size()) at.bad("text after the object", i);
   return out;
 }
 
@@ -75,34 +86,40 @@ std::string to_json_line(const Move& m) {
          to_string(m.reason) + "\"}";
 }
 
-Move parse_move_line(const std::string& line, int n) {
-  auto fields = parse_flat_object(line, n);
+Move parse_move_line(const std::string& line, int n, const std::string& source) {
+  const LineAt at{source, n, line};
+  auto fields = parse_flat_object(at);
   auto take = [&](const char* key, bool text) {
     auto it = fields.find(key);
-    if (it == fields.end()) bad(n, std::string("missing '") + key + "'", line);
+    if (it == fields.end()) at.bad(std::string("missing '") + key + "'");
     std::string v = it->second;
     fields.erase(it);
     const bool is_text = !v.empty() && v[0] == '"';
-    if (is_text != text) bad(n, std::string("'") + key + "' must be " + (text ? "a string" : "an integer"), line);
+    if (is_text != text) at.bad(std::string("'") + key + "' must be " + (text ? "a string" : "an integer"));
     return text ? v.substr(1) : v;
   };
   auto integer = [&](const char* key) {
     const std::string v = take(key, false);
     int64_t x = 0;
     const auto r = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (r.ec != std::errc() || r.ptr != v.data() + v.size()) bad(n, std::string("'") + key + "' out of range", line);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size()) at.bad(std::string("'") + key + "' out of range");
     return x;
   };
   Move m;
-  m.rank = static_cast<int>(integer("rank"));
+  auto small = [&](const char* key, int64_t min) {
+    const int64_t v = integer(key);
+    if (v < min || v > INT32_MAX) at.bad(std::string("'") + key + "' out of range");
+    return static_cast<int>(v);
+  };
+  m.rank = small("rank", 0);
   m.moment = integer("moment");
-  m.chunk = static_cast<int>(integer("chunk"));
+  m.chunk = small("chunk", -1);
   m.op = take("op", true);
-  if (!parse_tier(take("from", true), m.from)) bad(n, "unknown tier in 'from'", line);
-  if (!parse_tier(take("to", true), m.to)) bad(n, "unknown tier in 'to'", line);
+  if (!parse_tier(take("from", true), m.from)) at.bad("unknown tier in 'from'");
+  if (!parse_tier(take("to", true), m.to)) at.bad("unknown tier in 'to'");
   m.bytes = integer("bytes");
-  if (!parse_move_reason(take("reason", true), m.reason)) bad(n, "unknown reason", line);
-  if (!fields.empty()) bad(n, "unknown key '" + fields.begin()->first + "'", line);
+  if (!parse_move_reason(take("reason", true), m.reason)) at.bad("unknown reason");
+  if (!fields.empty()) at.bad("unknown key '" + fields.begin()->first + "'");
   return m;
 }
 
@@ -110,16 +127,21 @@ void write_move_log(std::ostream& out, const std::vector<Move>& moves) {
   for (const Move& m : moves) out << to_json_line(m) << '\n';
 }
 
-std::vector<Move> read_move_log(std::istream& in) {
+std::vector<Move> read_move_log(std::istream& in, const std::string& source) {
   std::vector<Move> moves;
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    moves.push_back(parse_move_line(line, n));
+    moves.push_back(parse_move_line(line, n, source));
   }
   return moves;
+}
+
+std::vector<Move> read_move_log_file(const std::string& path) {
+  std::istringstream in(read_input_file(path));
+  return read_move_log(in, path);
 }
 
 std::string MoveDiff::describe() const {

@@ -27,10 +27,13 @@ struct Move {
 };
 
 std::string to_json_line(const Move& move);  // no trailing newline
-// Throws SpecError("move log line <n>: <why>: <text>") on anything but the format above.
-Move parse_move_line(const std::string& line, int line_number = 1);
+// Throws SpecError("<source>:<line>:<column>: <why>: <text>") on anything but the format above
+// (the text cut to one short line).
+Move parse_move_line(const std::string& line, int line_number = 1, const std::string& source = "move log");
 void write_move_log(std::ostream& out, const std::vector<Move>& moves);
-std::vector<Move> read_move_log(std::istream& in);  // blank lines are skipped
+std::vector<Move> read_move_log(std::istream& in, const std::string& source = "move log");  // blank lines are skipped
+// The file at `path` (read_input_file's checks: no folder, device or oversized file).
+std::vector<Move> read_move_log_file(const std::string& path);
 
 struct MoveDiff {
   bool same = true;

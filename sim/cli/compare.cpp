@@ -3,7 +3,6 @@
 // --report` write), and the first move where two move logs diverge.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "sim/chunk/move_log.h"
 #include "sim/cli/cli.h"
@@ -37,16 +36,6 @@ std::string show(std::optional<double> v, const Quantity& q) {
   if (q.bytes) return units::human_bytes(*v);
   if (std::string(q.path) == "iteration_s") return units::human_seconds(*v);
   return units::human_count(*v);
-}
-
-std::vector<Move> read_moves(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError(path + ": cannot open file");
-  try {
-    return read_move_log(in);
-  } catch (const SpecError& e) {
-    throw SpecError(path + ": " + e.what());
-  }
 }
 
 }  // namespace
@@ -85,7 +74,7 @@ int run_compare(const std::vector<std::string>& argv) {
   if (shown == 0)
     throw SpecError(files[0] + ", " + files[1] + ": neither report has any of the compared keys (iteration_s, ...)");
   if (args.flag("moves")) {
-    const MoveDiff d = diff_move_logs(read_moves(files[2]), read_moves(files[3]));
+    const MoveDiff d = diff_move_logs(read_move_log_file(files[2]), read_move_log_file(files[3]));
     std::printf("\nmove logs: %s\n", d.describe().c_str());
     return d.same ? 0 : 3;
   }

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "sim/cli/cli.h"
+#include "sim/spec/input_file.h"
+#include "sim/spec/limits.h"
 #include "sim/spec/spec_io.h"
 
 namespace starfish::cli {
@@ -34,11 +36,23 @@ Job load_job(const std::optional<std::string>& model, const std::optional<std::s
   else if (pf && pf->hardware_path) hw_path = relative_to_plan(*pf->hardware_path);
   else throw UsageError("missing --hw (and no plan file naming one)");
 
-  Model m = load_model(model_path);
-  Cluster c = load_cluster(hw_path);
+  // A file the plan names but that cannot be read is the plan's error: say where it is named.
+  auto referenced = [&](bool from_plan, const char* field, auto load) {
+    try {
+      return load();
+    } catch (const InputFileError& e) {
+      if (!from_plan) throw;
+      pf->plan.provenance.fail(field, e.what());
+    }
+  };
+  Model m = referenced(!model, "model", [&] { return load_model(model_path); });
+  Cluster c = referenced(!hardware, "hardware", [&] { return load_cluster(hw_path); });
   if (pf && pf->nodes) {
     if (*pf->nodes > 1 && !c.node.nic)
       pf->plan.provenance.fail("nodes", std::to_string(*pf->nodes) + " nodes, but " + hw_path + " has no node.nic");
+    if (!limits::checked_mul(*pf->nodes, c.node.gpus, limits::kMaxGpus))
+      pf->plan.provenance.fail("nodes", std::to_string(*pf->nodes) + " nodes of " + std::to_string(c.node.gpus) +
+                                            " GPUs is more than " + std::to_string(limits::kMaxGpus) + " GPUs (Starfish's limit)");
     c.nodes = *pf->nodes;
   }
   if (nodes) {
@@ -50,6 +64,8 @@ Job load_job(const std::optional<std::string>& model, const std::optional<std::s
     }
     if (n < 1) throw UsageError("--nodes must be at least 1");
     if (n > 1 && !c.node.nic) throw UsageError(hw_path + " has no node.nic, so it cannot span " + *nodes + " nodes");
+    if (!limits::checked_mul(n, c.node.gpus, limits::kMaxGpus))
+      throw UsageError("--nodes " + *nodes + " gives more than " + std::to_string(limits::kMaxGpus) + " GPUs (Starfish's limit)");
     c.nodes = n;
   }
   Training t = pf ? pf->training : default_training(c);

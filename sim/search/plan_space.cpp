@@ -4,6 +4,7 @@
 
 #include "sim/spec/error.h"
 #include "sim/spec/job.h"
+#include "sim/spec/limits.h"
 
 namespace starfish::search {
 namespace {
@@ -93,9 +94,9 @@ void Candidate::fill(Plan& p) const {
 
 Candidate to_candidate(const Plan& p) {
   Candidate c;
-  c.tp = static_cast<int16_t>(p.tp);
-  c.pp = static_cast<int16_t>(p.pp);
-  c.virtual_stages = static_cast<int16_t>(p.virtual_stages);
+  c.tp = static_cast<int32_t>(p.tp);
+  c.pp = static_cast<int32_t>(p.pp);
+  c.virtual_stages = static_cast<int32_t>(p.virtual_stages);
   c.dp = p.dp;
   c.micro_batch = p.micro_batch;
   c.chunk_elements = p.chunk_elements;
@@ -115,18 +116,19 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (m.kv_heads % p.tp != 0) return "TP does not divide the key/value heads";
   if (m.ffn_hidden % p.tp != 0) return "TP does not divide ffn_hidden";
   if (!tp_aligned_to_nodes(p.tp, c.node.gpus)) return "TP groups would straddle nodes";
-  if (m.layers % (p.pp * p.virtual_stages) != 0) return "PP x virtual stages does not divide the layers";
-  const int gpus = c.total_gpus();
-  int dp = p.dp;
+  if (m.layers % (int64_t{p.pp} * p.virtual_stages) != 0) return "PP x virtual stages does not divide the layers";
+  const int64_t gpus = c.total_gpus();
+  int64_t dp = p.dp;
   if (dp == 0) {
-    if (gpus % (p.tp * p.pp) != 0) return "TP x PP does not divide the GPUs";
-    dp = gpus / (p.tp * p.pp);
-  } else if (p.tp * p.pp * dp != gpus) {
+    if (gpus % (int64_t{p.tp} * p.pp) != 0) return "TP x PP does not divide the GPUs";
+    dp = gpus / (int64_t{p.tp} * p.pp);
+  } else if (int64_t{p.tp} * p.pp * dp != gpus) {
     return "TP x PP x DP is not the GPU count";
   }
   const int64_t per_step = int64_t{p.micro_batch} * dp;
   if (t.global_batch % per_step != 0) return "global batch is not a multiple of micro-batch x DP";
   const int64_t micro_batches = t.global_batch / per_step;
+  if (!limits::within_pass_limit(micro_batches, m.layers)) return "more micro-batches x layers than Starfish's limit";
   if (p.schedule == Schedule::interleaved) {
     if (p.virtual_stages < 2) return "interleaving needs virtual stages >= 2";
     if (micro_batches % p.pp != 0) return "interleaving needs micro-batches divisible by PP";
@@ -226,9 +228,9 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;
                     Candidate k;
-                    k.tp = static_cast<int16_t>(tp);
-                    k.pp = static_cast<int16_t>(pp);
-                    k.virtual_stages = static_cast<int16_t>(v);
+                    k.tp = static_cast<int32_t>(tp);
+                    k.pp = static_cast<int32_t>(pp);
+                    k.virtual_stages = static_cast<int32_t>(v);
                     k.dp = dp;
                     k.micro_batch = b;
                     k.chunk_elements = chunk;

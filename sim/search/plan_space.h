@@ -58,7 +58,7 @@ struct SearchSpace {
 
 // A compact plan (the search holds hundreds of thousands): to_plan() gives the Plan.
 struct Candidate {
-  int16_t tp = 1, pp = 1, virtual_stages = 1;
+  int32_t tp = 1, pp = 1, virtual_stages = 1;  // up to the GPU limit (limits.h): 16 bits would wrap
   int32_t dp = 1;
   int32_t micro_batch = 1;
   int64_t chunk_elements = 0;

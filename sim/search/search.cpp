@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "sim/search/analytic.h"
+#include "sim/spec/limits.h"
 #include "sim/spec/units.h"
 
 namespace starfish::search {
@@ -256,6 +257,13 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   const std::vector<Candidate> candidates =
       enumerate_plans(model, cluster, training, opt.space, &result.chunked_accumulation_left_out);
   result.enumerated = static_cast<int64_t>(candidates.size());
+  // Bounded before it starts: the analytic tier estimates every plan layer by layer.
+  if (!limits::checked_mul(result.enumerated, model.layers, limits::kMaxSearchPlanLayers))
+    throw SpecError(model.provenance.where("layers").to_string() + ": field 'layers': " +
+                    std::to_string(result.enumerated) + " plans x " + std::to_string(model.layers) +
+                    " layers is more than a search evaluates (" + std::to_string(limits::kMaxSearchPlanLayers) +
+                    " plan-layers, Starfish's limit): search a model with fewer layers, or narrow the space (--max-tp, "
+                    "--batch, or a fixed plan with `estimate`)");
 
   AnalyticEvaluator evaluator(model, cluster, training);
   evaluator.prepare(candidates);

@@ -1,6 +1,9 @@
 #include "sim/spec/job.h"
 
+#include <algorithm>
 #include <string>
+
+#include "sim/spec/limits.h"
 
 namespace starfish {
 
@@ -12,7 +15,28 @@ bool tp_aligned_to_nodes(int tp, int gpus_per_node) {
   return tp > 0 && gpus_per_node > 0 && (gpus_per_node % tp == 0 || tp % gpus_per_node == 0);
 }
 
+namespace {
+
+// The products of fields that later stages multiply, checked here so that none overflows and no
+// loop over them runs away (limits.h): GPUs, tokens and micro-batches per iteration.
+void check_job_size(const Model& model, const Cluster& cluster, const Training& training, const Plan& plan) {
+  using namespace limits;
+  if (!checked_mul(cluster.nodes, cluster.node.gpus, kMaxGpus))
+    cluster.provenance.fail("nodes", std::to_string(cluster.nodes) + " nodes x " + std::to_string(cluster.node.gpus) +
+                                         " GPUs is more than " + std::to_string(kMaxGpus) + " GPUs (Starfish's limit)");
+  const auto tp_pp = checked_mul(plan.tp, plan.pp, kMaxGpus);
+  if (!tp_pp || !checked_mul(*tp_pp, std::max(plan.dp, 1), kMaxGpus))
+    plan.provenance.fail("plan.tensor_parallel", "tensor_parallel x pipeline_parallel x data_parallel is more than " +
+                                                     std::to_string(kMaxGpus) + " GPUs (Starfish's limit)");
+  if (!checked_mul(training.global_batch, model.seq_len, kMaxTokensPerIteration))
+    training.provenance.fail("training.global_batch", std::to_string(training.global_batch) + " sequences x seq_len " +
+                                                          std::to_string(model.seq_len) + " is more than 2^40 tokens per iteration (Starfish's limit)");
+}
+
+}  // namespace
+
 Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
+  check_job_size(model, cluster, training, plan);
   const Provenance& pp = plan.provenance;
   const std::string of_model = " of model " + model.name + " (" + model.provenance.file + ")";
   if (model.heads % plan.tp != 0)
@@ -24,7 +48,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   if (model.ffn_hidden % plan.tp != 0)
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide ffn_hidden " +
                                         std::to_string(model.ffn_hidden) + of_model);
-  const int stages = plan.pp * plan.virtual_stages;
+  const int64_t stages = int64_t{plan.pp} * plan.virtual_stages;  // each at most 10^7 and 10^5: no overflow
   if (model.layers % stages != 0)
     pp.fail(plan.virtual_stages > 1 ? "plan.virtual_stages" : "plan.pipeline_parallel",
             "pipeline_parallel " + std::to_string(plan.pp) + " x virtual_stages " + std::to_string(plan.virtual_stages) +
@@ -57,6 +81,11 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                              std::to_string(training.global_batch) + " is not a multiple of micro_batch " +
                                  std::to_string(plan.micro_batch) + " x data_parallel " + std::to_string(plan.dp));
   const int64_t m = training.global_batch / per_step;
+  if (!limits::within_pass_limit(m, model.layers))
+    training.provenance.fail("training.global_batch",
+                             std::to_string(m) + " micro-batches per pipeline x " + std::to_string(model.layers) +
+                                 " layers is more than " + std::to_string(limits::kMaxMicroBatchLayers) +
+                                 " passes to simulate (Starfish's limit): raise micro_batch or lower global_batch");
   if (plan.schedule == Schedule::interleaved) {
     if (plan.virtual_stages < 2) pp.fail("plan.schedule", "the interleaved schedule needs virtual_stages >= 2");
     if (m % plan.pp != 0)

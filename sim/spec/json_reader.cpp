@@ -1,10 +1,11 @@
 #include "sim/spec/json_reader.h"
 
+#include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <set>
 
 #include "sim/spec/error.h"
+#include "sim/spec/input_file.h"
 
 namespace starfish {
 namespace {
@@ -89,27 +90,37 @@ class Parser {
     return out;
   }
 
-  JsonValue value() {
+  // Nesting deeper than this is no report Starfish writes, and would overflow the stack.
+  static constexpr int kMaxDepth = 256;
+
+  JsonValue value(int depth = 0) {
     skip_space();
     if (i_ >= s_.size()) fail("unexpected end");
     JsonValue v;
     const char c = s_[i_];
+    if ((c == '{' || c == '[') && depth >= kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
     if (c == '{') {
       ++i_;
       v.type = JsonValue::Type::object;
       if (take('}')) return v;
+      std::set<std::string> keys;
       do {
         skip_space();
+        const size_t key_at = i_;
         std::string key = string_body();
+        if (!keys.insert(key).second) {
+          i_ = key_at;
+          fail("key " + quote_value(key) + " appears twice in one object");
+        }
         expect(':');
-        v.object.emplace_back(std::move(key), value());
+        v.object.emplace_back(std::move(key), value(depth + 1));
       } while (take(','));
       expect('}');
     } else if (c == '[') {
       ++i_;
       v.type = JsonValue::Type::array;
       if (take(']')) return v;
-      do v.array.push_back(value());
+      do v.array.push_back(value(depth + 1));
       while (take(','));
       expect(']');
     } else if (c == '"') {
@@ -127,6 +138,7 @@ class Parser {
       char* end = nullptr;
       v.number = std::strtod(begin, &end);
       if (end == begin) fail("expected a value");
+      if (!std::isfinite(v.number)) fail("number out of range");
       i_ += static_cast<size_t>(end - begin);
       v.type = JsonValue::Type::number;
     }
@@ -139,6 +151,13 @@ class Parser {
 };
 
 }  // namespace
+
+JsonValue::JsonValue() = default;
+JsonValue::JsonValue(const JsonValue&) = default;
+JsonValue::JsonValue(JsonValue&&) noexcept = default;
+JsonValue& JsonValue::operator=(const JsonValue&) = default;
+JsonValue& JsonValue::operator=(JsonValue&&) noexcept = default;
+JsonValue::~JsonValue() = default;
 
 const JsonValue* JsonValue::find(const std::string& key) const {
   if (type != Type::object) return nullptr;
@@ -175,12 +194,6 @@ std::optional<std::string> JsonValue::string_at(const std::string& path) const {
 
 JsonValue parse_json(const std::string& text, const std::string& source) { return Parser(text, source).document(); }
 
-JsonValue read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SpecError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_json(ss.str(), path);
-}
+JsonValue read_json_file(const std::string& path) { return parse_json(read_input_file(path), path); }
 
 }  // namespace starfish

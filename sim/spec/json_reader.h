@@ -11,6 +11,15 @@ namespace starfish {
 
 class JsonValue {
  public:
+  // Out of line: `object` holds pairs of this very type, complete only after the class (clang
+  // with libstdc++ refuses the implicit members here).
+  JsonValue();
+  JsonValue(const JsonValue&);
+  JsonValue(JsonValue&&) noexcept;
+  JsonValue& operator=(const JsonValue&);
+  JsonValue& operator=(JsonValue&&) noexcept;
+  ~JsonValue();
+
   enum class Type { null, boolean, number, string, array, object };
   Type type = Type::null;
   bool boolean = false;

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/spec/limits.h"
 #include "sim/spec/units.h"
 #include "sim/spec/yaml_reader.h"
 
@@ -55,12 +57,13 @@ GpuSpec read_gpu(MapReader r) {
       fail_at(at, r.field("matmul_efficiency"), std::string("bad point: ") + e.what());
     }
     if (fraction <= 0 || fraction > 1) fail_at(at, r.field("matmul_efficiency"), "fractions must be in (0, 1]");
+    if (flop > limits::kMaxFlopCount) fail_at(at, r.field("matmul_efficiency"), "FLOP counts must be at most 1e24");
     if (flop <= last_flop) fail_at(at, r.field("matmul_efficiency"), "points must have ascending FLOP counts");
     last_flop = flop;
     g.matmul_efficiency.points.emplace_back(flop, fraction);
   }
   if (g.matmul_efficiency.points.empty()) r.fail("matmul_efficiency", "needs at least one point");
-  if (r.has("copy_engines")) g.copy_engines = static_cast<int>(r.integer("copy_engines", 1));
+  if (r.has("copy_engines")) g.copy_engines = r.whole("copy_engines", 1, limits::kMaxCopyEngines);
   r.finish();
   return g;
 }
@@ -73,7 +76,7 @@ HostSpec read_host(MapReader r) {
   if (h.reserved_bytes >= h.memory_bytes) r.fail("reserved", "must be smaller than memory");
   h.memory_bandwidth_Bps = r.rate("memory_bandwidth");
   if (h.memory_bandwidth_Bps <= 0) r.fail("memory_bandwidth", "must be positive");
-  h.cpu_cores = static_cast<int>(r.integer("cpu_cores", 1));
+  h.cpu_cores = r.whole("cpu_cores", 1, limits::kMaxCpuCores);
   h.cpu_adam_params_per_s = r.real("cpu_adam_params_per_s", 1, 1e15);
   r.finish();
   return h;
@@ -94,14 +97,14 @@ NvmeSpec read_nvme(MapReader r) {
 
 PcieSpec read_pcie(MapReader r) {
   PcieSpec p;
-  p.generation = static_cast<int>(r.integer("generation", 1));
+  p.generation = r.whole("generation", 1, INT32_MAX);
   if (p.generation > 6) r.fail("generation", "PCIe generations 1 to 6 are known, got " + std::to_string(p.generation));
-  p.lanes = static_cast<int>(r.integer("lanes", 1));
+  p.lanes = r.whole("lanes", 1, INT32_MAX);
   if (p.lanes != 1 && p.lanes != 2 && p.lanes != 4 && p.lanes != 8 && p.lanes != 16)
     r.fail("lanes", "must be 1, 2, 4, 8 or 16");
   if (r.has("efficiency")) p.efficiency = r.real("efficiency", 0.05, 1.0);
   if (r.has("latency")) p.latency_s = r.seconds("latency");
-  if (r.has("gpus_per_root")) p.gpus_per_root = static_cast<int>(r.integer("gpus_per_root", 1));
+  if (r.has("gpus_per_root")) p.gpus_per_root = r.whole("gpus_per_root", 1, limits::kMaxGpusPerNode);
   r.finish();
   return p;
 }
@@ -119,7 +122,7 @@ NvlinkSpec read_nvlink(MapReader r) {
 
 NicSpec read_nic(MapReader r) {
   NicSpec n;
-  n.count = static_cast<int>(r.integer("count", 1));
+  n.count = r.whole("count", 1, limits::kMaxNics);
   n.bandwidth_Bps = r.rate("bandwidth");
   if (n.bandwidth_Bps <= 0) r.fail("bandwidth", "must be positive");
   if (r.has("efficiency")) n.efficiency = r.real("efficiency", 0.05, 1.0);
@@ -131,7 +134,7 @@ NicSpec read_nic(MapReader r) {
 NodeSpec read_node(MapReader r) {
   NodeSpec n;
   if (r.has("name")) n.name = r.text("name");
-  n.gpus = static_cast<int>(r.integer("gpus", 1));
+  n.gpus = r.whole("gpus", 1, limits::kMaxGpusPerNode);
   n.gpu = read_gpu(r.map("gpu"));
   n.host = read_host(r.map("host"));
   if (r.has("nvme")) n.nvme = read_nvme(r.map("nvme"));
@@ -175,9 +178,12 @@ Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
   MapReader r(root, c.provenance, "");
   c.name = r.text("name");
   if (r.has("description")) c.description = r.text("description");
-  c.nodes = static_cast<int>(r.integer("nodes", 1));
+  c.nodes = r.whole("nodes", 1, limits::kMaxGpus);
   if (r.has("price_per_gpu_hour")) c.price_per_gpu_hour = r.real("price_per_gpu_hour", 0, 1e6);
   c.node = read_node(r.map("node"));
+  if (!limits::checked_mul(c.nodes, c.node.gpus, limits::kMaxGpus))
+    r.fail("nodes", std::to_string(c.nodes) + " nodes x " + std::to_string(c.node.gpus) + " GPUs is more than " +
+                        std::to_string(limits::kMaxGpus) + " GPUs (Starfish's limit)");
   if (c.nodes > 1 && !c.node.nic) r.fail("nodes", "more than one node needs node.nic for the inter-node fabric");
   r.finish();
   return c;
@@ -189,16 +195,16 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   MapReader r(root, m.provenance, "");
   m.name = r.text("name");
   if (r.has("family")) m.family = r.choice<std::string>("family", {{"gpt", "gpt"}, {"llama", "llama"}});
-  m.layers = static_cast<int>(r.integer("layers", 1));
-  m.hidden = static_cast<int>(r.integer("hidden", 1));
-  m.heads = static_cast<int>(r.integer("heads", 1));
-  m.kv_heads = r.has("kv_heads") ? static_cast<int>(r.integer("kv_heads", 1)) : m.heads;
-  m.seq_len = static_cast<int>(r.integer("seq_len", 1));
-  m.vocab = static_cast<int>(r.integer("vocab", 1));
+  m.layers = r.whole("layers", 1, limits::kMaxLayers);
+  m.hidden = r.whole("hidden", 1, limits::kMaxHidden);
+  m.heads = r.whole("heads", 1, limits::kMaxHeads);
+  m.kv_heads = r.has("kv_heads") ? r.whole("kv_heads", 1, limits::kMaxHeads) : m.heads;
+  m.seq_len = r.whole("seq_len", 1, limits::kMaxSeqLen);
+  m.vocab = r.whole("vocab", 1, limits::kMaxVocab);
   if (r.has("activation"))
     m.activation = r.choice<Activation>("activation", {{"gelu", Activation::gelu}, {"swiglu", Activation::swiglu}});
   if (r.has("ffn_hidden")) {
-    m.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1));
+    m.ffn_hidden = r.whole("ffn_hidden", 1, limits::kMaxFfnHidden);
   } else if (m.activation == Activation::gelu) {
     m.ffn_hidden = 4 * m.hidden;  // the GPT convention
   } else {
@@ -226,36 +232,36 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   MapReader r(root, prov, "");
   p.model_path = r.text_or_none("model");
   p.hardware_path = r.text_or_none("hardware");
-  if (r.has("nodes")) p.nodes = static_cast<int>(r.integer("nodes", 1));
+  if (r.has("nodes")) p.nodes = r.whole("nodes", 1, limits::kMaxGpus);
   {
     MapReader t(r.node("training"), p.training.provenance, "training");
     Training& tr = p.training;
-    tr.global_batch = t.integer("global_batch", 1);
+    tr.global_batch = t.integer("global_batch", 1, limits::kMaxGlobalBatch);
     if (t.has("dtype")) tr.dtype = t.choice<DType>("dtype", kDTypes);
     if (t.has("optimizer"))
       tr.optimizer = t.choice<Optimizer>("optimizer", {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}});
     if (t.has("learning_rate")) tr.learning_rate = t.real("learning_rate", 0, 10);
     if (t.has("weight_decay")) tr.weight_decay = t.real("weight_decay", 0, 10);
     if (t.has("grad_clip")) tr.grad_clip = t.real("grad_clip", 0, 1e9);
-    if (t.has("iterations")) tr.iterations = t.integer("iterations", 1);
-    if (t.has("seed")) tr.seed = static_cast<uint64_t>(t.integer("seed", 0));
+    if (t.has("iterations")) tr.iterations = t.integer("iterations", 1, limits::kMaxIterations);
+    if (t.has("seed")) tr.seed = static_cast<uint64_t>(t.integer("seed", 0, limits::kMaxSeed));
     t.finish();
   }
   if (r.has("plan")) {
     MapReader q = r.map("plan");
     Plan& pl = p.plan;
-    if (q.has("tensor_parallel")) pl.tp = static_cast<int>(q.integer("tensor_parallel", 1));
-    if (q.has("pipeline_parallel")) pl.pp = static_cast<int>(q.integer("pipeline_parallel", 1));
-    if (q.has("data_parallel")) pl.dp = static_cast<int>(q.integer("data_parallel", 1));
-    if (q.has("virtual_stages")) pl.virtual_stages = static_cast<int>(q.integer("virtual_stages", 1));
-    if (q.has("micro_batch")) pl.micro_batch = static_cast<int>(q.integer("micro_batch", 1));
+    if (q.has("tensor_parallel")) pl.tp = q.whole("tensor_parallel", 1, limits::kMaxGpus);
+    if (q.has("pipeline_parallel")) pl.pp = q.whole("pipeline_parallel", 1, limits::kMaxGpus);
+    if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
+    if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
+    if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
     if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
     if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
     if (q.has("schedule"))
       pl.schedule = q.choice<Schedule>(
           "schedule", {{"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b}, {"interleaved", Schedule::interleaved}});
     if (q.has("zero_stage")) {
-      pl.zero_stage = static_cast<int>(q.integer("zero_stage", 0));
+      pl.zero_stage = q.whole("zero_stage", 0, INT32_MAX);
       if (pl.zero_stage > 3) q.fail("zero_stage", "ZeRO stages are 0, 1, 2 and 3, got " + std::to_string(pl.zero_stage));
     }
     if (q.has("recompute"))
@@ -288,24 +294,11 @@ Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_f
 Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), path); }
 PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), path); }
 
-namespace {
-YAML::Node parse_text(const std::string& yaml, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                    ": invalid YAML: " + e.msg);
-  }
-  if (!root.IsMap()) throw SpecError(file + ":1:1: expected a mapping of fields at the top level");
-  return root;
-}
-}  // namespace
 
-Cluster parse_cluster_text(const std::string& yaml, const std::string& file) { return parse_cluster(parse_text(yaml, file), file); }
-Model parse_model_text(const std::string& yaml, const std::string& file) { return parse_model(parse_text(yaml, file), file); }
+Cluster parse_cluster_text(const std::string& yaml, const std::string& file) { return parse_cluster(parse_yaml_text(yaml, file), file); }
+Model parse_model_text(const std::string& yaml, const std::string& file) { return parse_model(parse_yaml_text(yaml, file), file); }
 PlanFile parse_plan_file_text(const std::string& yaml, const std::string& file) {
-  return parse_plan_file(parse_text(yaml, file), file);
+  return parse_plan_file(parse_yaml_text(yaml, file), file);
 }
 
 // ---------------------------------------------------------------- public: save

@@ -47,6 +47,7 @@ std::pair<double, std::string_view> split(std::string_view text) {
   if (number.empty()) throw std::invalid_argument("no number in '" + std::string(text) + "'");
   double value = 0;
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec == std::errc::result_out_of_range) throw std::invalid_argument("'" + std::string(number) + "' is out of range");
   if (ec != std::errc() || end != number.data() + number.size())
     throw std::invalid_argument("'" + std::string(number) + "' is not a number");
   if (!std::isfinite(value)) throw std::invalid_argument("'" + std::string(text) + "' is not finite");
@@ -57,8 +58,13 @@ std::pair<double, std::string_view> split(std::string_view text) {
 template <size_t N>
 double parse_with(std::string_view text, const std::array<Suffix, N>& suffixes, std::string_view what) {
   auto [value, suffix] = split(text);
-  for (const Suffix& s : suffixes)
-    if (suffix == s.text) return s.apply(value);
+  for (const Suffix& s : suffixes) {
+    if (suffix != s.text) continue;
+    const double v = s.apply(value);
+    // 1e308TB/s is a finite number times a finite unit, and infinity.
+    if (!std::isfinite(v)) throw std::invalid_argument("'" + std::string(text) + "' overflows");
+    return v;
+  }
   std::string allowed;
   for (const Suffix& s : suffixes) {
     if (s.text.empty()) continue;

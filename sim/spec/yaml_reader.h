@@ -25,13 +25,15 @@ class MapReader {
 
   std::string text(const std::string& key);
   std::optional<std::string> text_or_none(const std::string& key);
-  int64_t integer(const std::string& key, int64_t min_value);
+  // Numbers within [min_value, max_value] (limits.h); outside it, an error naming the limit.
+  int64_t integer(const std::string& key, int64_t min_value, int64_t max_value);
+  int whole(const std::string& key, int64_t min_value, int64_t max_value);  // integer() for an int field
   double real(const std::string& key, double min_value, double max_value);
   bool boolean(const std::string& key);
+  // Quantities with units, each within its limit of limits.h (bytes up to 2^60, ...).
   int64_t bytes(const std::string& key);
   double rate(const std::string& key);
   double flops(const std::string& key);
-  double flop_count(const std::string& key);
   double seconds(const std::string& key);
   int64_t count(const std::string& key);
   // One of the named values; the error lists them.
@@ -57,6 +59,7 @@ class MapReader {
   std::string scalar(const std::string& key);
   template <typename T>
   T parse_scalar(const std::string& key, const char* expected, T (*parse)(std::string_view));
+  double at_most(const std::string& key, double value, double max_value, const char* unit);
 
   YAML::Node node_;
   Provenance& provenance_;
@@ -67,9 +70,18 @@ class MapReader {
 // Location of a node in the file the provenance belongs to.
 SourceLoc location(const Provenance& provenance, const YAML::Node& node);
 
-// Loads a YAML file; a syntax error becomes "file:line:col: <yaml message>", a missing file
-// "file: cannot open". The root must be a mapping.
+// Loads a YAML file; a syntax error becomes "file:line:col: invalid YAML: <why>"; a missing,
+// unreadable or oversized file, or one that is not a regular file (a folder, a device), is
+// refused naming it. The root must be a mapping, and the file one YAML document: a second
+// document ('---' before more fields) is an error, never silently dropped.
 YAML::Node load_yaml_file(const std::string& path);
+// The same for text already in memory (`file` names it in errors).
+YAML::Node parse_yaml_text(const std::string& text, const std::string& file);
+// Refuses text that is not UTF-8 or holds control characters other than tab and line breaks
+// ("file:line:column: not UTF-8 text ..."): YAML is Unicode text, and yaml-cpp 0.7 loops
+// without end, allocating, on some invalid bytes (found by fuzz/fuzz_model).
+void require_utf8_text(const std::string& text, const std::string& file);
+
 
 template <typename E>
 E MapReader::choice(const std::string& key, std::initializer_list<std::pair<const char*, E>> options) {

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "exec/checkpoint.h"
 #include "exec/dist.h"
@@ -29,7 +30,7 @@ TEST(Checkpoint, RoundTripsExactly) {
   NamedTensors loaded{{"master", torch::zeros({3000})}, {"step_counts", torch::zeros({5}, torch::kLong)}};
   const CheckpointInfo info = read_checkpoint_file(dir / "a.ckpt", loaded);
   EXPECT_EQ(info.steps, 17);
-  EXPECT_EQ(info.format, 2);
+  EXPECT_EQ(info.format, 3);
   EXPECT_FALSE(info.loss_scale.has_value());
   EXPECT_TRUE(torch::equal(loaded[0].second, saved[0].second));
   EXPECT_TRUE(torch::equal(loaded[1].second, saved[1].second));
@@ -43,8 +44,15 @@ TEST(Checkpoint, RefusesTruncatedCorruptOrForeignFiles) {
   NamedTensors into = sample_state();
   std::filesystem::copy_file(dir / "a.ckpt", dir / "short.ckpt");
   std::filesystem::resize_file(dir / "short.ckpt", size - 100);
+  // The size is checked against the header before any tensor is read.
   EXPECT_EQ(error_of([&] { read_checkpoint_file(dir / "short.ckpt", into); }),
-            dir / "short.ckpt" + ": truncated checkpoint (in tensor 'master')");  // 100 bytes: checksum, step_counts and part of master
+            dir / "short.ckpt" + ": truncated checkpoint: " + std::to_string(size - 100) + " bytes, its header describes " +
+                std::to_string(size));
+  std::filesystem::copy_file(dir / "a.ckpt", dir / "long.ckpt");
+  std::ofstream(dir / "long.ckpt", std::ios::app) << "x";
+  EXPECT_EQ(error_of([&] { read_checkpoint_file(dir / "long.ckpt", into); }),
+            dir / "long.ckpt" + ": checkpoint with trailing bytes: " + std::to_string(size + 1) + " bytes, its header describes " +
+                std::to_string(size));
   {
     std::fstream f(dir / "a.ckpt", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(size) - 200);

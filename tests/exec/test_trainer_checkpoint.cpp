@@ -66,12 +66,13 @@ TEST(TrainerCheckpoint, ResumedRunContinuesWithTheSameLossScaleAndCounter) {
   for (size_t i = 0; i < va.size(); ++i) EXPECT_TRUE(torch::equal(va[i].second, vb[i].second)) << va[i].first;
 }
 
-// A format-1 file is a format-2 file without the loss_scale line (the tensor checksum does not
+// A format-1 file is a format-3 file without the loss_scale and identity lines (the tensor checksum does not
 // cover the header), so one is made from the other.
 void make_format_1(const std::string& path) {
   std::string text = testing::read_file(path);
-  ASSERT_EQ(text.rfind("STARFISH-CHECKPOINT 2\nsteps 2\nloss_scale none\n", 0), 0u) << text.substr(0, 60);
-  text.replace(0, std::string("STARFISH-CHECKPOINT 2\nsteps 2\nloss_scale none\n").size(), "STARFISH-CHECKPOINT 1\nsteps 2\n");
+  const std::string format_3 = "STARFISH-CHECKPOINT 3\nsteps 2\nloss_scale none\nidentity 0\n";
+  ASSERT_EQ(text.rfind(format_3, 0), 0u) << text.substr(0, 60);
+  text.replace(0, format_3.size(), "STARFISH-CHECKPOINT 1\nsteps 2\n");
   testing::write_file(path, text);
 }
 
@@ -107,7 +108,8 @@ TEST(TrainerCheckpoint, ALossScaleMustMatchWhetherTheRunScales) {
   b->step();
   save_trainer(with.path.string(), *a, s.solo);
   save_trainer(without.path.string(), *b, s.solo);
-  EXPECT_EQ(testing::read_file(with / "step-1/rank-0.ckpt").substr(0, 55), "STARFISH-CHECKPOINT 2\nsteps 1\nloss_scale 1024 1\ntensors");
+  EXPECT_EQ(testing::read_file(with / "step-1/rank-0.ckpt").substr(0, 66),
+            "STARFISH-CHECKPOINT 3\nsteps 1\nloss_scale 1024 1\nidentity 0\ntensors");
   std::unique_ptr<StoreTrainer> scaled = s.trainer(true), plain = s.trainer(false);
   EXPECT_EQ(error_of([&] { resume_trainer(without.path.string(), *scaled, s.solo); }),
             without / "step-1/rank-0.ckpt" + ": the checkpoint holds no loss scale (its run did not scale the loss), this run does (fp16)");

@@ -65,7 +65,7 @@ TEST(MoveLog, BadLinesNameTheLineAndTheProblem) {
     read_move_log(text);
     FAIL() << "expected SpecError";
   } catch (const SpecError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("move log line 2: unknown tier in 'to': {", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("move log:2:1: unknown tier in 'to': {", 0), 0u) << e.what();
   }
   EXPECT_THROW(parse_move_line("{\"rank\":0}"), SpecError);
   EXPECT_THROW(parse_move_line(to_json_line(Move{}) + "x"), SpecError);
