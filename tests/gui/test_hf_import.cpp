@@ -130,7 +130,7 @@ class HfImportTest : public QObject {
     QCOMPARE(error_of(bert), QString("config.json:10:17: field 'model_type': 'bert' is not supported (llama, mistral, gpt2)"));
     std::string no_heads = kLlama2;
     no_heads.replace(no_heads.find("num_attention_heads"), 19, "num_attention_headz");
-    QCOMPARE(error_of(no_heads), QString("config.json: field 'num_attention_heads': missing (required for this model_type)"));
+    QCOMPARE(error_of(no_heads), QString("config.json:1:1: field 'num_attention_heads': missing (required for this model_type)"));
     std::string odd = kLlama2;
     odd.replace(odd.find("\"num_attention_heads\": 32"), 25, "\"num_attention_heads\": 30");
     QCOMPARE(error_of(odd), QString("config.json:12:26: field 'num_attention_heads': 30 heads do not divide hidden 4096"));
@@ -142,7 +142,7 @@ class HfImportTest : public QObject {
     QCOMPARE(error_of(gelu), QString("config.json:6:17: field 'hidden_act': 'relu' is not supported for a LLaMA-style model (expected silu)"));
     QVERIFY(error_of("{\"model_type\": \"llama\",").startsWith("config.json:"));
     QVERIFY(error_of("{\"model_type\": \"llama\",").contains("not valid JSON"));
-    QCOMPARE(error_of("[1, 2]"), QString("config.json: expected a JSON object (a Hugging Face config.json)"));
+    QCOMPARE(error_of("[1, 2]"), QString("config.json:1:1: expected a JSON object (a Hugging Face config.json)"));
   }
 
   void file_import_names_the_model_after_its_folder() {
