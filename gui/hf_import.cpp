@@ -94,6 +94,7 @@ Model import_llama(const JsonFields& f) {
   m.position = PositionEmbedding::rope;
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
   m.bias = f.boolean_or("attention_bias", false) || f.boolean_or("mlp_bias", false);
+  m.dropout = false;  // LLaMA and Mistral train without dropout (their configs' attention_dropout is 0.0)
   return m;
 }
 
@@ -115,6 +116,7 @@ Model import_gpt2(const JsonFields& f) {
   m.position = PositionEmbedding::learned;
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
   m.bias = true;
+  m.dropout = true;  // GPT-2: resid_pdrop, embd_pdrop and attn_pdrop 0.1
   return m;
 }
 
