@@ -98,6 +98,7 @@ TEST(Reproduction, ZeroTable2TheoreticalColumnsFollowFromTheModelStateBytes) {
 
 TEST(Reproduction, ZeroTable2MeasuredMaximaLieBetweenMeasuredAndTheoretical) {
   const auto rows = read_csv(data("zero2020_table2_max_model_size.csv"));
+  ASSERT_GE(rows.size(), 6u) << "the ZeRO table is missing or short";
   // MP 1 and 16: the two ends of the table (the middle rows follow the same arithmetic).
   for (size_t i : {size_t{1}, size_t{5}}) {
     const int mp = std::stoi(rows[i][0]), gpus = std::stoi(rows[i][1]);
