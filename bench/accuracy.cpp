@@ -160,10 +160,6 @@ void korthikanti_table4(const std::string& dir, Summary& sum) {
   }
 }
 
-// Memory of a prediction as the allocator reports its peak (max_memory_reserved): the
-// simulator's peak includes the framework's allocator reserve; the hwprofile's `reserved` (CUDA
-// context, NCCL) is outside what PyTorch reports.
-double predicted_reserved_bytes(const Job&, const schedule::SimReport& r) { return r.peak_gpu_bytes; }
 
 // ---- BigScience BLOOM-176B sweeps (Megatron-DeepSpeed on Jean Zay): sec/iteration, peak memory, OOM.
 void bloom(const std::string& dir, Summary& sum) {
@@ -221,9 +217,10 @@ void bloom(const std::string& dir, Summary& sum) {
       }
     }
     const schedule::SimReport rep = schedule::simulate(job);
-    const double reserved = predicted_reserved_bytes(job, rep);
-    const double capacity = static_cast<double>(cl.node.gpu.memory_bytes - cl.node.gpu.reserved_bytes);
-    const bool fits = reserved <= capacity;
+    // The simulator's peak is what the allocator reserves (max_memory_reserved, what BigScience
+    // logged); whether it fits is the one rule every verb applies (sim/cost/capacity.h).
+    const double reserved = rep.peak_gpu_bytes;
+    const bool fits = rep.memory_verdict.fits;
     std::string time_cells = "      -       -       -";
     if (!t.at(r, "sec_per_iter").empty() && !oom) {
       const double published = std::stod(t.at(r, "sec_per_iter"));
@@ -311,13 +308,10 @@ void mosaicml(const std::string& dir, Summary& sum) {
       sum.not_expressed.push_back("MosaicML line " + t.at(r, "md_line") + ": " + e.what());
       continue;
     }
-    const Estimate est = estimate(job);
     const schedule::SimReport rep = schedule::simulate(job);
     const double published = std::stod(t.at(r, "Throughput (T/s/GPU)"));
     const double predicted = rep.tokens_per_s / gpus;
-    const double capacity = static_cast<double>(cl.node.gpu.memory_bytes - cl.node.gpu.reserved_bytes);
-    const bool fits = predicted_reserved_bytes(job, rep) <= capacity;
-    (void)est;
+    const bool fits = rep.memory_verdict.fits;
     if (!fits) ++sum.fit_missed;
     sum.time["MosaicML MPT"].add(published / predicted, 1.0);
     sum.all_time.add(published / predicted, 1.0);

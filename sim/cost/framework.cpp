@@ -29,8 +29,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     FrameworkTraits t;
     t.attention = Attention::unfused;  // Megatron-DeepSpeed's GPT (BLOOM, MT-NLG): Megatron's kernels
     // ZeRO-1/2 (stage_1_and_2.py) keep 16-bit .grad and convert only their partition to fp32 at
-    // the step. BF16_Optimizer's full fp32 accumulator (fp32_grads_beside_low_precision) is
-    // what DeepSpeed uses for bf16 *without* ZeRO (stage 0), which a plan does not express yet.
+    // the step.
     t.zero_reduce_bucket_elements = 5e8;
     t.pipeline_scatter_gather = false;
     return t;
@@ -68,12 +67,10 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan) {
   GradBuffers g;
   g.low_precision_bytes = low;
   g.reduce_bytes = low;
-  if (training.dtype == DType::bf16 && !plan.chunked()) {
-    if (f.fp32_grads_replace_low_precision) g.low_precision_bytes = 0;
-    if (f.fp32_grads_replace_low_precision || f.fp32_grads_beside_low_precision) {
-      g.fp32_bytes = 4;
-      g.reduce_bytes = 4;
-    }
+  if (training.dtype == DType::bf16 && !plan.chunked() && f.fp32_grads_replace_low_precision) {
+    g.low_precision_bytes = 0;
+    g.fp32_bytes = 4;
+    g.reduce_bytes = 4;
   }
   return g;
 }

@@ -13,11 +13,10 @@ struct FrameworkTraits {
   // Gradients accumulate over micro-batches and are reduced over DP in fp32 when the model
   // trains in bf16: Megatron-LM forces --accumulate-allreduce-grads-in-fp32 for bf16
   // (megatron/arguments.py: "bfloat16 requires gradient accumulation and all-reduce to be done
-  // in fp32"), its main_grad buffer replacing the 16-bit .grad; DeepSpeed's BF16_Optimizer
-  // (deepspeed/runtime/bf16_optimizer.py, used by BLOOM) keeps fp32_groups_gradients_flat, a
-  // full-size fp32 accumulator *beside* the bf16 .grad, and all-reduces it.
+  // in fp32"), its main_grad buffer replacing the 16-bit .grad. (DeepSpeed's BF16_Optimizer,
+  // deepspeed/runtime/bf16_optimizer.py, keeps a full fp32 accumulator *beside* the bf16 .grad,
+  // but only without ZeRO, which no plan expresses yet; ZeRO-1/2 keep 16-bit grads.)
   bool fp32_grads_replace_low_precision = false;
-  bool fp32_grads_beside_low_precision = false;
   // PyTorch's caching allocator reserves more than tensors use (splitting and rounding leave
   // unusable holes). GMLake (Guo et al., ASPLOS 2024) measures the fragmentation of eight LLMs
   // trained with recomputation / ZeRO / offload on A100-80GB at 15% on average (what GMLake
