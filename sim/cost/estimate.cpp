@@ -101,8 +101,12 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   double pp_comm = 0;
   if (p.pp > 1) {
     const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
-    pp_comm = 2.0 * p.virtual_stages * collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2,
-                                                         pipeline_send_bytes_per_rank(p, boundary_bytes), link);
+    const PipelineSend send = pipeline_send(p, boundary_bytes);
+    double one_way = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, send.bytes_per_rank, link);
+    if (send.receiver_all_gathers)
+      one_way += collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+                                   link_for_group(c, p.tp, 1));
+    pp_comm = 2.0 * p.virtual_stages * one_way;
   }
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
   const double accumulate = grad_accumulate_time_s(gpu, e.params_per_gpu / (p.zero_stage >= 2 ? dp : 1), act_bytes);

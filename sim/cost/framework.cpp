@@ -23,6 +23,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     // Megatron-core's schedules post their sends and receives and wait only where the data is
     // needed (p2p_communication with overlap_p2p_comm for the interleaved schedule).
     t.blocking_p2p = false;
+    t.pipeline_scatter_gather = false;
     return t;
   }();
   static const FrameworkTraits deepspeed = [] {
@@ -31,13 +32,13 @@ const FrameworkTraits& framework_traits(Framework f) {
     // ZeRO-1/2 (stage_1_and_2.py) keep 16-bit .grad and convert only their partition to fp32 at
     // the step.
     t.zero_reduce_bucket_elements = 5e8;
-    t.pipeline_scatter_gather = false;
     return t;
   }();
   static const FrameworkTraits fsdp = [] {
     FrameworkTraits t;
     // MosaicML llm-foundry (attn_impl: flash / triton) and torchtitan (SDPA flash backend).
     t.attention = Attention::flash;
+    t.pipeline_scatter_gather = false;  // torchtitan's pipelining sends whole tensors
     return t;
   }();
   static const FrameworkTraits starfish = [] {
@@ -75,8 +76,11 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan) {
   return g;
 }
 
-double pipeline_send_bytes_per_rank(const Plan& plan, double boundary_bytes) {
-  return framework_traits(plan.framework).pipeline_scatter_gather ? boundary_bytes / plan.tp : boundary_bytes;
+PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {
+  if (plan.tp <= 1) return {boundary_bytes, false};
+  if (plan.sequence_parallel) return {boundary_bytes / plan.tp, false};
+  if (framework_traits(plan.framework).pipeline_scatter_gather) return {boundary_bytes / plan.tp, true};
+  return {boundary_bytes, false};
 }
 
 double optimizer_step_bytes_per_param(const Training& training, const Plan& plan) {

@@ -27,10 +27,13 @@ struct FrameworkTraits {
   // reduce_bucket_size (default 5e8 elements, deepspeed/runtime/zero/config.py), allocated in
   // the gradients' dtype (stage_1_and_2.py, ipg_buffer). 0: no such buffer.
   double zero_reduce_bucket_elements = 0;
-  // Pipeline sends. Megatron splits the boundary tensor over the TP ranks and all-gathers it on
-  // the receiving stage (scatter/gather, Narayanan 2021 sec. 4.1); DeepSpeed's PipelineEngine
-  // (deepspeed/runtime/pipe/engine.py, _exec_send_activations) sends the whole tensor from every
-  // TP rank.
+  // Pipeline sends without sequence parallelism: does each TP rank send 1/tp of the boundary
+  // tensor, the receiving TP group all-gathering the pieces? Megatron-LM 2021-22 does
+  // (scatter/gather, Narayanan 2021 sec. 4.1; --scatter-gather-tensors-in-pipeline, on by default
+  // since 2021-02), and so does DeepSpeed's PipelineEngine whenever TP > 1 (engine.py:
+  // is_pipe_partitioned = is_model_parallel; PartitionedTensor on send, .full() on receive).
+  // Megatron-core sends the whole tensor from every rank: the scatter/gather went when the
+  // schedules moved into core (Megatron-LM 3c92fa93, 2023-03).
   bool pipeline_scatter_gather = true;
   // A stage waits for its send to complete before it computes on: Megatron-LM 2021-22's
   // p2p_communication waits on every batch_isend_irecv pair (send_forward_recv_backward ...),
@@ -53,9 +56,16 @@ struct GradBuffers {
 };
 GradBuffers grad_buffers(const Training& training, const Plan& plan);
 
-// Bytes one rank of a stage sends to its peer of the next stage for a boundary tensor of
-// `boundary_bytes` (one micro-batch's hidden states).
-double pipeline_send_bytes_per_rank(const Plan& plan, double boundary_bytes);
+// How one micro-batch's boundary tensor of `boundary_bytes` (its full hidden states) crosses to
+// the next stage: the bytes each TP rank sends to its peer, and whether the receiving TP group
+// then all-gathers the full tensor. With sequence parallelism the tensor is already split over
+// the sequence (Korthikanti 2022 sec. 4.2.2): each rank sends its own shard and nothing is
+// gathered, in every framework.
+struct PipelineSend {
+  double bytes_per_rank = 0;
+  bool receiver_all_gathers = false;
+};
+PipelineSend pipeline_send(const Plan& plan, double boundary_bytes);
 
 // HBM bytes per parameter of this GPU's optimizer shard that one optimizer step on the GPU
 // moves, kernel by kernel as Megatron's mixed-precision optimizer runs them (megatron/optimizer/

@@ -329,13 +329,13 @@ class Builder {
     const Plan& p = job_.plan;
     const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
     const des::Topology& topo = eng_.topology();
-    // Megatron's scatter/gather: each TP rank sends 1/tp of the boundary tensor to its peer of the
-    // next stage, and the receiving TP group all-gathers the pieces over its own links;
-    // DeepSpeed's engine sends the whole tensor from every rank (sim/cost/framework.h). Only the
-    // leads are simulated: across nodes, the lead's flow carries the sends of the TP peers that
-    // share its NIC, as they all send at once.
+    // Each TP rank sends its share of the boundary tensor to its peer of the next stage, and the
+    // receiving TP group all-gathers the pieces where the framework scatters them
+    // (sim/cost/framework.h, pipeline_send). Only the leads are simulated: across nodes, the
+    // lead's flow carries the sends of the TP peers that share its NIC, as they all send at once.
     const FrameworkTraits& fw = framework_traits(p.framework);
-    const double per_rank = pipeline_send_bytes_per_rank(p, boundary_bytes_);
+    const PipelineSend send = pipeline_send(p, boundary_bytes_);
+    const double per_rank = send.bytes_per_rank;
     const Cluster& c = job_.cluster;
     const int nic_sharers = c.node.nic ? std::clamp(c.node.gpus / std::max(1, c.node.nic->count), 1, p.tp) : 1;
     std::vector<des::GroupId> tp_groups;
@@ -353,7 +353,7 @@ class Builder {
       TaskId arrived = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
       eng_.depends(arrived, from_last);
       if (fw.blocking_p2p && sender_next != kNone) eng_.depends(sender_next, arrived);
-      if (p.tp > 1 && fw.pipeline_scatter_gather) {
+      if (send.receiver_all_gathers) {
         const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_groups[static_cast<size_t>(to_stage)],
                                               boundary_bytes_, label(out_.pp, what, gv, mb));
         eng_.depends(gather, arrived);

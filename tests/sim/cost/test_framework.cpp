@@ -105,13 +105,28 @@ TEST(Framework, CachingAllocatorReservesFifteenPercentOfWhatItHolds) {
   EXPECT_DOUBLE_EQ(allocator_reserved_bytes(chunked, 85e9), 85e9);
 }
 
-TEST(Framework, PipelineSendsAreScatteredByMegatronAndWholeByDeepSpeed) {
-  Plan m = plan_of(Framework::megatron_lm);
-  m.tp = 8;
-  EXPECT_DOUBLE_EQ(pipeline_send_bytes_per_rank(m, 64e6), 8e6);
-  Plan d = plan_of(Framework::deepspeed);
-  d.tp = 8;
-  EXPECT_DOUBLE_EQ(pipeline_send_bytes_per_rank(d, 64e6), 64e6);
+TEST(Framework, PipelineSendsFollowEachFrameworksSplit) {
+  // Megatron-LM 2021-22 and DeepSpeed's engine send 1/tp per rank and all-gather on receipt.
+  for (Framework f : {Framework::megatron_lm, Framework::deepspeed}) {
+    Plan p = plan_of(f);
+    p.tp = 8;
+    const PipelineSend s = pipeline_send(p, 64e6);
+    EXPECT_DOUBLE_EQ(s.bytes_per_rank, 8e6);
+    EXPECT_TRUE(s.receiver_all_gathers);
+  }
+  // Megatron-core sends the whole tensor from every rank.
+  Plan core = plan_of(Framework::megatron_core);
+  core.tp = 8;
+  EXPECT_DOUBLE_EQ(pipeline_send(core, 64e6).bytes_per_rank, 64e6);
+  EXPECT_FALSE(pipeline_send(core, 64e6).receiver_all_gathers);
+  // With sequence parallelism each rank already holds 1/tp of the sequence: it sends that shard.
+  core.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(pipeline_send(core, 64e6).bytes_per_rank, 8e6);
+  EXPECT_FALSE(pipeline_send(core, 64e6).receiver_all_gathers);
+  // Without TP there is nothing to split.
+  Plan one = plan_of(Framework::deepspeed);
+  EXPECT_DOUBLE_EQ(pipeline_send(one, 64e6).bytes_per_rank, 64e6);
+  EXPECT_FALSE(pipeline_send(one, 64e6).receiver_all_gathers);
 }
 
 // One GPT layer, TP1, b=1, s=1024, h=1024, 16 heads (d=64), bf16, on the test GPU: 312 TFLOP/s,
