@@ -48,6 +48,12 @@ double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOption
   return 0;
 }
 
+double embedding_activation_bytes(const Model& m, const Plan& plan) {
+  if (!m.dropout) return 0;
+  const double sbh = static_cast<double>(m.seq_len) * plan.micro_batch * m.hidden;
+  return sbh / (plan.sequence_parallel ? plan.tp : 1.0);
+}
+
 StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
                                         int stage) {
   const int p = plan.pp, v = plan.virtual_stages;
@@ -71,9 +77,13 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   out.in_flight_micro_batches = in_flight;
   out.layers_bytes = in_flight * layers_per_stage * per_layer;
 
+  if (plan.recompute != Recompute::none) {
+    const ActivationOptions rebuilt{plan.tp, plan.sequence_parallel, Recompute::none, act_bytes, attention_kernel(plan)};
+    out.recompute_working_bytes = layer_activation_bytes(m, plan.micro_batch, rebuilt) - per_layer;
+  }
   const double sbh = static_cast<double>(m.seq_len) * plan.micro_batch * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
-  if (stage == 0 && m.dropout) out.embedding_bytes = in_flight * (1.0 * sbh / sp);  // embedding dropout mask (1 byte)
+  if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan);
   if (stage == p - 1) {
     // Final norm input and head input (act_bytes each), fp32 logits for the softmax/cross-entropy.
     out.output_bytes = 2.0 * act_bytes * sbh / sp +

@@ -35,9 +35,18 @@ struct StageActivations {
   double layers_bytes = 0;     // in-flight micro-batches x layers x per-layer bytes
   double embedding_bytes = 0;  // first stage: embedding output / dropout mask in flight
   double output_bytes = 0;     // last stage: one micro-batch's output layer
+  // With recomputation, the layer being back-propagated holds its rebuilt activations beside
+  // the stored ones until its backward is done (Megatron's CheckpointFunction.backward reruns
+  // the layer's forward under enable_grad, then backward through it): the full layer's bytes
+  // less what it had kept.
+  double recompute_working_bytes = 0;
   double in_flight_micro_batches = 0;
-  double total() const { return layers_bytes + embedding_bytes + output_bytes; }
+  double total() const { return layers_bytes + embedding_bytes + output_bytes + recompute_working_bytes; }
 };
+
+// Bytes the first stage keeps per micro-batch for the embedding's backward: the embedding
+// dropout's 1-byte mask (none without dropout; the lookup's backward needs only the indices).
+double embedding_activation_bytes(const Model& model, const Plan& plan);
 
 // `micro_batches` = micro-batches per pipeline per iteration.
 StageActivations peak_stage_activations(const Model& model, const Plan& plan, int64_t micro_batches,

@@ -76,6 +76,7 @@ class Builder {
     boundary_bytes_ = c.boundary_bytes;
     stored_ = c.stored_bytes;
     full_ = c.full_bytes;
+    embedding_bytes_ = c.embedding_bytes;
     output_bytes_ = c.output_bytes;
     layers_per_chunk_ = job_.model.layers / (job_.plan.pp * job_.plan.virtual_stages);
   }
@@ -202,7 +203,8 @@ class Builder {
       if (g != kNone) eng_.depends(x, g);
       chain(x);
       computed(x);
-      st.memory.push_back({x, stored_});
+      const bool embedding = o.stage == 0 && o.chunk == 0 && l == 0;
+      st.memory.push_back({x, stored_ + (embedding ? embedding_bytes_ : 0)});
       tp_collective(tpg, o.stage, o.mb, l, out_.tp);
     }
     if (o.last_virtual) {
@@ -234,7 +236,8 @@ class Builder {
       if (g != kNone) eng_.depends(first, g);
       chain(b);
       computed(b);
-      st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_)});
+      const bool embedding = o.stage == 0 && o.chunk == 0 && l == 0;
+      st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_) - (embedding ? embedding_bytes_ : 0)});
       tp_collective(tpg, o.stage, o.mb, l, out_.tp);
       // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
       // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).
@@ -458,7 +461,7 @@ class Builder {
   int64_t act_bytes_ = 2;
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   LayerTime layer_;
-  double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, output_bytes_ = 0;
+  double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, embedding_bytes_ = 0, output_bytes_ = 0;
   int layers_per_chunk_ = 1;
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage

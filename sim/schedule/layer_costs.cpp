@@ -18,6 +18,7 @@ LayerCosts layer_costs(const Job& job) {
   c.tp_bytes = 2 * c.boundary_bytes;
   c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
   c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
+  c.embedding_bytes = embedding_activation_bytes(m, p);
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
   return c;
 }

@@ -15,6 +15,7 @@ struct LayerCosts {
   double tp_bytes = 0;         // a layer's TP collective volume (two all-reduces)
   double stored_bytes = 0;     // activations a layer keeps for backward
   double full_bytes = 0;       // a layer's activations without recompute (rebuilt in backward)
+  double embedding_bytes = 0;  // what the first stage keeps per micro-batch for the embedding's backward
   double output_bytes = 0;     // the output layer's activations (fp32 logits) of one micro-batch
   int64_t act_bytes = 2;       // bytes per activation / param element
 };

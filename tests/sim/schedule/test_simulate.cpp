@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/estimate.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/des/engine.h"
@@ -218,8 +219,8 @@ TEST(Simulate, HalvingALinkSlowsOnlyTheTasksOnIt) {
 }
 
 TEST(Simulate, MemoryPeaksFollowTheOneFOneBInFlightCount) {
-  // Stage s of 1F1B holds p - s micro-batches of its layers' activations at its peak; the last
-  // stage also holds one micro-batch's output layer (fp32 logits).
+  // Stage s of 1F1B holds p - s micro-batches of its layers' activations at its peak; the first
+  // stage also their embedding dropout masks, the last one micro-batch's output layer (fp32 logits).
   const Model m = gpt(8, 1024, 16, 1024);
   Plan plan;
   plan.pp = 4;
@@ -227,14 +228,36 @@ TEST(Simulate, MemoryPeaksFollowTheOneFOneBInFlightCount) {
   ASSERT_EQ(r.memory.size(), 4u);
   const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::none, 2});
   const double logits = peak_stage_activations(m, plan, 16, 2, 3).output_bytes;
+  const double mask = 1.0 * 1024 * 1024;  // s x b x h bytes of 1-byte mask per micro-batch
   for (int s = 0; s < 3; ++s) {
     const auto& st = r.memory[static_cast<size_t>(s)];
-    EXPECT_DOUBLE_EQ(st.peak_bytes - st.model_state_bytes, (4 - s) * 2 * per_layer) << "stage " << s;
+    EXPECT_DOUBLE_EQ(st.peak_bytes - st.model_state_bytes, (4 - s) * (2 * per_layer + (s == 0 ? mask : 0)))
+        << "stage " << s;
   }
   EXPECT_DOUBLE_EQ(r.memory[3].peak_bytes - r.memory[3].model_state_bytes, 2 * per_layer + logits);
   // The report's peak is what PyTorch's caching allocator reserves for it: 15% fragmentation
   // (GMLake's measured mean) on top of the tensors, reserved = allocated / 0.85.
   EXPECT_DOUBLE_EQ(r.peak_gpu_bytes, std::max(r.memory[0].peak_bytes, r.memory[3].peak_bytes) / 0.85);
+}
+
+TEST(Simulate, RecomputePeakIsTheStoredInputsPlusOneRebuiltLayerInBothTiers) {
+  // Full recompute keeps each layer's input (2 s b h bytes) for the 4 in-flight micro-batches
+  // of stage 0, and the layer being back-propagated rebuilds its full activations beside them:
+  // the analytic tier's activations must be the event-driven tier's peak above the states.
+  Model m = gpt(8, 1024, 16, 1024);
+  m.dropout = false;
+  Plan plan;
+  plan.pp = 4;
+  plan.recompute = Recompute::full;
+  const Job j = job(m, ideal_node(4), 16, plan);
+  const SimReport r = simulate(j);
+  const double stored = 2.0 * 1024 * 1024;
+  const double full = layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::none, 2});
+  const double expected = 4 * 2 * stored + (full - stored);
+  EXPECT_DOUBLE_EQ(r.memory[0].peak_bytes - r.memory[0].model_state_bytes, expected);
+  const Estimate e = estimate(j);
+  ASSERT_EQ(e.peak_stage, 0);
+  EXPECT_DOUBLE_EQ(e.gpu.activations_bytes, expected);
 }
 
 }  // namespace
