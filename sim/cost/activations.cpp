@@ -23,7 +23,7 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   split += B * sb * h;             // attention output projection input (context)
   if (m.activation == Activation::swiglu) split += 3 * B * sb * f;  // gate, up, and their product
   else split += 2 * B * sb * f;    // GELU input and output
-  if (o.attention == Attention::flash) {
+  if (fused(o.attention)) {
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
     // one fp32 log-sum-exp per query and head (Dao 2022, Algorithm 2): no s x s tensor.
     split += 4.0 * a * sb;

@@ -1,5 +1,7 @@
 #include "sim/cost/op_time.h"
 
+#include <algorithm>
+
 #include "sim/cost/flops.h"
 
 namespace starfish {
@@ -42,7 +44,7 @@ class LayerOpsBuilder {
     const double hidden_bytes = B_ * T_ * h / rep_;
     norm("input norm", hidden_bytes);
     gemm("QKV GEMM", T_ * h * (h + 2 * kv) / t_);
-    if (shape_.attention == Attention::flash) flash_attention();
+    if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
     gemm("attention output GEMM", T_ * h * h / t_);
     residual("attention residual", hidden_bytes);
@@ -107,11 +109,18 @@ class LayerOpsBuilder {
   // FlashAttention (Dao 2022; FlashAttention-2, Dao 2023): one kernel per (sequence, head) tile
   // that keeps scores in on-chip memory. Causal masking skips the blocks above the diagonal, so
   // it does half the full product's work; backward recomputes the scores and runs five GEMMs to
-  // the forward's two (2.5x its FLOPs). Its efficiency is that of one head's GEMM work.
+  // the forward's two (2.5x its FLOPs). Its efficiency is that of one head's GEMM work, capped
+  // at what the kernel's generation is measured to reach on this GPU (the hwprofile's
+  // attention_efficiency: the online softmax and the tiles' bookkeeping are not GEMM work).
   void flash_attention() {
     const double s = m_.seq_len, d = m_.head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
-    const double fwd = batched_matmul_time_s(0.5 * 4 * s * s * d, heads);
+    const double flop_each = 0.5 * 4 * s * s * d;
+    const double cap = shape_.attention == Attention::flash1 ? gpu_.attention_efficiency.flash1
+                                                             : gpu_.attention_efficiency.flash2;
+    double efficiency = gpu_.matmul_efficiency.at(flop_each);
+    if (cap > 0) efficiency = std::min(efficiency, cap);
+    const double fwd = flop_each * heads / (gpu_.peak(dtype_) * efficiency);
     add("flash attention", fwd, 2.5 * fwd, true, true);
   }
 
@@ -150,7 +159,7 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b,
   if (rc == Recompute::full) out.recompute_s = out.forward_s;
   // Selective recomputation redoes the attention core; a fused kernel stores no scores to redo
   // (it recomputes them inside its own backward already).
-  if (rc == Recompute::selective && attention != Attention::flash) out.recompute_s = core_s;
+  if (rc == Recompute::selective && !fused(attention)) out.recompute_s = core_s;
   return out;
 }
 

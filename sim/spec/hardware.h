@@ -22,6 +22,14 @@ struct EfficiencyCurve {
   bool operator==(const EfficiencyCurve&) const = default;
 };
 
+// The fraction of peak a fused attention kernel reaches at best, by generation, as measured on
+// the GPU (0: not measured; the kernel is then costed at the GEMM curve alone).
+struct AttentionEfficiency {
+  double flash1 = 0;  // FlashAttention (v1) and its Triton port
+  double flash2 = 0;  // FlashAttention-2 class (FA2, cuDNN / TransformerEngine fused attention)
+  bool operator==(const AttentionEfficiency&) const = default;
+};
+
 struct GpuSpec {
   std::string name;
   int64_t memory_bytes = 0;
@@ -30,6 +38,7 @@ struct GpuSpec {
   double hbm_efficiency = 0.85;     // achieved fraction of hbm_bandwidth for streaming kernels
   std::map<DType, double> peak_flops;  // dense peak per dtype
   EfficiencyCurve matmul_efficiency;
+  AttentionEfficiency attention_efficiency;
   int copy_engines = 2;
   double peak(DType t) const;       // throws SpecError when the dtype is not supported
   bool operator==(const GpuSpec&) const = default;

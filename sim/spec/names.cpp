@@ -87,6 +87,7 @@ const char* to_string(Attention a) {
     case Attention::framework_default: return "default";
     case Attention::unfused: return "unfused";
     case Attention::flash: return "flash";
+    case Attention::flash1: return "flash1";
   }
   return "?";
 }

@@ -16,8 +16,11 @@ enum class Schedule { gpipe, one_f_one_b, interleaved };
 enum class Framework { megatron_lm, megatron_core, deepspeed, fsdp, starfish };
 // How attention's core (scores, softmax, dropout, context) runs: as separate kernels that store
 // the s x s scores (Megatron-LM 2021-22, eager PyTorch) or fused in one kernel that never
-// writes them to HBM (FlashAttention; Megatron-core through TransformerEngine, FSDP/torchtitan).
-enum class Attention { framework_default, unfused, flash };
+// writes them to HBM. Fused kernels differ by generation in how close to peak they run:
+// `flash1` is FlashAttention (Dao 2022) and its Triton port (llm-foundry's attn_impl: triton),
+// `flash` FlashAttention-2 and later (Megatron-core through TransformerEngine, torchtitan's SDPA).
+enum class Attention { framework_default, unfused, flash, flash1 };
+inline bool fused(Attention a) { return a == Attention::flash || a == Attention::flash1; }
 
 struct Offload {
   Tier params = Tier::gpu;     // fp16/bf16 params (and their grads, which reuse them in chunks)

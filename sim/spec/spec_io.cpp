@@ -63,6 +63,12 @@ GpuSpec read_gpu(MapReader r) {
     g.matmul_efficiency.points.emplace_back(flop, fraction);
   }
   if (g.matmul_efficiency.points.empty()) r.fail("matmul_efficiency", "needs at least one point");
+  if (r.has("attention_efficiency")) {
+    MapReader a = r.map("attention_efficiency");
+    if (a.has("flash1")) g.attention_efficiency.flash1 = a.real("flash1", 0.01, 1.0);
+    if (a.has("flash2")) g.attention_efficiency.flash2 = a.real("flash2", 0.01, 1.0);
+    a.finish();
+  }
   if (r.has("copy_engines")) g.copy_engines = r.whole("copy_engines", 1, limits::kMaxCopyEngines);
   r.finish();
   return g;
@@ -283,7 +289,10 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
                                                        {"starfish", Framework::starfish}});
     if (q.has("attention"))
       pl.attention = q.choice<Attention>(
-          "attention", {{"default", Attention::framework_default}, {"unfused", Attention::unfused}, {"flash", Attention::flash}});
+          "attention", {{"default", Attention::framework_default},
+                        {"unfused", Attention::unfused},
+                        {"flash", Attention::flash},
+                        {"flash1", Attention::flash1}});
     q.finish();
   }
   r.finish();
@@ -328,6 +337,13 @@ std::string to_yaml(const Cluster& c) {
     e << YAML::Flow << YAML::BeginSeq << units::format_flop_count(flop) << shortest_real(fraction) << YAML::EndSeq;
   }
   e << YAML::EndSeq;
+  const AttentionEfficiency& ae = n.gpu.attention_efficiency;
+  if (ae.flash1 > 0 || ae.flash2 > 0) {
+    e << YAML::Key << "attention_efficiency" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (ae.flash1 > 0) emit_num(e, "flash1", ae.flash1);
+    if (ae.flash2 > 0) emit_num(e, "flash2", ae.flash2);
+    e << YAML::EndMap;
+  }
   emit_num(e, "copy_engines", n.gpu.copy_engines);
   e << YAML::EndMap;
   e << YAML::Key << "host" << YAML::Value << YAML::BeginMap;

@@ -182,6 +182,27 @@ TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBack
   EXPECT_DOUBLE_EQ(full.recompute_s, full.forward_s);
 }
 
+TEST_F(LayerOpsTest, FusedAttentionRunsNoFasterThanItsGenerationReachesOnTheGpu) {
+  // One head's causal work: 0.5 * 4 s^2 d = 134 MFLOP, where the test GPU's GEMM curve gives
+  // 0.5 (clamped below 1 GFLOP). A measured cap below it binds; one above it does not.
+  const double flop_each = 0.5 * 4 * 1024.0 * 1024 * 64;
+  ASSERT_DOUBLE_EQ(gpu.matmul_efficiency.at(flop_each), 0.5);
+  GpuSpec capped = gpu;
+  capped.attention_efficiency.flash1 = 0.3;
+  capped.attention_efficiency.flash2 = 0.7;
+  const auto v1 = layer_ops(capped, DType::bf16, m, LayerShape{1, 1, false, Attention::flash1});
+  EXPECT_DOUBLE_EQ(op(v1, "flash attention").forward_s, flop_each * 16 / (312e12 * 0.3));
+  EXPECT_DOUBLE_EQ(op(v1, "flash attention").backward_s, 2.5 * flop_each * 16 / (312e12 * 0.3));
+  const auto v2 = layer_ops(capped, DType::bf16, m, LayerShape{1, 1, false, Attention::flash});
+  EXPECT_DOUBLE_EQ(op(v2, "flash attention").forward_s, gemm_s(flop_each, 16));
+  // Both generations store no scores and have nothing to recompute selectively.
+  ActivationOptions o{1, false, Recompute::none, 2, Attention::flash1};
+  const double v1_bytes = layer_activation_bytes(m, 1, o);
+  o.attention = Attention::flash;
+  EXPECT_DOUBLE_EQ(v1_bytes, layer_activation_bytes(m, 1, o));
+  EXPECT_DOUBLE_EQ(layer_time(capped, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash1).recompute_s, 0);
+}
+
 TEST_F(LayerOpsTest, SequenceParallelismSplitsOnlyTheReplicatedOps) {
   const auto plain = layer_ops(gpu, DType::bf16, m, LayerShape{1, 8, false, Attention::unfused});
   const auto sp = layer_ops(gpu, DType::bf16, m, LayerShape{1, 8, true, Attention::unfused});
@@ -240,6 +261,9 @@ TEST(FrameworkSpec, PlanFilesNameTheirFrameworkAndAttention) {
       "training: {global_batch: 8}\nplan: {framework: megatron-core, attention: unfused}\n", "p.yaml");
   EXPECT_EQ(p.plan.framework, Framework::megatron_core);
   EXPECT_EQ(p.plan.attention, Attention::unfused);
+  const PlanFile v1 = parse_plan_file_text(
+      "training: {global_batch: 8}\nplan: {framework: fsdp, attention: flash1}\n", "p.yaml");
+  EXPECT_EQ(v1.plan.attention, Attention::flash1);
   const std::string e = testing::error_of([] {
     parse_plan_file_text("training: {global_batch: 8}\nplan:\n  framework: jax\n", "p.yaml");
   });

@@ -107,6 +107,24 @@ TEST(SpecErrors, LinkEfficiencyIsAFractionOfTheRatedRate) {
             "hw.yaml:17:32: field 'node.nvlink.efficiency': must be within [0.05, 1], got 1.2");
 }
 
+TEST(SpecErrors, AttentionEfficiencyIsAMeasuredFractionPerKernelGeneration) {
+  const std::string curve = "matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]";
+  const Cluster c = parse_cluster_text(replace(kCluster, curve, curve + "\n    attention_efficiency: {flash1: 0.4, flash2: 0.73}"),
+                                       "hw.yaml");
+  EXPECT_DOUBLE_EQ(c.node.gpu.attention_efficiency.flash1, 0.4);
+  EXPECT_DOUBLE_EQ(c.node.gpu.attention_efficiency.flash2, 0.73);
+  EXPECT_EQ(parse_cluster_text(to_yaml(c), "again.yaml"), c);  // written and read back exactly
+  EXPECT_DOUBLE_EQ(parse_cluster_text(kCluster, "hw.yaml").node.gpu.attention_efficiency.flash2, 0);  // absent: not measured
+  EXPECT_EQ(error_of([&] {
+              parse_cluster_text(replace(kCluster, curve, curve + "\n    attention_efficiency: {flash2: 1.5}"), "hw.yaml");
+            }),
+            "hw.yaml:11:28: field 'node.gpu.attention_efficiency.flash2': must be within [0.01, 1], got 1.5");
+  const std::string e = error_of([&] {
+    parse_cluster_text(replace(kCluster, curve, curve + "\n    attention_efficiency: {flash3: 0.7}"), "hw.yaml");
+  });
+  EXPECT_EQ(e.rfind("hw.yaml:11:28: field 'node.gpu.attention_efficiency.flash3': unknown field", 0), 0u) << e;
+}
+
 TEST(SpecErrors, SyntaxError) {
   EXPECT_EQ(error_of([] { parse_model_text("name: [unclosed\n", "m.yaml"); }).substr(0, 24), "m.yaml:2:1: invalid YAML");
   EXPECT_EQ(error_of([] { load_model("/nonexistent/m.yaml"); }), "/nonexistent/m.yaml: no such file");
