@@ -300,8 +300,8 @@ void mosaicml(const std::string& dir, Summary& sum) {
     tr.global_batch = int64_t{mbs} * acc * gpus;
     Plan p;
     p.framework = Framework::fsdp;
-    // llm-foundry's benchmark configs run MPT with attn_impl: triton, the Triton port of
-    // FlashAttention (v1), not FlashAttention-2.
+    // The benchmark's runs are llm-foundry's scripts/train/yamls/pretrain/mpt-*.yaml, which set
+    // attn_impl: triton, the Triton port of FlashAttention (v1), not FlashAttention-2.
     p.attention = Attention::flash1;
     p.dp = gpus;
     p.micro_batch = mbs;
