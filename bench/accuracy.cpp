@@ -303,6 +303,8 @@ void mosaicml(const std::string& dir, Summary& sum) {
     // The benchmark's runs are llm-foundry's scripts/train/yamls/pretrain/mpt-*.yaml, which set
     // attn_impl: triton, the Triton port of FlashAttention (v1), not FlashAttention-2.
     p.attention = Attention::flash1;
+    // ComposerMPTCausalLM's loss_fn defaults to fused_crossentropy (flash-attn's CrossEntropyLoss).
+    p.loss = Loss::fused;
     p.dp = gpus;
     p.micro_batch = mbs;
     p.zero_stage = t.at(r, "Sharding Strategy") == "FULL_SHARD" ? 3 : 2;

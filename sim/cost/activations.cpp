@@ -85,9 +85,10 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan);
   if (stage == p - 1) {
-    // Final norm input and head input (act_bytes each), fp32 logits for the softmax/cross-entropy.
-    out.output_bytes = 2.0 * act_bytes * sbh / sp +
-                       4.0 * static_cast<double>(m.seq_len) * plan.micro_batch * m.vocab / plan.tp;
+    // Final norm input and head input (act_bytes each), and the loss's logits at their most
+    // (framework.h, loss_kernel).
+    out.output_bytes = 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit *
+                                                        static_cast<double>(m.seq_len) * plan.micro_batch * m.vocab / plan.tp;
   }
   return out;
 }

@@ -89,7 +89,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
                                   attention_kernel(p));
   const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
   const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
-                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp);
+                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
   const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   double tp_comm = 0;
   if (p.tp > 1) {

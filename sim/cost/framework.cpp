@@ -36,6 +36,7 @@ const FrameworkTraits& framework_traits(Framework f) {
   }();
   static const FrameworkTraits fsdp = [] {
     FrameworkTraits t;
+    t.loss = Loss::pytorch;
     // MosaicML llm-foundry (attn_impl: flash / triton) and torchtitan (SDPA flash backend).
     t.attention = Attention::flash;
     t.pipeline_scatter_gather = false;  // torchtitan's pipelining sends whole tensors
@@ -46,6 +47,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     // exec/gpt_model.cpp computes attention with separate matmul / softmax / dropout ops.
     t.attention = Attention::unfused;
     t.allocator_fragmentation = 0;
+    t.loss = Loss::pytorch;
     return t;
   }();
   switch (f) {
@@ -81,6 +83,19 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {
   if (plan.sequence_parallel) return {boundary_bytes / plan.tp, false};
   if (framework_traits(plan.framework).pipeline_scatter_gather) return {boundary_bytes / plan.tp, true};
   return {boundary_bytes, false};
+}
+
+LossKernel loss_kernel(const Plan& plan) {
+  // A chunked plan runs in Starfish's executor, whatever framework it names.
+  const Framework f = plan.chunked() ? Framework::starfish : plan.framework;
+  const Loss loss = plan.loss == Loss::framework_default ? framework_traits(f).loss : plan.loss;
+  switch (loss) {
+    case Loss::vocab_parallel: return {38.0 + 14.0, 6.0};
+    case Loss::pytorch: return {14.0 + 22.0, 12.0};
+    case Loss::fused: return {2.0 + 4.0, 4.0};
+    case Loss::framework_default: break;
+  }
+  return {38.0 + 14.0, 6.0};
 }
 
 double optimizer_step_bytes_per_param(const Training& training, const Plan& plan) {

@@ -39,6 +39,10 @@ struct FrameworkTraits {
   // p2p_communication waits on every batch_isend_irecv pair (send_forward_recv_backward ...),
   // and DeepSpeed's engine executes SendActivation / SendGrad as blocking instructions.
   bool blocking_p2p = true;
+  // The loss a plan gets when it names none: Megatron's vocab-parallel cross-entropy
+  // (Megatron-LM, Megatron-core, and Megatron-DeepSpeed's GPT), PyTorch's cross_entropy on fp32
+  // logits (torchtitan's loss.py: cross_entropy(pred.float(), labels); Starfish's executor).
+  Loss loss = Loss::vocab_parallel;
 };
 
 const FrameworkTraits& framework_traits(Framework f);
@@ -66,6 +70,29 @@ struct PipelineSend {
   bool receiver_all_gathers = false;
 };
 PipelineSend pipeline_send(const Plan& plan, double boundary_bytes);
+
+// The softmax cross-entropy over the vocabulary as the framework's kernels run it, per logit
+// (one token's score for one vocabulary entry on this TP rank): the HBM bytes its kernels move,
+// forward and backward, and the most bytes per logit alive at once (the 16-bit logits out of
+// the GEMM included).
+//  - Megatron's vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py;
+//    megatron/mpu/cross_entropy.py in 2021-22): logits.float() (read 2, write 4), max (read 4),
+//    subtract in place (r4 w4), exp in place (r4 w4), sum (r4), divide in place into the saved
+//    softmax (r4 w4) = 38; backward scales the saved softmax in place (r4 w4) and casts back
+//    (r4 w2) = 14. Alive at most: the 16-bit logits and their fp32 copy, 6.
+//  - PyTorch's cross_entropy on fp32 logits (autocast runs log_softmax / nll_loss in fp32;
+//    exec/gpt_model.cpp casts explicitly): the cast (r2 w4), log_softmax (r4 w4) = 14; backward:
+//    nll_loss's dense gradient (w4), log_softmax's backward (r4 r4 w4), the cast back (r4 w2)
+//    = 22. Alive at most: the saved log-probabilities, their gradient and log_softmax's input
+//    gradient, 12.
+//  - One fused kernel (flash-attn's CrossEntropyLoss, flash_attn/ops/triton/cross_entropy.py):
+//    forward reads the 16-bit logits once and keeps one log-sum-exp per token; backward reads
+//    them again and writes their 16-bit gradient: 6. Alive at most: logits and gradient, 4.
+struct LossKernel {
+  double traffic_bytes_per_logit = 0;
+  double peak_bytes_per_logit = 0;
+};
+LossKernel loss_kernel(const Plan& plan);
 
 // HBM bytes per parameter of this GPU's optimizer shard that one optimizer step on the GPU
 // moves, kernel by kernel as Megatron's mixed-precision optimizer runs them (megatron/optimizer/

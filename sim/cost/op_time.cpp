@@ -163,12 +163,12 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b,
   return out;
 }
 
-double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp) {
+double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp,
+                           double loss_bytes_per_logit) {
   const double logits = logits_forward_flops(m, b) / tp;
   const double T = static_cast<double>(m.seq_len) * b;
-  // Forward GEMM + two backward GEMMs; softmax cross-entropy reads/writes fp32 logits twice.
-  const double ce_bytes = 4.0 * 4.0 * T * m.vocab / tp;
-  return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, ce_bytes);
+  // Forward GEMM + two backward GEMMs, and the loss's kernels over this rank's logits.
+  return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, loss_bytes_per_logit * T * m.vocab / tp);
 }
 
 }  // namespace starfish

@@ -48,8 +48,10 @@ struct LayerTime {
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                      bool sequence_parallel, Recompute recompute, Attention attention = Attention::unfused);
 
-// Output layer (final norm, logits GEMM, softmax cross-entropy), forward and backward.
-double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp);
+// Output layer (logits GEMM, softmax cross-entropy moving `loss_bytes_per_logit` HBM bytes per
+// logit: framework.h's loss_kernel), forward and backward.
+double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
+                           double loss_bytes_per_logit);
 
 // Gradient accumulation over micro-batches: from the second micro-batch on, every weight
 // gradient the backward pass produces is added into the gradient buffer (PyTorch's

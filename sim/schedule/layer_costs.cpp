@@ -13,7 +13,7 @@ LayerCosts layer_costs(const Job& job) {
   c.act_bytes = bytes_of(job.training.dtype);
   const Attention attention = attention_kernel(p);
   c.layer = layer_time(gpu, job.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, attention);
-  c.output_s = output_layer_time_s(gpu, job.training.dtype, m, p.micro_batch, p.tp);
+  c.output_s = output_layer_time_s(gpu, job.training.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
   c.boundary_bytes = static_cast<double>(c.act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   c.tp_bytes = 2 * c.boundary_bytes;
   c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});

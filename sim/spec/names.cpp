@@ -92,6 +92,16 @@ const char* to_string(Attention a) {
   return "?";
 }
 
+const char* to_string(Loss l) {
+  switch (l) {
+    case Loss::framework_default: return "default";
+    case Loss::vocab_parallel: return "vocab-parallel";
+    case Loss::pytorch: return "pytorch";
+    case Loss::fused: return "fused";
+  }
+  return "?";
+}
+
 const char* to_string(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::all_reduce: return "all-reduce";

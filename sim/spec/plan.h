@@ -21,6 +21,11 @@ enum class Framework { megatron_lm, megatron_core, deepspeed, fsdp, starfish };
 // `flash` FlashAttention-2 and later (Megatron-core through TransformerEngine, torchtitan's SDPA).
 enum class Attention { framework_default, unfused, flash, flash1 };
 inline bool fused(Attention a) { return a == Attention::flash || a == Attention::flash1; }
+// How the softmax cross-entropy over the vocabulary runs: Megatron's vocab-parallel kernels
+// (Megatron-LM, Megatron-core, Megatron-DeepSpeed), PyTorch's cross_entropy on fp32 logits
+// (torchtitan, Starfish's executor), or one fused kernel over the 16-bit logits
+// (flash-attn's CrossEntropyLoss, llm-foundry's default). sim/cost/framework.h has their costs.
+enum class Loss { framework_default, vocab_parallel, pytorch, fused };
 
 struct Offload {
   Tier params = Tier::gpu;     // fp16/bf16 params (and their grads, which reuse them in chunks)
@@ -47,6 +52,7 @@ struct Plan {
   Recompute recompute = Recompute::none;
   Framework framework = Framework::megatron_lm;
   Attention attention = Attention::framework_default;  // resolved by attention_kernel()
+  Loss loss = Loss::framework_default;                 // resolved by loss_kernel()
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }
@@ -59,5 +65,6 @@ const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 const char* to_string(Framework f);
 const char* to_string(Attention a);
+const char* to_string(Loss l);
 
 }  // namespace starfish

@@ -293,6 +293,11 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
                         {"unfused", Attention::unfused},
                         {"flash", Attention::flash},
                         {"flash1", Attention::flash1}});
+    if (q.has("loss"))
+      pl.loss = q.choice<Loss>("loss", {{"default", Loss::framework_default},
+                                        {"vocab-parallel", Loss::vocab_parallel},
+                                        {"pytorch", Loss::pytorch},
+                                        {"fused", Loss::fused}});
     q.finish();
   }
   r.finish();
@@ -448,6 +453,7 @@ std::string to_yaml(const PlanFile& p) {
   emit_kv(e, "chunk_size", units::format_count(q.chunk_elements));
   emit_kv(e, "framework", to_string(q.framework));
   emit_kv(e, "attention", to_string(q.attention));
+  emit_kv(e, "loss", to_string(q.loss));
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -43,12 +43,17 @@ TEST(Activations, OneFOneBFirstStageHoldsPipelineDepthMicroBatches) {
   EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 32, 2, 0).in_flight_micro_batches, 4 * (1 + 3.0 / 8));
 }
 
-TEST(Activations, LastStageHoldsFp32Logits) {
+TEST(Activations, LastStageHoldsTheLossLogitsAtTheirMost) {
   const Model m = testing::gpt(2, 64, 4, 128, 50000);
   Plan p;
   p.tp = 1;
-  const StageActivations a = peak_stage_activations(m, p, 1, 2, 0);
-  EXPECT_DOUBLE_EQ(a.output_bytes, 2.0 * 2 * 128 * 64 + 4.0 * 128 * 50000);
+  // Megatron's vocab-parallel loss: the 16-bit logits and their fp32 copy, 6 bytes per logit.
+  StageActivations a = peak_stage_activations(m, p, 1, 2, 0);
+  EXPECT_DOUBLE_EQ(a.output_bytes, 2.0 * 2 * 128 * 64 + 6.0 * 128 * 50000);
+  // PyTorch's cross_entropy: log-probabilities, their gradient and the input gradient, 12.
+  p.framework = Framework::fsdp;
+  a = peak_stage_activations(m, p, 1, 2, 0);
+  EXPECT_DOUBLE_EQ(a.output_bytes, 2.0 * 2 * 128 * 64 + 12.0 * 128 * 50000);
 }
 
 }  // namespace

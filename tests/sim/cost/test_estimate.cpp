@@ -21,7 +21,7 @@ TEST(Estimate, SingleGpuIterationIsComputePlusOptimizer) {
   const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
   const Estimate e = estimate(job_of(m, c, 4, Plan{}));
   const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
-  const double per_mb = 4 * (lt.forward_s + lt.backward_s) + output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1);
+  const double per_mb = 4 * (lt.forward_s + lt.backward_s) + output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1, 52 /* Megatron loss */);
   // Micro-batches 2 to 4 add their bf16 weight gradients into the buffer: 3 x 2 bytes per parameter.
   const double accumulate = 3 * 2.0 * e.params_per_gpu / (c.node.gpu.hbm_bandwidth_Bps * c.node.gpu.hbm_efficiency);
   EXPECT_DOUBLE_EQ(e.time.compute_s, 4 * per_mb + 3 * accumulate);

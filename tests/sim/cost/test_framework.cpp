@@ -203,6 +203,33 @@ TEST_F(LayerOpsTest, FusedAttentionRunsNoFasterThanItsGenerationReachesOnTheGpu)
   EXPECT_DOUBLE_EQ(layer_time(capped, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash1).recompute_s, 0);
 }
 
+TEST(Framework, LossKernelsMoveWhatTheirKernelsReadAndWrite) {
+  // Megatron's vocab-parallel cross-entropy: 38 bytes per logit forward + 14 backward.
+  EXPECT_DOUBLE_EQ(loss_kernel(plan_of(Framework::megatron_lm)).traffic_bytes_per_logit, 52);
+  EXPECT_DOUBLE_EQ(loss_kernel(plan_of(Framework::deepspeed)).peak_bytes_per_logit, 6);
+  // PyTorch's cross_entropy on fp32 logits: 14 forward + 22 backward.
+  EXPECT_DOUBLE_EQ(loss_kernel(plan_of(Framework::fsdp)).traffic_bytes_per_logit, 36);
+  EXPECT_DOUBLE_EQ(loss_kernel(plan_of(Framework::fsdp)).peak_bytes_per_logit, 12);
+  // A chunked plan runs in Starfish's executor, whatever framework it names.
+  Plan chunked = plan_of(Framework::megatron_lm);
+  chunked.chunk_elements = 1 << 20;
+  EXPECT_DOUBLE_EQ(loss_kernel(chunked).traffic_bytes_per_logit, 36);
+  // A plan may name its loss: one fused kernel reads the logits twice and writes their gradient.
+  Plan fused = plan_of(Framework::fsdp);
+  fused.loss = Loss::fused;
+  EXPECT_DOUBLE_EQ(loss_kernel(fused).traffic_bytes_per_logit, 6);
+  EXPECT_DOUBLE_EQ(loss_kernel(fused).peak_bytes_per_logit, 4);
+  EXPECT_EQ(parse_plan_file_text("training: {global_batch: 8}\nplan: {loss: fused}\n", "p.yaml").plan.loss, Loss::fused);
+  EXPECT_EQ(testing::error_of([] { parse_plan_file_text("training: {global_batch: 8}\nplan: {loss: l2}\n", "p.yaml"); }),
+            "p.yaml:2:8: field 'plan.loss': 'l2' is not one of: default, vocab-parallel, pytorch, fused");
+  // The output layer's time is its three GEMMs and the loss's bytes at HBM speed.
+  const Cluster c = testing::dgx(1);
+  const Model m = testing::gpt(2, 1024, 16, 1024, 1000);
+  const double logits = 2.0 * 1024 * 1024 * 1000;  // forward GEMM FLOPs, b = 1
+  EXPECT_DOUBLE_EQ(output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1, 52),
+                   3 * matmul_time_s(c.node.gpu, DType::bf16, logits) + 52.0 * 1024 * 1000 / (2039e9 * 0.85));
+}
+
 TEST_F(LayerOpsTest, SequenceParallelismSplitsOnlyTheReplicatedOps) {
   const auto plain = layer_ops(gpu, DType::bf16, m, LayerShape{1, 8, false, Attention::unfused});
   const auto sp = layer_ops(gpu, DType::bf16, m, LayerShape{1, 8, true, Attention::unfused});
