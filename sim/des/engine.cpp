@@ -57,7 +57,8 @@ Engine::Engine(const Topology& topo) : topo_(topo) {
   per_gpu_resources_ = topo_.cluster().node.gpu.copy_engines >= 2 ? 3 : 2;
   fixed_resources_ = per_gpu_resources_ * static_cast<ResourceId>(topo_.total_gpus()) +
                      (topo_.has_nvme() ? 2 * static_cast<ResourceId>(topo_.nodes()) : 0);
-  net_ = std::make_unique<FlowNetwork>(topo_.link_count(), [this](LinkId l) { return link_bandwidth(l); });
+  net_ = std::make_unique<FlowNetwork>(topo_.link_count(), topo_.links_per_node(),
+                                       [this](LinkId l) { return link_bandwidth(l); });
   group_begin_.push_back(0);
 }
 
@@ -294,7 +295,7 @@ uint32_t Engine::collective_plan(const Collective& c, double bytes) {
   plan.first_phase = static_cast<uint32_t>(plan_phases_.size());
   for (const CollectivePhase& p : phases) {
     PlanPhase q;
-    q.pattern = net_->add_pattern(p.links);
+    q.pattern = p.nodes.empty() ? net_->add_pattern(p.links) : net_->add_stamped_pattern(p.links, p.nodes);
     q.steps = p.steps;
     q.fraction = p.fraction;
     q.latency_s = p.latency_s;
@@ -678,11 +679,12 @@ void Engine::collect_results() {
   for (const Resource& res : resources_) r.resource_busy_s[res.id] = res.busy_s;
   r.link_bytes.assign(topo_.link_count(), 0.0);
   r.link_busy_s.assign(topo_.link_count(), 0.0);
-  r.used_links.assign(net_->used_links().begin(), net_->used_links().end());
-  for (LinkId l : r.used_links) {
-    r.link_bytes[l] = net_->link_bytes(l);
-    r.link_busy_s[l] = net_->link_busy_s(l);
-  }
+  r.used_links.clear();
+  net_->for_each_used_link([&](LinkId l, double bytes, double busy_s) {
+    r.used_links.push_back(l);
+    r.link_bytes[l] = bytes;
+    r.link_busy_s[l] = busy_s;
+  });
   const int gpus = topo_.total_gpus();
   r.category_count = categories_.size();
   r.gpu_category_s.assign(static_cast<size_t>(gpus) * r.category_count, 0.0);
@@ -690,32 +692,17 @@ void Engine::collect_results() {
   for (TaskId t = 0; t < n; ++t) for_each_gpu(t, [&](int g) { ++r.gpu_task_begin[g + 1]; });
   for (int g = 0; g < gpus; ++g) r.gpu_task_begin[g + 1] += r.gpu_task_begin[g];
   r.gpu_tasks.resize(r.gpu_task_begin[gpus]);
-  std::vector<uint32_t> fill(r.gpu_task_begin.begin(), r.gpu_task_begin.end() - 1);
-  for (TaskId t = 0; t < n; ++t) {
+  for (TaskId t = 0; t < n; ++t) {  // summed in id order
     const double d = r.end_s[t] - r.start_s[t];
-    for_each_gpu(t, [&](int g) {
-      r.gpu_tasks[fill[g]++] = t;
-      r.gpu_category_s[static_cast<size_t>(g) * r.category_count + tasks_[t].category] += d;
-    });
+    for_each_gpu(t, [&](int g) { r.gpu_category_s[static_cast<size_t>(g) * r.category_count + tasks_[t].category] += d; });
   }
-  // Sort each GPU's tasks by start time, ties by id (they are listed by id). They are nearly in
-  // order already, so insertion sort, falling back to std::sort if that turns out to be wrong.
-  std::vector<std::pair<double, TaskId>> keyed;
-  for (int g = 0; g < gpus; ++g) {
-    auto b = r.gpu_tasks.begin() + r.gpu_task_begin[g], e = r.gpu_tasks.begin() + r.gpu_task_begin[g + 1];
-    keyed.clear();
-    for (auto it = b; it != e; ++it) keyed.emplace_back(r.start_s[*it], *it);
-    size_t moves = 0;
-    const size_t budget = 8 * keyed.size() + 64;
-    for (size_t i = 1; i < keyed.size() && moves <= budget; ++i) {
-      const auto x = keyed[i];
-      size_t j = i;
-      for (; j > 0 && x < keyed[j - 1] && moves <= budget; --j, ++moves) keyed[j] = keyed[j - 1];
-      keyed[j] = x;
-    }
-    if (moves > budget) std::sort(keyed.begin(), keyed.end());
-    for (size_t i = 0; i < keyed.size(); ++i) b[static_cast<std::ptrdiff_t>(i)] = keyed[i].second;
-  }
+  // Each GPU's tasks by start time, ties by id: one sort of all tasks, then dealt out to their
+  // GPUs in that order (sorting each GPU's list on its own cost a TP group's GPUs n log n each).
+  std::vector<std::pair<double, TaskId>> order(n);
+  for (TaskId t = 0; t < n; ++t) order[t] = {r.start_s[t], t};
+  std::sort(order.begin(), order.end());
+  std::vector<uint32_t> fill(r.gpu_task_begin.begin(), r.gpu_task_begin.end() - 1);
+  for (const auto& [start_s, t] : order) for_each_gpu(t, [&](int g) { r.gpu_tasks[fill[g]++] = t; });
 }
 
 }  // namespace starfish::des

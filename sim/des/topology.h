@@ -98,6 +98,10 @@ class Topology {
 
   size_t vertex_count() const { return static_cast<size_t>(nodes()) * vertices_per_node_ + (fabric_ != kNone); }
   size_t link_count() const { return static_cast<size_t>(nodes()) * links_per_node_; }
+  // Every link belongs to one node's block of links_per_node() ids (the fabric's NIC uplinks to
+  // the node whose NIC it is, the downlinks to the receiving node): link l is local link
+  // l % links_per_node() of node l / links_per_node(), and every node's block is node 0's shifted.
+  uint32_t links_per_node() const { return links_per_node_; }
   // By value: names are made on demand (a cluster of 100K GPUs stores none).
   VertexInfo vertex(DeviceId v) const;
   LinkInfo link(LinkId l) const;
