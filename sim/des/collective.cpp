@@ -94,17 +94,36 @@ class NodeFootprint {
     latency_s_ = std::max(latency_s_, lat);
     ++members_per_node_;
     for (LinkId l : route_) {
+      if (!topo_.is_node_link(l)) {  // a fat tree's switch: the pair's own climb (shared_member)
+        shared_.push_back(l);
+        continue;
+      }
       const LinkId local = l % per_node_;
       auto it = std::find_if(uses_.begin(), uses_.end(), [&](const LinkUse& u) { return u.link == local; });
       if (it == uses_.end()) uses_.push_back(LinkUse{local, 1});
       else ++it->weight;
     }
   }
+  // Another node's member between nodes (the sample node's went through member()): under a
+  // fat tree its switch hops and latency depend on the pair, so they are walked for every pair.
+  void shared_member(int src_gpu, int dst_gpu) {
+    if (!topo_.has_fabric_tiers()) return;
+    route_.clear();
+    latency_s_ = std::max(latency_s_, topo_.append_route(topo_.gpu(src_gpu), topo_.gpu(dst_gpu), route_));
+    for (LinkId l : route_)
+      if (!topo_.is_node_link(l)) shared_.push_back(l);
+  }
   // The phase over `nodes` (distinct), each carrying this footprint; then starts a new one.
   CollectivePhase phase(std::span<const int> nodes, uint32_t steps, double fraction) {
     CollectivePhase p;
     p.links = std::move(uses_);
     p.nodes.assign(nodes.begin(), nodes.end());
+    std::sort(shared_.begin(), shared_.end());
+    for (LinkId l : shared_) {
+      if (!p.shared_links.empty() && p.shared_links.back().link == l) ++p.shared_links.back().weight;
+      else p.shared_links.push_back(LinkUse{l, 1});
+    }
+    shared_.clear();
     p.latency_s = latency_s_;
     p.steps = steps;
     p.fraction = fraction;
@@ -120,6 +139,7 @@ class NodeFootprint {
   const uint32_t per_node_;
   std::vector<LinkId> route_;
   std::vector<LinkUse> uses_;  // local link ids
+  std::vector<LinkId> shared_;  // switch links, once per crossing
   double latency_s_ = 0;
   uint32_t members_per_node_ = 0;
 };
@@ -159,6 +179,9 @@ CollectivePhase ring_phase_by_node(const Topology& topo, const NodeRuns& r, uint
   const int base0 = r.nodes[0] * topo.gpus_per_node(), base1 = r.nodes[1] * topo.gpus_per_node();
   for (size_t i = 0; i + 1 < r.local.size(); ++i) f.member(base0 + r.local[i], base0 + r.local[i + 1]);
   f.member(base0 + r.local.back(), base1 + r.local.front());
+  const size_t N = r.nodes.size();
+  for (size_t k = 1; k < N; ++k)
+    f.shared_member(r.nodes[k] * topo.gpus_per_node() + r.local.back(), r.nodes[(k + 1) % N] * topo.gpus_per_node() + r.local.front());
   return f.phase(r.nodes, steps, fraction);
 }
 
@@ -258,7 +281,10 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
     const std::vector<int>& a = per_node[0];
     for (int j = 0; j < L && L >= 2; ++j) f.member(a[j], a[(j + 1) % L]);
     intra = f.phase(node_order, L - 1, 1.0 / L);
-    for (int j = 0; j < L; ++j) f.member(a[j], per_node[1][j]);
+    for (int j = 0; j < L; ++j) {
+      f.member(a[j], per_node[1][j]);
+      for (int k = 1; k < N; ++k) f.shared_member(per_node[k][j], per_node[(k + 1) % N][j]);
+    }
     inter = f.phase(node_order, inter_steps, inter_fraction);
   } else {
     StepBuilder b(topo);

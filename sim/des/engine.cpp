@@ -295,7 +295,7 @@ uint32_t Engine::collective_plan(const Collective& c, double bytes) {
   plan.first_phase = static_cast<uint32_t>(plan_phases_.size());
   for (const CollectivePhase& p : phases) {
     PlanPhase q;
-    q.pattern = p.nodes.empty() ? net_->add_pattern(p.links) : net_->add_stamped_pattern(p.links, p.nodes);
+    q.pattern = p.nodes.empty() ? net_->add_pattern(p.links) : net_->add_stamped_pattern(p.links, p.nodes, p.shared_links);
     q.steps = p.steps;
     q.fraction = p.fraction;
     q.latency_s = p.latency_s;

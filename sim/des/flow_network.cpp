@@ -44,9 +44,12 @@ PatternId FlowNetwork::add_pattern(std::span<const LinkUse> uses) {
   return static_cast<PatternId>(patterns_.size() - 1);
 }
 
-PatternId FlowNetwork::add_stamped_pattern(std::span<const LinkUse> local_uses, std::span<const int> nodes) {
+PatternId FlowNetwork::add_stamped_pattern(std::span<const LinkUse> local_uses, std::span<const int> nodes,
+                                           std::span<const LinkUse> shared) {
   Pattern p;
   p.begin = static_cast<uint32_t>(pattern_uses_.size());
+  p.count = static_cast<uint32_t>(shared.size());
+  for (const LinkUse& u : shared) pattern_uses_.push_back(LinkUse{slot_of(u.link), u.weight});
   p.stamp_begin = static_cast<uint32_t>(stamp_uses_.size());
   p.stamp_count = static_cast<uint32_t>(local_uses.size());
   stamp_uses_.insert(stamp_uses_.end(), local_uses.begin(), local_uses.end());

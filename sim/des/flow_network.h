@@ -70,7 +70,9 @@ class FlowNetwork {
   PatternId add_pattern(std::span<const LinkUse> uses);
   // The footprint `local_uses` (distinct local link ids < links_per_node) on each of `nodes`
   // (distinct): link node * links_per_node + local, with the footprint's weight.
-  PatternId add_stamped_pattern(std::span<const LinkUse> local_uses, std::span<const int> nodes);
+  // `shared`: links outside the nodes' blocks (a fat tree's switches) the pattern also crosses.
+  PatternId add_stamped_pattern(std::span<const LinkUse> local_uses, std::span<const int> nodes,
+                                std::span<const LinkUse> shared = {});
 
   // Merges interchangeable links into classes (see above) when patterns or capacities changed
   // since the last call; then drops every flow and all accounting, ready for a run.
