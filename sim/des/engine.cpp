@@ -198,76 +198,72 @@ uint32_t Engine::route_pattern(DeviceId src, DeviceId dst, double& latency_s) {
   return p;
 }
 
+Engine::Task Engine::timed_task(TaskKind kind, double duration_s, Label label, ResourceId resource) {
+  if (!(duration_s >= 0) || !std::isfinite(duration_s))
+    fail(to_string(kind), label, "duration must be a finite number >= 0 s, got " + std::to_string(duration_s));
+  Task t;
+  t.kind = kind;
+  t.duration_s = duration_s;
+  t.resource = resource;
+  return t;
+}
+
+Engine::Task Engine::flow_task(TaskKind kind, DeviceId src, DeviceId dst, double bytes, Label label, ResourceId resource) {
+  check_bytes(bytes, to_string(kind), label);
+  Task t;
+  t.kind = kind;
+  t.bytes = bytes;
+  t.resource = resource;
+  t.src = src;
+  t.dst = dst;
+  t.route = guarded(to_string(kind), label, [&] { return route_pattern(src, dst, t.latency_s); });
+  return t;
+}
+
 TaskId Engine::compute(int gpu, double duration_s, Label label) {
   guarded("compute", label, [&] { return topo_.gpu(gpu); });
-  if (!(duration_s >= 0) || !std::isfinite(duration_s))
-    fail("compute", label, "duration must be a finite number >= 0 s, got " + std::to_string(duration_s));
-  Task t;
-  t.kind = TaskKind::Compute;
-  t.amount = duration_s;
-  t.resource = compute_stream(gpu);
-  t.a = static_cast<uint32_t>(gpu);
+  Task t = timed_task(TaskKind::Compute, duration_s, label, compute_stream(gpu));
+  t.gpu = static_cast<uint32_t>(gpu);
   return add_task(t, label);
 }
 
 TaskId Engine::copy(int gpu, CopyDir dir, double bytes, Label label) {
   const DeviceId g = guarded("copy", label, [&] { return topo_.gpu(gpu); });
-  check_bytes(bytes, "copy", label);
   const DeviceId h = topo_.host(gpu / topo_.gpus_per_node());
-  Task t;
-  t.kind = TaskKind::Copy;
-  t.amount = bytes;
-  t.resource = copy_engine(gpu, dir);
-  t.a = static_cast<uint32_t>(gpu);
-  t.b = static_cast<uint32_t>(dir);
-  t.pattern = dir == CopyDir::H2D ? route_pattern(h, g, t.latency_s) : route_pattern(g, h, t.latency_s);
+  Task t = dir == CopyDir::H2D ? flow_task(TaskKind::Copy, h, g, bytes, label, copy_engine(gpu, dir))
+                               : flow_task(TaskKind::Copy, g, h, bytes, label, copy_engine(gpu, dir));
+  t.gpu = static_cast<uint32_t>(gpu);
+  t.dir = dir;
   return add_task(t, label);
 }
 
 CopyDir Engine::copy_direction(TaskId t) const {
   check_task(t, "copy_direction");
   if (tasks_[t].kind != TaskKind::Copy) throw SpecError(describe(t) + " is not a copy");
-  return static_cast<CopyDir>(tasks_[t].b);
+  return tasks_[t].dir;
 }
 
 TaskId Engine::nvme_read(int node, double bytes, Label label) {
   const DeviceId n = guarded("nvme-read", label, [&] { return topo_.nvme(node); });
-  check_bytes(bytes, "nvme-read", label);
-  Task t;
-  t.kind = TaskKind::NvmeRead;
-  t.amount = bytes;
-  t.resource = nvme_queue(node, false);
-  t.a = static_cast<uint32_t>(node);
-  t.pattern = route_pattern(n, topo_.host(node), t.latency_s);
+  Task t = flow_task(TaskKind::NvmeRead, n, topo_.host(node), bytes, label, nvme_queue(node, false));
+  t.node = static_cast<uint32_t>(node);
   return add_task(t, label);
 }
 
 TaskId Engine::nvme_write(int node, double bytes, Label label) {
   const DeviceId n = guarded("nvme-write", label, [&] { return topo_.nvme(node); });
-  check_bytes(bytes, "nvme-write", label);
-  Task t;
-  t.kind = TaskKind::NvmeWrite;
-  t.amount = bytes;
-  t.resource = nvme_queue(node, true);
-  t.a = static_cast<uint32_t>(node);
-  t.pattern = route_pattern(topo_.host(node), n, t.latency_s);
+  Task t = flow_task(TaskKind::NvmeWrite, topo_.host(node), n, bytes, label, nvme_queue(node, true));
+  t.node = static_cast<uint32_t>(node);
   return add_task(t, label);
 }
 
 TaskId Engine::transfer(DeviceId src, DeviceId dst, double bytes, Label label, ResourceId stream) {
   check_bytes(bytes, "transfer", label);
   if (stream != kNone) guarded("transfer", label, [&] { return resource(stream).node; });
-  Task t;
-  t.kind = TaskKind::Transfer;
-  t.amount = bytes;
-  t.resource = stream;
-  t.a = src;
-  t.b = dst;
-  t.pattern = guarded("transfer", label, [&] { return route_pattern(src, dst, t.latency_s); });
-  return add_task(t, label);
+  return add_task(flow_task(TaskKind::Transfer, src, dst, bytes, label, stream), label);
 }
 
-size_t Engine::PlanKeyHash::operator()(const PlanKey& k) const {
+size_t Engine::ScheduleKeyHash::operator()(const ScheduleKey& k) const {
   uint64_t h = k.group;
   h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.kind);
   h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.algo);
@@ -277,12 +273,12 @@ size_t Engine::PlanKeyHash::operator()(const PlanKey& k) const {
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-uint32_t Engine::collective_plan(const Collective& c, double bytes) {
+uint32_t Engine::collective_schedule(const Collective& c, double bytes) {
   const bool auto_chunks = (c.kind == CollectiveKind::broadcast || c.kind == CollectiveKind::reduce) &&
                            c.options.pipeline_chunks <= 0;
-  const PlanKey key{c.group,         c.kind, c.options.algo, c.options.merge_steps, auto_chunks ? 0 : c.options.pipeline_chunks,
+  const ScheduleKey key{c.group,         c.kind, c.options.algo, c.options.merge_steps, auto_chunks ? 0 : c.options.pipeline_chunks,
                     auto_chunks ? bytes : 0.0};
-  if (auto it = plan_cache_.find(key); it != plan_cache_.end()) return it->second;
+  if (auto it = schedule_cache_.find(key); it != schedule_cache_.end()) return it->second;
   CollectivePlanRequest req;
   req.gpus = group_gpus(c.group);
   req.kind = c.kind;
@@ -291,21 +287,26 @@ uint32_t Engine::collective_plan(const Collective& c, double bytes) {
   req.pipeline_chunks = c.options.pipeline_chunks;
   req.merge_steps = c.options.merge_steps;
   const std::vector<CollectivePhase> phases = plan_collective(topo_, req, [this](LinkId l) { return link_bandwidth(l); });
-  Plan plan;
-  plan.first_phase = static_cast<uint32_t>(plan_phases_.size());
+  CollectiveSchedule schedule;
+  schedule.first_phase = static_cast<uint32_t>(schedule_phases_.size());
   for (const CollectivePhase& p : phases) {
-    PlanPhase q;
+    SchedulePhase q;
     q.pattern = p.nodes.empty() ? net_->add_pattern(p.links) : net_->add_stamped_pattern(p.links, p.nodes, p.shared_links);
     q.steps = p.steps;
     q.fraction = p.fraction;
     q.latency_s = p.latency_s;
-    plan_phases_.push_back(q);
+    schedule_phases_.push_back(q);
   }
-  plan.phases = static_cast<uint32_t>(phases.size());
-  plans_.push_back(plan);
-  const uint32_t id = static_cast<uint32_t>(plans_.size() - 1);
-  plan_cache_.emplace(key, id);
+  schedule.phases = static_cast<uint32_t>(phases.size());
+  schedules_.push_back(schedule);
+  const uint32_t id = static_cast<uint32_t>(schedules_.size() - 1);
+  schedule_cache_.emplace(key, id);
   return id;
+}
+
+const Engine::SchedulePhase& Engine::current_phase(const Task& k) const {
+  const Collective& c = collectives_[k.collective];
+  return schedule_phases_[schedules_[c.schedule].first_phase + coll_phase_[k.collective]];
 }
 
 TaskId Engine::collective(CollectiveKind kind, GroupId group, double bytes, Label label, CollectiveOptions options) {
@@ -316,24 +317,19 @@ TaskId Engine::collective(CollectiveKind kind, GroupId group, double bytes, Labe
   guarded(what, label, [&] { return group_gpus(group).size(); });
   if (options.stream != kNone) guarded(what, label, [&] { return resource(options.stream).node; });
   Collective c{group, kind, options};
+  c.schedule = guarded(what, label, [&] { return collective_schedule(c, bytes); });
   Task t;
   t.kind = TaskKind::Collective;
-  t.amount = bytes;
+  t.bytes = bytes;
   t.resource = options.stream;
-  t.pattern = guarded(what, label, [&] { return collective_plan(c, bytes); });
-  t.a = static_cast<uint32_t>(collectives_.size());
+  t.collective = static_cast<uint32_t>(collectives_.size());
   collectives_.push_back(c);
   return add_task(t, label);
 }
 
 TaskId Engine::delay(double duration_s, Label label, ResourceId stream) {
-  if (!(duration_s >= 0) || !std::isfinite(duration_s))
-    fail("delay", label, "duration must be a finite number >= 0 s, got " + std::to_string(duration_s));
+  Task t = timed_task(TaskKind::Delay, duration_s, label, stream);
   if (stream != kNone) guarded("delay", label, [&] { return resource(stream).node; });
-  Task t;
-  t.kind = TaskKind::Delay;
-  t.amount = duration_s;
-  t.resource = stream;
   return add_task(t, label);
 }
 
@@ -375,26 +371,20 @@ std::string_view Engine::task_name(TaskId t) const {
   return std::string_view(names_).substr(k.name_begin, k.name_len);
 }
 
-double Engine::task_bytes(TaskId t) const {
-  const Task& k = tasks_.at(t);
-  return k.kind == TaskKind::Compute || k.kind == TaskKind::Delay ? 0.0 : k.amount;
-}
+double Engine::task_bytes(TaskId t) const { return tasks_.at(t).bytes; }
 
-double Engine::task_duration_s(TaskId t) const {
-  const Task& k = tasks_.at(t);
-  return k.kind == TaskKind::Compute || k.kind == TaskKind::Delay ? k.amount : 0.0;
-}
+double Engine::task_duration_s(TaskId t) const { return tasks_.at(t).duration_s; }
 
 CollectiveKind Engine::collective_kind(TaskId t) const {
   const Task& k = tasks_.at(t);
   if (k.kind != TaskKind::Collective) throw SpecError(describe(t) + " is not a collective");
-  return collectives_[k.a].kind;
+  return collectives_[k.collective].kind;
 }
 
 GroupId Engine::collective_group(TaskId t) const {
   const Task& k = tasks_.at(t);
   if (k.kind != TaskKind::Collective) throw SpecError(describe(t) + " is not a collective");
-  return collectives_[k.a].group;
+  return collectives_[k.collective].group;
 }
 
 template <class F>
@@ -402,15 +392,15 @@ void Engine::for_each_gpu(TaskId t, F&& f) const {
   const Task& k = tasks_[t];
   switch (k.kind) {
     case TaskKind::Compute:
-    case TaskKind::Copy: f(static_cast<int>(k.a)); break;
+    case TaskKind::Copy: f(static_cast<int>(k.gpu)); break;
     case TaskKind::Transfer: {
-      const int s = topo_.gpu_index(k.a), d = topo_.gpu_index(k.b);
+      const int s = topo_.gpu_index(k.src), d = topo_.gpu_index(k.dst);
       if (s >= 0) f(s);
       if (d >= 0 && d != s) f(d);
       break;
     }
     case TaskKind::Collective: {
-      const GroupId grp = collectives_[k.a].group;
+      const GroupId grp = collectives_[k.collective].group;
       for (uint32_t i = group_begin_[grp]; i < group_begin_[grp + 1]; ++i) f(group_gpus_[i]);
       break;
     }
@@ -433,8 +423,8 @@ int Engine::task_node(TaskId t) const {
   check_task(t, "task_node");
   const Task& k = tasks_[t];
   if (k.resource != kNone) return resources_[k.resource].info.node;
-  if (k.kind == TaskKind::Transfer) return topo_.node_of(k.a);
-  if (k.kind == TaskKind::Collective) return group_gpus(collectives_[k.a].group)[0] / topo_.gpus_per_node();
+  if (k.kind == TaskKind::Transfer) return topo_.node_of(k.src);
+  if (k.kind == TaskKind::Collective) return group_gpus(collectives_[k.collective].group)[0] / topo_.gpus_per_node();
   return 0;
 }
 
@@ -524,9 +514,7 @@ const Results& Engine::run() {
           const TaskId t = net_->owner(e.target);
           net_->finish(e.target, now_);
           const Task& k = tasks_[t];
-          const double latency_s = k.kind == TaskKind::Collective
-                                       ? plan_phases_[plans_[k.pattern].first_phase + coll_phase_[k.a]].latency_s
-                                       : k.latency_s;
+          const double latency_s = k.kind == TaskKind::Collective ? current_phase(k).latency_s : k.latency_s;
           if (latency_s > 0) events_.push(now_ + latency_s, EventKind::Delivered, t);
           else on_delivered(t);
           break;
@@ -603,15 +591,15 @@ void Engine::start(TaskId t) {
   const Task& k = tasks_[t];
   switch (k.kind) {
     case TaskKind::Compute:
-    case TaskKind::Delay: events_.push(now_ + k.amount, EventKind::TaskEnd, t); break;
+    case TaskKind::Delay: events_.push(now_ + k.duration_s, EventKind::TaskEnd, t); break;
     case TaskKind::Copy:
     case TaskKind::NvmeRead:
     case TaskKind::NvmeWrite:
-    case TaskKind::Transfer: start_flow(t, k.pattern, k.amount, k.latency_s); break;
+    case TaskKind::Transfer: start_flow(t, k.route, k.bytes, k.latency_s); break;
     case TaskKind::Collective:
-      coll_phase_[k.a] = 0;
-      coll_step_[k.a] = 0;
-      if (plans_[k.pattern].phases == 0) events_.push(now_, EventKind::TaskEnd, t);  // a group of one
+      coll_phase_[k.collective] = 0;
+      coll_step_[k.collective] = 0;
+      if (schedules_[collectives_[k.collective].schedule].phases == 0) events_.push(now_, EventKind::TaskEnd, t);  // a group of one
       else start_collective_step(t);
       break;
   }
@@ -628,8 +616,8 @@ void Engine::start_flow(TaskId owner, uint32_t pattern, double bytes, double lat
 
 void Engine::start_collective_step(TaskId t) {
   const Task& k = tasks_[t];
-  const PlanPhase& p = plan_phases_[plans_[k.pattern].first_phase + coll_phase_[k.a]];
-  start_flow(t, p.pattern, k.amount * p.fraction, p.latency_s);
+  const SchedulePhase& p = current_phase(k);
+  start_flow(t, p.pattern, k.bytes * p.fraction, p.latency_s);
 }
 
 void Engine::on_delivered(TaskId t) {
@@ -638,10 +626,10 @@ void Engine::on_delivered(TaskId t) {
     complete(t);
     return;
   }
-  const Plan& plan = plans_[k.pattern];
-  if (++coll_step_[k.a] == plan_phases_[plan.first_phase + coll_phase_[k.a]].steps) {
-    coll_step_[k.a] = 0;
-    if (++coll_phase_[k.a] == plan.phases) {
+  const uint32_t c = k.collective;
+  if (++coll_step_[c] == current_phase(k).steps) {
+    coll_step_[c] = 0;
+    if (++coll_phase_[c] == schedules_[collectives_[c].schedule].phases) {
       complete(t);
       return;
     }

@@ -138,19 +138,25 @@ class Engine {
 
  private:
   struct Task {
-    double amount = 0;          // duration_s (compute, delay) or bytes
-    uint32_t resource = kNone;  // a slot of resources_ (the id is in it)
-    uint32_t a = 0, b = 0;      // compute/copy: gpu; transfer: src, dst; nvme: node; collective: index
-    uint32_t pattern = kNone;   // resolved route pattern (flows) or plan (collectives), per run
-    double latency_s = 0;       // resolved route latency (flows)
+    double duration_s = 0;        // compute, delay
+    double bytes = 0;             // copy, NVMe, transfer, collective
+    double latency_s = 0;         // flows: the route's latency
+    uint32_t resource = kNone;    // a slot of resources_ (the id is in it)
+    uint32_t gpu = kNone;         // compute, copy
+    uint32_t node = kNone;        // NVMe read/write
+    DeviceId src = kNone, dst = kNone;  // copy, NVMe, transfer: the flow's ends
+    uint32_t route = kNone;       // flows: the route's pattern in the flow network (kNone: no link)
+    uint32_t collective = kNone;  // collectives: index into collectives_
     uint32_t name_begin = 0, name_len = 0;
     CategoryId category = 0;
     TaskKind kind = TaskKind::Compute;
+    CopyDir dir = CopyDir::H2D;   // copy
   };
   struct Collective {
     GroupId group = 0;
     CollectiveKind kind = CollectiveKind::all_reduce;
     CollectiveOptions options;
+    uint32_t schedule = 0;  // its resolved CollectiveSchedule
   };
   struct Resource {  // a resource some task uses; Task::resource indexes these
     Resource(ResourceId i, ResourceInfo in) : id(i), info(std::move(in)) {}
@@ -163,10 +169,10 @@ class Engine {
     bool dirty = false;
     double busy_s = 0;
   };
-  struct Plan {  // a collective's resolved phases: flow patterns in the network
+  struct CollectiveSchedule {  // a collective's resolved phases: flow patterns in the network
     uint32_t first_phase = 0, phases = 0;
   };
-  struct PlanPhase {
+  struct SchedulePhase {
     PatternId pattern = 0;
     uint32_t steps = 0;
     double fraction = 0;
@@ -174,12 +180,16 @@ class Engine {
   };
 
   TaskId add_task(Task t, Label label);
+  // The one way a task is made: its kind, checked duration or bytes, and for flows the route.
+  Task timed_task(TaskKind kind, double duration_s, Label label, ResourceId resource);
+  Task flow_task(TaskKind kind, DeviceId src, DeviceId dst, double bytes, Label label, ResourceId resource);
   uint32_t resource_slot(ResourceId r);  // its run state, made on first use
   void check_task(TaskId t, const char* what) const;
   void check_bytes(double bytes, const char* what, Label label) const;
   std::string describe(TaskId t) const;  // "task 12 'fwd s0 mb3'"
   uint32_t route_pattern(DeviceId src, DeviceId dst, double& latency_s);
-  uint32_t collective_plan(const Collective& c, double bytes);
+  uint32_t collective_schedule(const Collective& c, double bytes);
+  const SchedulePhase& current_phase(const Task& k) const;
   template <class F>
   void for_each_gpu(TaskId t, F&& f) const;
   void build_successors();
@@ -213,25 +223,25 @@ class Engine {
   std::vector<std::pair<TaskId, TaskId>> edges_;  // (before, after)
   std::unordered_map<LinkId, double> capacity_override_Bps_;  // set_link_bandwidth
 
-  // Routes and collective plans are resolved when a task is created, as patterns of the
+  // Routes and collective schedules are resolved when a task is created, as patterns of the
   // network, and cached: a pair of devices or a (group, collective) is planned once.
   std::unique_ptr<FlowNetwork> net_;
   std::unordered_map<uint64_t, std::pair<uint32_t, double>> route_cache_;  // (src,dst) -> pattern, latency
-  struct PlanKey {
+  struct ScheduleKey {
     GroupId group;
     CollectiveKind kind;
     CollectiveAlgo algo;
     bool merge;
     int chunks;
     double bytes;  // only for automatic pipeline chunks, else 0
-    bool operator==(const PlanKey&) const = default;
+    bool operator==(const ScheduleKey&) const = default;
   };
-  struct PlanKeyHash {
-    size_t operator()(const PlanKey& k) const;
+  struct ScheduleKeyHash {
+    size_t operator()(const ScheduleKey& k) const;
   };
-  std::unordered_map<PlanKey, uint32_t, PlanKeyHash> plan_cache_;
-  std::vector<Plan> plans_;
-  std::vector<PlanPhase> plan_phases_;
+  std::unordered_map<ScheduleKey, uint32_t, ScheduleKeyHash> schedule_cache_;
+  std::vector<CollectiveSchedule> schedules_;
+  std::vector<SchedulePhase> schedule_phases_;
   std::vector<LinkUse> scratch_uses_;
   std::vector<uint32_t> succ_begin_, succ_;
   std::vector<uint32_t> pending_;

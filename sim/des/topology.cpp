@@ -1,5 +1,8 @@
 #include "sim/des/topology.h"
 
+#include <boost/graph/adjacency_list.hpp>
+#include "sim/des/topology_graph.h"
+
 #include <algorithm>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <cmath>
@@ -237,22 +240,14 @@ void Topology::add_link(LinkKind kind, DeviceId a, DeviceId b, double ab_Bps, do
   local_links_.push_back(LocalLink{kind, b, a, ba_Bps, latency_s});
 }
 
-const TopologyGraph& Topology::graph() const {
-  std::call_once(graph_once_, [this] {
-    auto g = std::make_unique<TopologyGraph>();
-    for (DeviceId v = 0; v < vertex_count(); ++v) boost::add_vertex(vertex(v), *g);
-    for (LinkId l = 0; l < link_count(); ++l) {
-      const LocalLink& k = link_data(l);
-      if (l >= node_links_) {
-        boost::add_edge(k.from, k.to, EdgeInfo{l}, *g);
-        continue;
-      }
-      const int node = static_cast<int>(l / links_per_node_);
-      boost::add_edge(endpoint(node, k.from, k), endpoint(node, k.to, k), EdgeInfo{l}, *g);
-    }
-    graph_ = std::move(g);
-  });
-  return *graph_;
+TopologyGraph topology_graph(const Topology& topo) {
+  TopologyGraph g;
+  for (DeviceId v = 0; v < topo.vertex_count(); ++v) boost::add_vertex(topo.vertex(v), g);
+  for (LinkId l = 0; l < topo.link_count(); ++l) {
+    const LinkInfo info = topo.link(l);
+    boost::add_edge(info.from, info.to, EdgeInfo{l}, g);
+  }
+  return g;
 }
 
 void Topology::compute_node_routes() {

@@ -1,5 +1,6 @@
 #pragma once
-// The cluster as a graph of devices and directed links (Boost.Graph), built from a Cluster.
+// The cluster as a graph of devices and directed links, built from a Cluster (as a Boost graph:
+// topology_graph.h; this header does not pull Boost in).
 //
 // Per node (local vertex order, the same on every node):
 //   GPUs, PCIe switches (one per PcieSpec::gpus_per_root GPUs), the host CPU (root complex),
@@ -43,11 +44,9 @@
 // Size: only one node is stored (its devices, links and routes); every other node's ids are
 // that node's shifted by node * vertices_per_node (devices) or node * links_per_node (links),
 // and names are made when asked for. Building a 131,072-GPU cluster costs what one node does;
-// the Boost graph of the whole cluster is built only if graph() is called.
-#include <boost/graph/adjacency_list.hpp>
+// the Boost graph of the whole cluster is built only if topology_graph() is called.
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -84,13 +83,6 @@ struct LinkInfo {
   std::string name;  // "n0.gpu1->n0.pcie0"
 };
 
-struct EdgeInfo {
-  LinkId link = 0;
-};
-
-using TopologyGraph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, EdgeInfo>;
-
 // A route: the directed links from source to destination, and their summed latency.
 struct Route {
   std::vector<LinkId> links;
@@ -105,8 +97,6 @@ class Topology {
   ~Topology();
 
   const Cluster& cluster() const { return cluster_; }
-  // The whole cluster as a Boost graph (built on the first call; its edges carry link ids).
-  const TopologyGraph& graph() const;
   int nodes() const { return cluster_.nodes; }
   int gpus_per_node() const { return cluster_.node.gpus; }
   int total_gpus() const { return cluster_.total_gpus(); }
@@ -226,8 +216,6 @@ class Topology {
   };
   std::vector<LocalRoute> local_routes_;
   std::vector<LinkId> local_route_links_;
-  mutable std::once_flag graph_once_;
-  mutable std::unique_ptr<TopologyGraph> graph_;
 };
 
 }  // namespace starfish::des
