@@ -159,6 +159,13 @@ void Topology::build_fabric_tiers() {
   if (f.tiers.empty() || cluster_.nodes < 2 || nics_ == 0) return;
   const bool rails = f.rail_optimized;
   const double nic_Bps = cluster_.node.nic->achieved_Bps();
+  constexpr int64_t kMaxSwitches = int64_t{1} << 24;  // ids stay 32-bit; a real fabric has thousands
+  int64_t switches = 0;
+  for (size_t k = 0; k < f.tiers.size(); ++k)
+    switches += (cluster_.nodes + f.tiers[k].nodes - 1) / f.tiers[k].nodes * (k == 0 && rails ? nics_ : 1);
+  if (switches > kMaxSwitches)
+    throw SpecError("topology: cluster '" + cluster_.name + "' has a fabric of " + std::to_string(switches) +
+                    " switches; at most " + std::to_string(kMaxSwitches) + " are supported");
   // Vertices first (a switch's uplink names its parent), then each switch's up and down link.
   for (size_t k = 0; k < f.tiers.size(); ++k) {
     Tier t;

@@ -136,6 +136,11 @@ TEST(Fabrics, BadFabricsInAHwprofileAreLocatedErrors) {
             "hw.yaml:9:10: field 'fabric.rail_optimized': needs tiers (the leaf switches each rail has)");
   EXPECT_EQ(error_of([&] { parse_cluster_text(head + "fabric:\n  tiers: [{nodes: 2, oversubscription: 0.5}]\n", "hw.yaml"); }),
             "hw.yaml:10:22: field 'fabric.tiers[0].oversubscription': must be within [1, 1024], got 0.5");
+  Cluster huge = parse_cluster_text(head + "fabric:\n  rail_optimized: true\n  tiers: [{nodes: 2}]\n", "hw.yaml");
+  huge.nodes = 10'000'000;
+  huge.node.nic->count = 64;
+  EXPECT_EQ(error_of([&] { Topology t(huge); }),
+            "topology: cluster 'x' has a fabric of 320000000 switches; at most 16777216 are supported");
   const Cluster ok = parse_cluster_text(head + "fabric:\n  rail_optimized: false\n  tiers: [{nodes: 2, oversubscription: 3, latency: 600ns}]\n", "hw.yaml");
   ASSERT_EQ(ok.fabric.tiers.size(), 1u);
   EXPECT_EQ(ok.fabric.tiers[0].oversubscription, 3);
