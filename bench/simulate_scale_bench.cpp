@@ -6,8 +6,8 @@
 // the median of several repetitions, as a ratio to the 1,024-GPU job measured in the same run
 // (the machine is shared; ratios are what to trust), with CPU time beside it. Under callgrind,
 // pass one job name to count its instructions alone:
-//   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='starfish::schedule::simulate*' \
-//       build/bench/simulate_scale_bench 1 gpt3-65536
+//   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='starfish::schedule::simulate*'
+//       build/bench/simulate_scale_bench 1 gpt3-65536      (one command line)
 //
 // usage: simulate_scale_bench [repetitions (default 5)] [job: gpt3-1024 | gpt3-8192 | gpt3-65536 |
 //                             gpt3-131072 | gpt3-65536-fat-tree | llama3-16384 (default: all)]
