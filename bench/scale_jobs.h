@@ -29,6 +29,16 @@ inline Job gpt3_175b_job(int gpus, int micro_batches = 64) {
   return make_job(load_model(source_path("configs/models/gpt3-175b.yaml")), cluster, t, p);
 }
 
+// The same GPT-3 job on a fabric that breaks the replicas' symmetry at the switches: rail-
+// optimised leaves of 32 nodes (one per rail), spines of 512 nodes at 2:1, a core at 4:1. The
+// nodes' own links are still planned by shape; every ring pair's switch hops are walked.
+inline Job gpt3_175b_fat_tree_job(int gpus) {
+  Job job = gpt3_175b_job(gpus);
+  job.cluster.fabric.rail_optimized = true;
+  job.cluster.fabric.tiers = {FabricTier{32, 1, 0}, FabricTier{512, 2, 0}, FabricTier{8192, 4, 0}};
+  return job;
+}
+
 // Llama 3 405B as Meta trained it on 16,384 H100s (Llama 3 paper, Table 4: TP8 CP1 PP16 DP128),
 // with 512 micro-batches per pipeline. Meta's 126 layers split unevenly over 16 stages (7 on the
 // first and last, 8 elsewhere); the simulator's stages are equal, so this is the 128-layer shape

@@ -6,7 +6,8 @@
 //   build-before/bench/simulate_fingerprint > before.txt
 //   build/bench/simulate_fingerprint > after.txt && diff before.txt after.txt
 // Jobs: the bundled plans (configs/plans), every row of the Megatron-LM accuracy benchmark, the
-// speed benchmark's jobs (GPT-3 175B on 1,024 to 131,072 GPUs, Llama 3 405B on 16,384), and
+// speed benchmark's jobs (GPT-3 175B on 1,024 to 131,072 GPUs and on a fat tree, Llama 3 405B
+// on 16,384), and
 // plans that take the other paths of the iteration builder: ZeRO-1/2/3, hierarchical and ring DP
 // collectives, overlapped reductions, CPU and NVMe optimizer offload, interleaving, PCIe-only
 // nodes, a DGX-2 and a DGX H100.
@@ -87,5 +88,6 @@ int main(int argc, char** argv) {
   for (int gpus : {65536, 131072})
     print("gpt3-175b " + std::to_string(gpus) + " GPUs", [&] { return bench::gpt3_175b_job(gpus); });
   print("llama3-405b 16384 GPUs m=512", [] { return bench::llama3_405b_job(); });
+  print("gpt3-175b 65536 GPUs fat tree", [] { return bench::gpt3_175b_fat_tree_job(65536); });
   return 0;
 }

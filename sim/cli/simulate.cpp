@@ -44,9 +44,9 @@ void table(const Job& job, const schedule::SimReport& r, const std::string& trac
   for (size_t i = 0; i < r.links.size() && i < 8; ++i)
     std::printf("  %-32s %-8s %10s %5.1f%%\n", r.links[i].name.c_str(), r.links[i].kind.c_str(),
                 human_bytes(r.links[i].bytes).c_str(), 100 * r.links[i].utilisation);
-  std::printf("\nsimulator    %zu tasks, %llu events, built in %s, ran in %s\n", r.tasks,
-              static_cast<unsigned long long>(r.events), human_seconds(r.build_wall_s).c_str(),
-              human_seconds(r.run_wall_s).c_str());
+  std::printf("\nsimulator    %zu tasks, %llu events, %zu links run as %zu classes, built in %s, ran in %s\n",
+              r.tasks, static_cast<unsigned long long>(r.events), r.used_links, r.link_classes,
+              human_seconds(r.build_wall_s).c_str(), human_seconds(r.run_wall_s).c_str());
   if (!trace.empty()) std::printf("trace        %s (open in ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "sim/spec/error.h"
 
@@ -74,6 +76,115 @@ class StepBuilder {
   uint32_t members_ = 0;
 };
 
+// Planning by shape. When every node of a group holds the same local GPUs (in the same ring
+// order), every node's share of a phase is the first node's links shifted: the member routes of
+// one node are walked once (its footprint: local link ids, weights) and the phase says which
+// nodes carry it (CollectivePhase::nodes; the flow network stamps it, flow_network.h). Listing
+// every member's links would give the same links and weights: each node's links are crossed
+// only by that node's members (routes leave a node only through its own NIC uplink and arrive
+// through the receiver's downlink). A ring over 512 replicas costs one node's routes.
+class NodeFootprint {
+ public:
+  explicit NodeFootprint(const Topology& topo) : topo_(topo), per_node_(topo.links_per_node()) {}
+  // A member route between two GPUs; a route between two nodes folds both ends' links onto the
+  // one footprint (the receiving end is the next node's share, identical to this one's).
+  void member(int src_gpu, int dst_gpu) {
+    route_.clear();
+    const double lat = topo_.append_route(topo_.gpu(src_gpu), topo_.gpu(dst_gpu), route_);
+    latency_s_ = std::max(latency_s_, lat);
+    ++members_per_node_;
+    for (LinkId l : route_) {
+      if (!topo_.is_node_link(l)) {  // a fat tree's switch: the pair's own climb (shared_member)
+        shared_.push_back(l);
+        continue;
+      }
+      const LinkId local = l % per_node_;
+      auto it = std::find_if(uses_.begin(), uses_.end(), [&](const LinkUse& u) { return u.link == local; });
+      if (it == uses_.end()) uses_.push_back(LinkUse{local, 1});
+      else ++it->weight;
+    }
+  }
+  // Another node's member between nodes (the sample node's went through member()): under a
+  // fat tree its switch hops and latency depend on the pair, so they are walked for every pair.
+  void shared_member(int src_gpu, int dst_gpu) {
+    if (!topo_.has_fabric_tiers()) return;
+    route_.clear();
+    latency_s_ = std::max(latency_s_, topo_.append_route(topo_.gpu(src_gpu), topo_.gpu(dst_gpu), route_));
+    for (LinkId l : route_)
+      if (!topo_.is_node_link(l)) shared_.push_back(l);
+  }
+  // The phase over `nodes` (distinct), each carrying this footprint; then starts a new one.
+  CollectivePhase phase(std::span<const int> nodes, uint32_t steps, double fraction) {
+    CollectivePhase p;
+    p.links = std::move(uses_);
+    p.nodes.assign(nodes.begin(), nodes.end());
+    std::sort(shared_.begin(), shared_.end());
+    for (LinkId l : shared_) {
+      if (!p.shared_links.empty() && p.shared_links.back().link == l) ++p.shared_links.back().weight;
+      else p.shared_links.push_back(LinkUse{l, 1});
+    }
+    shared_.clear();
+    p.latency_s = latency_s_;
+    p.steps = steps;
+    p.fraction = fraction;
+    p.members = members_per_node_ * static_cast<uint32_t>(nodes.size());
+    uses_.clear();
+    latency_s_ = 0;
+    members_per_node_ = 0;
+    return p;
+  }
+
+ private:
+  const Topology& topo_;
+  const uint32_t per_node_;
+  std::vector<LinkId> route_;
+  std::vector<LinkUse> uses_;  // local link ids
+  std::vector<LinkId> shared_;  // switch links, once per crossing
+  double latency_s_ = 0;
+  uint32_t members_per_node_ = 0;
+};
+
+// A group's nodes in ring order and the local GPUs each holds, when every node holds one
+// contiguous run of the same local GPUs (DP rings over replicas, the rails of a hierarchical
+// collective); nullopt otherwise (then the members are walked one by one).
+struct NodeRuns {
+  std::vector<int> nodes;
+  std::vector<int> local;  // local GPU indices of every node's run, in ring order
+};
+std::optional<NodeRuns> node_runs(const Topology& topo, std::span<const int> ring) {
+  const int per_node = topo.gpus_per_node();
+  size_t L = 0;
+  while (L < ring.size() && ring[L] / per_node == ring[0] / per_node) ++L;
+  if (L == 0 || ring.size() % L != 0 || ring.size() / L < 2) return std::nullopt;
+  NodeRuns r;
+  for (size_t j = 0; j < L; ++j) r.local.push_back(ring[j] % per_node);
+  for (size_t k = 0; k < ring.size() / L; ++k) {
+    const int node = ring[k * L] / per_node;
+    for (size_t j = 0; j < L; ++j)
+      if (ring[k * L + j] / per_node != node || ring[k * L + j] % per_node != r.local[j]) return std::nullopt;
+    r.nodes.push_back(node);
+  }
+  // A node must not come back later in the ring (replicas' rings ascend: checked without a sort).
+  if (std::is_sorted(r.nodes.begin(), r.nodes.end())) return r;
+  std::vector<int> sorted = r.nodes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+  return r;
+}
+
+// One ring step over node runs: each node's run in order, then its last GPU to the next node's
+// first (folded: the arrival on the next node is that node's share of the previous one's send).
+CollectivePhase ring_phase_by_node(const Topology& topo, const NodeRuns& r, uint32_t steps, double fraction) {
+  NodeFootprint f(topo);
+  const int base0 = r.nodes[0] * topo.gpus_per_node(), base1 = r.nodes[1] * topo.gpus_per_node();
+  for (size_t i = 0; i + 1 < r.local.size(); ++i) f.member(base0 + r.local[i], base0 + r.local[i + 1]);
+  f.member(base0 + r.local.back(), base1 + r.local.front());
+  const size_t N = r.nodes.size();
+  for (size_t k = 1; k < N; ++k)
+    f.shared_member(r.nodes[k] * topo.gpus_per_node() + r.local.back(), r.nodes[(k + 1) % N] * topo.gpus_per_node() + r.local.front());
+  return f.phase(r.nodes, steps, fraction);
+}
+
 void ring_members(StepBuilder& b, std::span<const int> ring) {
   const size_t n = ring.size();
   if (n < 2) return;
@@ -91,14 +202,17 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
     case CollectiveKind::send_recv:
       throw SpecError("send-recv is a point-to-point transfer (Engine::transfer), not a collective");
     case CollectiveKind::all_reduce:
-      ring_members(b, g);
-      out.push_back(b.phase(2 * (n - 1), 1.0 / n));
-      break;
     case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::reduce_scatter: {
+      const uint32_t steps = req.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
+      if (const std::optional<NodeRuns> runs = node_runs(topo, g)) {
+        out.push_back(ring_phase_by_node(topo, *runs, steps, 1.0 / n));
+        break;
+      }
       ring_members(b, g);
-      out.push_back(b.phase(n - 1, 1.0 / n));
+      out.push_back(b.phase(steps, 1.0 / n));
       break;
+    }
     case CollectiveKind::broadcast:
     case CollectiveKind::reduce: {
       for (int i = 0; i + 1 < n; ++i) {
@@ -127,19 +241,28 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
   return out;
 }
 
+// Whether every node of a hierarchical group holds the same local GPUs in the same order.
+bool node_uniform(const Topology& topo, const std::vector<std::vector<int>>& per_node) {
+  const int pn = topo.gpus_per_node();
+  for (const auto& gpus : per_node)
+    for (size_t j = 0; j < gpus.size(); ++j)
+      if (gpus[j] % pn != per_node[0][j] % pn) return false;
+  return true;
+}
+
 std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const CollectivePlanRequest& req) {
   // Nodes in order of first appearance; each node's GPUs in group order.
   std::vector<int> node_order;
   std::vector<std::vector<int>> per_node;
+  std::unordered_map<int, size_t> index_of_node;
   for (int gpu : req.gpus) {
     const int node = gpu / topo.gpus_per_node();
-    auto it = std::find(node_order.begin(), node_order.end(), node);
-    if (it == node_order.end()) {
+    auto [it, added] = index_of_node.try_emplace(node, node_order.size());
+    if (added) {
       node_order.push_back(node);
       per_node.emplace_back();
-      it = node_order.end() - 1;
     }
-    per_node[static_cast<size_t>(it - node_order.begin())].push_back(gpu);
+    per_node[it->second].push_back(gpu);
   }
   const int N = static_cast<int>(node_order.size());
   const int L = static_cast<int>(per_node[0].size());
@@ -149,28 +272,44 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
                       ": the group must have the same number of GPUs on each node (node " +
                       std::to_string(node_order[0]) + " has " + std::to_string(L) + ", node " +
                       std::to_string(node_order[k]) + " has " + std::to_string(per_node[k].size()) + ")");
-  StepBuilder b(topo);
-  for (const auto& ring : per_node) ring_members(b, ring);
-  CollectivePhase intra = b.phase(L - 1, 1.0 / L);
-  std::vector<int> rail(N);
-  for (int j = 0; j < L; ++j) {
-    for (int k = 0; k < N; ++k) rail[k] = per_node[k][j];
-    ring_members(b, rail);
-  }
   const double inter_fraction = 1.0 / (static_cast<double>(L) * N);
+  const uint32_t inter_steps = req.kind == CollectiveKind::all_reduce ? 2 * (N - 1) : N - 1;
+  CollectivePhase intra, inter;
+  if (node_uniform(topo, per_node) && N >= 2) {
+    // Every node the same: one node's intra ring and its sends and receives on each rail.
+    NodeFootprint f(topo);
+    const std::vector<int>& a = per_node[0];
+    for (int j = 0; j < L && L >= 2; ++j) f.member(a[j], a[(j + 1) % L]);
+    intra = f.phase(node_order, L - 1, 1.0 / L);
+    for (int j = 0; j < L; ++j) {
+      f.member(a[j], per_node[1][j]);
+      for (int k = 1; k < N; ++k) f.shared_member(per_node[k][j], per_node[(k + 1) % N][j]);
+    }
+    inter = f.phase(node_order, inter_steps, inter_fraction);
+  } else {
+    StepBuilder b(topo);
+    for (const auto& ring : per_node) ring_members(b, ring);
+    intra = b.phase(L - 1, 1.0 / L);
+    std::vector<int> rail(N);
+    for (int j = 0; j < L; ++j) {
+      for (int k = 0; k < N; ++k) rail[k] = per_node[k][j];
+      ring_members(b, rail);
+    }
+    inter = b.phase(inter_steps, inter_fraction);
+  }
   std::vector<CollectivePhase> out;
   switch (req.kind) {
     case CollectiveKind::all_reduce:
       out.push_back(intra);
-      out.push_back(b.phase(2 * (N - 1), inter_fraction));
+      out.push_back(inter);
       out.push_back(intra);
       break;
     case CollectiveKind::reduce_scatter:
       out.push_back(intra);
-      out.push_back(b.phase(N - 1, inter_fraction));
+      out.push_back(inter);
       break;
     case CollectiveKind::all_gather:
-      out.push_back(b.phase(N - 1, inter_fraction));
+      out.push_back(inter);
       out.push_back(intra);
       break;
     default:

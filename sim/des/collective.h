@@ -35,7 +35,13 @@ enum class CollectiveAlgo : uint8_t { Ring, Hierarchical };
 const char* to_string(CollectiveAlgo a);
 
 struct CollectivePhase {
-  std::vector<LinkUse> links;  // all members' routes, weight = members crossing the link
+  // All members' routes, weight = members crossing the link. When `nodes` is not empty, the
+  // phase is planned by shape: `links` is one node's share (local link ids, see
+  // Topology::links_per_node) and every node in `nodes` carries the same share.
+  std::vector<LinkUse> links;
+  std::vector<int> nodes;
+  std::vector<LinkUse> shared_links;  // with `nodes`: a fat tree's switch links (global ids), all members'
+
   double latency_s = 0;        // per step: the slowest member route's latency
   uint32_t steps = 0;          // identical steps, run one after another
   double fraction = 0;         // bytes each member moves per step, as a fraction of the bytes

@@ -25,12 +25,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/des/collective.h"
-#include "sim/des/event_queue.h"
-#include "sim/des/flow_network.h"
 #include "sim/des/results.h"
 #include "sim/des/topology.h"
 
@@ -62,12 +59,12 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  const Topology& topology() const { return topo_; }
+  const Topology& topology() const;
 
   // Categories are interned names; the same name always gives the same id.
   CategoryId category(std::string_view name);
   const std::string& category_name(CategoryId c) const;
-  size_t category_count() const { return categories_.size(); }
+  size_t category_count() const;
 
   // Groups of GPUs for collectives (global GPU indices, ring order). Interned: the same list
   // gives the same id, so the collective's routes are computed once per group.
@@ -81,7 +78,7 @@ class Engine {
   ResourceId add_stream(std::string name, int node, int gpu = -1);  // a serial resource of your own
   // Every GPU has its compute stream and copy engines and every node its NVMe queues (ids in
   // that order, then the streams), but only those a task uses are stored: the rest are numbers.
-  size_t resource_count() const { return fixed_resources_ + streams_.size(); }
+  size_t resource_count() const;
   ResourceInfo resource(ResourceId r) const;  // by value: names are made on demand
   // The resources some task uses, in order of first use.
   std::vector<ResourceId> used_resources() const;
@@ -108,21 +105,18 @@ class Engine {
   // cancel flag is raised (polled every few thousand events: a large iteration stops within
   // milliseconds, not at its end).
   const Results& run();
-  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
-  const Results& results() const { return results_; }
+  void set_cancel(const std::atomic<bool>* cancel);
+  const Results& results() const;
   // Link classes of the last run: the links its flows crossed, interchangeable ones merged
   // (flow_network.h). A ring over 512 replicas' NICs is a handful, not thousands.
-  size_t link_classes() const { return net_->link_class_count(); }
+  size_t link_classes() const;
 
   // Task metadata (valid for any created task).
-  size_t task_count() const { return tasks_.size(); }
-  TaskKind task_kind(TaskId t) const { return tasks_.at(t).kind; }
-  CategoryId task_category(TaskId t) const { return tasks_.at(t).category; }
+  size_t task_count() const;
+  TaskKind task_kind(TaskId t) const;
+  CategoryId task_category(TaskId t) const;
   std::string_view task_name(TaskId t) const;
-  ResourceId task_resource(TaskId t) const {
-    const uint32_t slot = tasks_.at(t).resource;
-    return slot == kNone ? kNone : resources_[slot].id;
-  }
+  ResourceId task_resource(TaskId t) const;
   double task_bytes(TaskId t) const;       // 0 for compute and delay
   double task_duration_s(TaskId t) const;  // the given duration for compute and delay, else 0
   // The GPUs a task occupies: its GPU, a transfer's GPU endpoints, a collective's group.
@@ -137,112 +131,9 @@ class Engine {
   GroupId collective_group(TaskId t) const;
 
  private:
-  struct Task {
-    double amount = 0;          // duration_s (compute, delay) or bytes
-    uint32_t resource = kNone;  // a slot of resources_ (the id is in it)
-    uint32_t a = 0, b = 0;      // compute/copy: gpu; transfer: src, dst; nvme: node; collective: index
-    uint32_t pattern = kNone;   // resolved route pattern (flows) or plan (collectives), per run
-    double latency_s = 0;       // resolved route latency (flows)
-    uint32_t name_begin = 0, name_len = 0;
-    CategoryId category = 0;
-    TaskKind kind = TaskKind::Compute;
-  };
-  struct Collective {
-    GroupId group = 0;
-    CollectiveKind kind = CollectiveKind::all_reduce;
-    CollectiveOptions options;
-  };
-  struct Resource {  // a resource some task uses; Task::resource indexes these
-    Resource(ResourceId i, ResourceInfo in) : id(i), info(std::move(in)) {}
-    ResourceId id;
-    ResourceInfo info;
-    // Run state.
-    std::vector<TaskId> queue;  // waiting, in (ready time, id) order from `head`
-    size_t head = 0;
-    bool busy = false;
-    bool dirty = false;
-    double busy_s = 0;
-  };
-  struct Plan {  // a collective's resolved phases: flow patterns in the network
-    uint32_t first_phase = 0, phases = 0;
-  };
-  struct PlanPhase {
-    PatternId pattern = 0;
-    uint32_t steps = 0;
-    double fraction = 0;
-    double latency_s = 0;
-  };
-
-  TaskId add_task(Task t, Label label);
-  uint32_t resource_slot(ResourceId r);  // its run state, made on first use
-  void check_task(TaskId t, const char* what) const;
-  void check_bytes(double bytes, const char* what, Label label) const;
-  std::string describe(TaskId t) const;  // "task 12 'fwd s0 mb3'"
-  uint32_t route_pattern(DeviceId src, DeviceId dst, double& latency_s);
-  uint32_t collective_plan(const Collective& c, double bytes);
-  template <class F>
-  void for_each_gpu(TaskId t, F&& f) const;
-  void build_successors();
-  [[noreturn]] void throw_cycle() const;
-
-  // Simulation.
-  void make_ready(TaskId t);
-  void start(TaskId t);
-  void start_flow(TaskId owner, uint32_t pattern, double bytes, double latency_s);
-  void start_collective_step(TaskId t);
-  void on_delivered(TaskId t);
-  void complete(TaskId t);
-  void dispatch(ResourceId r);
-  void collect_results();
-
-  const Topology& topo_;
-  std::vector<std::string> categories_;
-  std::unordered_map<std::string, CategoryId> category_ids_;
-  std::vector<int> group_gpus_;
-  std::vector<uint32_t> group_begin_;  // group g: group_gpus_[group_begin_[g] .. group_begin_[g+1])
-  std::unordered_map<std::string, GroupId> group_ids_;
-  uint32_t per_gpu_resources_ = 3;       // compute, H2D, D2H (2 when one copy engine serves both)
-  ResourceId fixed_resources_ = 0;       // GPU and NVMe resources; streams follow
-  std::vector<ResourceInfo> streams_;
-  std::vector<Resource> resources_;      // used ones (slots)
-  std::unordered_map<ResourceId, uint32_t> slot_of_resource_;
-
-  std::vector<Task> tasks_;
-  std::string names_;
-  std::vector<Collective> collectives_;
-  std::vector<std::pair<TaskId, TaskId>> edges_;  // (before, after)
-  std::unordered_map<LinkId, double> capacity_override_Bps_;  // set_link_bandwidth
-
-  // Routes and collective plans are resolved when a task is created, as patterns of the
-  // network, and cached: a pair of devices or a (group, collective) is planned once.
-  std::unique_ptr<FlowNetwork> net_;
-  std::unordered_map<uint64_t, std::pair<uint32_t, double>> route_cache_;  // (src,dst) -> pattern, latency
-  struct PlanKey {
-    GroupId group;
-    CollectiveKind kind;
-    CollectiveAlgo algo;
-    bool merge;
-    int chunks;
-    double bytes;  // only for automatic pipeline chunks, else 0
-    bool operator==(const PlanKey&) const = default;
-  };
-  struct PlanKeyHash {
-    size_t operator()(const PlanKey& k) const;
-  };
-  std::unordered_map<PlanKey, uint32_t, PlanKeyHash> plan_cache_;
-  std::vector<Plan> plans_;
-  std::vector<PlanPhase> plan_phases_;
-  std::vector<LinkUse> scratch_uses_;
-  std::vector<uint32_t> succ_begin_, succ_;
-  std::vector<uint32_t> pending_;
-  std::vector<uint32_t> coll_phase_, coll_step_;  // per collective: progress
-  std::vector<uint8_t> done_;
-  EventQueue events_;
-  std::vector<ResourceId> dirty_resources_, dispatching_;
-  double now_ = 0;
-  uint64_t events_processed_ = 0;
-  const std::atomic<bool>* cancel_ = nullptr;
-  Results results_;
+  // The engine's state and machinery (engine.cpp): includers see only this interface.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace starfish::des

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 namespace starfish::des {
 
-FlowNetwork::FlowNetwork(size_t link_count, std::function<double(LinkId)> capacity_Bps)
-    : capacity_of_(std::move(capacity_Bps)), link_count_(link_count) {}
+FlowNetwork::FlowNetwork(size_t link_count, uint32_t links_per_node, std::function<double(LinkId)> capacity_Bps)
+    : capacity_of_(std::move(capacity_Bps)), link_count_(link_count), links_per_node_(std::max(1u, links_per_node)) {}
 
 uint32_t FlowNetwork::slot_of(LinkId l) {
   if (slot_of_link_.empty()) slot_of_link_.assign(link_count_, kNone);
@@ -21,10 +22,16 @@ uint32_t FlowNetwork::slot_of(LinkId l) {
 }
 
 void FlowNetwork::set_capacity_Bps(LinkId l, double bps) {
-  if (l < slot_of_link_.size() && slot_of_link_[l] != kNone) {
-    slot_capacity_Bps_[slot_of_link_[l]] = bps;
-    classes_stale_ = true;
-  }
+  if (l < slot_of_link_.size() && slot_of_link_[l] != kNone) slot_capacity_Bps_[slot_of_link_[l]] = bps;
+  // Its node no longer looks like the others: expand it on its own (capacity_of_ has the change).
+  touched_nodes_.push_back(static_cast<int>(l / links_per_node_));
+  classes_stale_ = true;
+}
+
+std::vector<LinkId> FlowNetwork::used_links() const {
+  std::vector<LinkId> out;
+  for_each_used_link([&](LinkId l, double, double) { out.push_back(l); });
+  return out;
 }
 
 PatternId FlowNetwork::add_pattern(std::span<const LinkUse> uses) {
@@ -37,20 +44,103 @@ PatternId FlowNetwork::add_pattern(std::span<const LinkUse> uses) {
   return static_cast<PatternId>(patterns_.size() - 1);
 }
 
+PatternId FlowNetwork::add_stamped_pattern(std::span<const LinkUse> local_uses, std::span<const int> nodes,
+                                           std::span<const LinkUse> shared) {
+  Pattern p;
+  p.begin = static_cast<uint32_t>(pattern_uses_.size());
+  p.count = static_cast<uint32_t>(shared.size());
+  for (const LinkUse& u : shared) pattern_uses_.push_back(LinkUse{slot_of(u.link), u.weight});
+  p.stamp_begin = static_cast<uint32_t>(stamp_uses_.size());
+  p.stamp_count = static_cast<uint32_t>(local_uses.size());
+  stamp_uses_.insert(stamp_uses_.end(), local_uses.begin(), local_uses.end());
+  p.node_begin = static_cast<uint32_t>(stamp_nodes_.size());
+  p.node_count = static_cast<uint32_t>(nodes.size());
+  stamp_nodes_.insert(stamp_nodes_.end(), nodes.begin(), nodes.end());
+  patterns_.push_back(p);
+  classes_stale_ = true;
+  return static_cast<PatternId>(patterns_.size() - 1);
+}
+
+void FlowNetwork::group_stamped_nodes() {
+  rep_of_node_.clear();
+  represented_.clear();
+  if (stamp_nodes_.empty()) return;
+  const size_t nodes = (link_count_ + links_per_node_ - 1) / links_per_node_;
+  // Per node, the stamped patterns on it (CSR, in pattern order).
+  std::vector<uint32_t> begin(nodes + 1, 0);
+  for (int n : stamp_nodes_) ++begin[static_cast<size_t>(n) + 1];
+  for (size_t i = 0; i < nodes; ++i) begin[i + 1] += begin[i];
+  std::vector<PatternId> on_node(stamp_nodes_.size());
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  std::vector<uint64_t> hash(nodes, 0x9e3779b97f4a7c15ULL);
+  for (PatternId p = 0; p < patterns_.size(); ++p) {
+    const Pattern& q = patterns_[p];
+    for (uint32_t i = q.node_begin; i < q.node_begin + q.node_count; ++i) {
+      const auto n = static_cast<size_t>(stamp_nodes_[i]);
+      on_node[fill[n]++] = p;
+      hash[n] = (hash[n] ^ p) * 0xff51afd7ed558ccdULL;
+    }
+  }
+  // Nodes an explicit pattern crosses, or whose capacities changed, stand for themselves.
+  std::vector<uint8_t> own(nodes, 0);
+  for (const LinkUse& u : pattern_uses_) own[slot_link_[u.link] / links_per_node_] = 1;
+  for (int n : touched_nodes_) own[static_cast<size_t>(n)] = 1;
+  rep_of_node_.assign(nodes, kNone);
+  std::unordered_map<uint64_t, std::vector<uint32_t>> reps;  // signature hash -> representatives
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (begin[n] == begin[n + 1] || own[n]) continue;
+    std::vector<uint32_t>& candidates = reps[hash[n]];
+    auto same = [&](uint32_t r) {
+      return begin[r + 1] - begin[r] == begin[n + 1] - begin[n] &&
+             std::equal(on_node.begin() + begin[r], on_node.begin() + begin[r + 1], on_node.begin() + begin[n]);
+    };
+    auto it = std::find_if(candidates.begin(), candidates.end(), same);
+    if (it == candidates.end()) {
+      candidates.push_back(n);  // the first of its kind represents the rest
+    } else {
+      rep_of_node_[n] = *it;
+      represented_.emplace_back(n, *it);
+    }
+  }
+  std::stable_sort(represented_.begin(), represented_.end(),
+                   [](const auto& a, const auto& b) { return a.second < b.second; });
+}
+
+void FlowNetwork::expand_patterns(std::vector<uint32_t>& begin, std::vector<LinkUse>& uses) {
+  // Every pattern over link slots: its explicit uses, then its footprint on each node that
+  // stands for itself or for others.
+  begin.assign(patterns_.size() + 1, 0);
+  uses.clear();
+  for (PatternId p = 0; p < patterns_.size(); ++p) {
+    const Pattern& q = patterns_[p];
+    uses.insert(uses.end(), pattern_uses_.begin() + q.begin, pattern_uses_.begin() + q.begin + q.count);
+    for (uint32_t i = q.node_begin; i < q.node_begin + q.node_count; ++i) {
+      const auto n = static_cast<uint32_t>(stamp_nodes_[i]);
+      if (rep_of_node_[n] != kNone) continue;
+      for (uint32_t k = q.stamp_begin; k < q.stamp_begin + q.stamp_count; ++k)
+        uses.push_back(LinkUse{slot_of(n * links_per_node_ + stamp_uses_[k].link), stamp_uses_[k].weight});
+    }
+    begin[p + 1] = static_cast<uint32_t>(uses.size());
+  }
+}
+
 void FlowNetwork::build_classes() {
+  group_stamped_nodes();
+  std::vector<uint32_t> pattern_begin;
+  std::vector<LinkUse> all_uses;  // link = slot
+  expand_patterns(pattern_begin, all_uses);
   // Each slot's signature: its capacity and the (pattern, weight) pairs that use it, in pattern
   // order (CSR). Slots with equal signatures form one class, numbered by their first slot.
   const size_t S = slot_link_.size();
   std::vector<uint32_t> begin(S + 1, 0);
-  for (const LinkUse& u : pattern_uses_) ++begin[u.link + 1];
+  for (const LinkUse& u : all_uses) ++begin[u.link + 1];
   for (size_t i = 0; i < S; ++i) begin[i + 1] += begin[i];
-  std::vector<LinkUse> sig(pattern_uses_.size());  // (pattern, weight) per slot
+  std::vector<LinkUse> sig(all_uses.size());  // (pattern, weight) per slot
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   std::vector<uint64_t> hash(S, 0x9e3779b97f4a7c15ULL);
   for (PatternId p = 0; p < patterns_.size(); ++p) {
-    const Pattern& q = patterns_[p];
-    for (uint32_t i = q.begin; i < q.begin + q.count; ++i) {
-      const LinkUse& u = pattern_uses_[i];
+    for (uint32_t i = pattern_begin[p]; i < pattern_begin[p + 1]; ++i) {
+      const LinkUse& u = all_uses[i];
       sig[fill[u.link]++] = LinkUse{p, u.weight};
       hash[u.link] = (hash[u.link] ^ (uint64_t{p} << 20 ^ u.weight)) * 0xff51afd7ed558ccdULL;
     }
@@ -84,25 +174,32 @@ void FlowNetwork::build_classes() {
   for (PatternId p = 0; p < patterns_.size(); ++p) {
     Pattern& q = patterns_[p];
     q.class_begin = static_cast<uint32_t>(class_uses_.size());
-    for (uint32_t i = q.begin; i < q.begin + q.count; ++i) {
-      const uint32_t c = class_of_slot_[pattern_uses_[i].link];
+    for (uint32_t i = pattern_begin[p]; i < pattern_begin[p + 1]; ++i) {
+      const uint32_t c = class_of_slot_[all_uses[i].link];
       if (seen[c] == p) continue;
       seen[c] = p;
-      class_uses_.push_back(LinkUse{c, pattern_uses_[i].weight});
+      class_uses_.push_back(LinkUse{c, all_uses[i].weight});
     }
     q.class_count = static_cast<uint32_t>(class_uses_.size()) - q.class_begin;
   }
   classes_stale_ = false;
 }
 
+uint32_t FlowNetwork::class_of_link(LinkId l) const {
+  if (l >= slot_of_link_.size() || classes_stale_) return kNone;
+  if (const uint32_t n = l / links_per_node_; n < rep_of_node_.size() && rep_of_node_[n] != kNone)
+    l = rep_of_node_[n] * links_per_node_ + l % links_per_node_;  // its representative's link
+  return slot_of_link_[l] == kNone ? kNone : class_of_slot_[slot_of_link_[l]];
+}
+
 double FlowNetwork::link_bytes(LinkId l) const {
-  if (l >= slot_of_link_.size() || slot_of_link_[l] == kNone || classes_stale_) return 0.0;
-  return links_[class_of_slot_[slot_of_link_[l]]].bytes;
+  const uint32_t c = class_of_link(l);
+  return c == kNone ? 0.0 : links_[c].bytes;
 }
 
 double FlowNetwork::link_busy_s(LinkId l) const {
-  if (l >= slot_of_link_.size() || slot_of_link_[l] == kNone || classes_stale_) return 0.0;
-  return links_[class_of_slot_[slot_of_link_[l]]].busy_s;
+  const uint32_t c = class_of_link(l);
+  return c == kNone ? 0.0 : links_[c].busy_s;
 }
 
 FlowId FlowNetwork::start(PatternId pattern, double bytes_per_member, uint32_t owner, double now_s) {

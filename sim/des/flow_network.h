@@ -24,6 +24,15 @@
 // its few distinct link classes do. A link that something else also crosses (the pipeline
 // transfer on the simulated replica's NIC) has a different signature and stays a class of its
 // own: where the symmetry breaks, the distinct links are simulated explicitly.
+//
+// Stamped patterns carry that symmetry without listing it: a footprint of one node's links
+// (local ids) stamped onto each of a list of nodes' blocks of links (a ring over 512 replicas is
+// one node's footprint and 512 node numbers). Nodes that no explicit pattern touches and that
+// carry the same stamped patterns are interchangeable: their links always have equal
+// signatures, so one node of each such group stands for the others (its links are expanded into
+// link slots; the others' are not, and report their representative's bytes). A node some
+// explicit pattern or a changed capacity touches is expanded on its own. The classes, and so
+// every rate and time, are those of the fully listed patterns, bit for bit.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -44,17 +53,26 @@ using PatternId = uint32_t;
 
 class FlowNetwork {
  public:
-  // Links are 0 .. link_count - 1; `capacity_Bps(link)`: a link's capacity, asked once when a
-  // pattern first uses the link.
-  FlowNetwork(size_t link_count, std::function<double(LinkId)> capacity_Bps);
+  // Links are 0 .. link_count - 1, in blocks of links_per_node per node (stamped patterns);
+  // `capacity_Bps(link)`: a link's capacity, asked once when a link is first expanded.
+  FlowNetwork(size_t link_count, uint32_t links_per_node, std::function<double(LinkId)> capacity_Bps);
 
-  // Links some pattern uses (global ids, in order of first use).
-  std::span<const LinkId> used_links() const { return slot_link_; }
+  // Links some pattern uses (global ids): expanded ones in order of first use, then the links
+  // of nodes a representative stood for. Valid after reset().
+  std::vector<LinkId> used_links() const;
+  // Calls f(link, bytes, busy_s) for every used link (as used_links()), after a run.
+  template <class F>
+  void for_each_used_link(F&& f) const;
   size_t link_class_count() const { return class_count_; }  // after the last prepare()
   void set_capacity_Bps(LinkId l, double bps);
 
   // Patterns live as long as the network. `uses` must name distinct links.
   PatternId add_pattern(std::span<const LinkUse> uses);
+  // The footprint `local_uses` (distinct local link ids < links_per_node) on each of `nodes`
+  // (distinct): link node * links_per_node + local, with the footprint's weight.
+  // `shared`: links outside the nodes' blocks (a fat tree's switches) the pattern also crosses.
+  PatternId add_stamped_pattern(std::span<const LinkUse> local_uses, std::span<const int> nodes,
+                                std::span<const LinkUse> shared = {});
 
   // Merges interchangeable links into classes (see above) when patterns or capacities changed
   // since the last call; then drops every flow and all accounting, ready for a run.
@@ -90,7 +108,9 @@ class FlowNetwork {
 
  private:
   struct Pattern {
-    uint32_t begin = 0, count = 0;        // uses of link slots, in pattern_uses_
+    uint32_t begin = 0, count = 0;        // explicit uses of link slots, in pattern_uses_
+    uint32_t stamp_begin = 0, stamp_count = 0;  // footprint (local links), in stamp_uses_
+    uint32_t node_begin = 0, node_count = 0;    // nodes it is stamped on, in stamp_nodes_
     uint32_t class_begin = 0, class_count = 0;  // uses of link classes, in class_uses_
   };
   struct Flow {
@@ -124,6 +144,9 @@ class FlowNetwork {
     return {class_uses_.data() + q.class_begin, q.class_count};
   }
   uint32_t slot_of(LinkId l);
+  uint32_t class_of_link(LinkId l) const;  // kNone: no pattern uses it
+  void group_stamped_nodes();
+  void expand_patterns(std::vector<uint32_t>& begin, std::vector<LinkUse>& uses);
   void build_classes();
   void mark_dirty_link(LinkId l);
   void fill(double now_s);  // water-filling over comp_flows_ / comp_links_
@@ -131,6 +154,14 @@ class FlowNetwork {
 
   std::function<double(LinkId)> capacity_of_;
   size_t link_count_ = 0;
+  uint32_t links_per_node_ = 1;
+  std::vector<LinkUse> stamp_uses_;     // link = local link id
+  std::vector<int> stamp_nodes_;
+  std::vector<int> touched_nodes_;      // nodes whose capacities were changed (expanded on their own)
+  // After group_stamped_nodes(): per node, the node that stands for it (kNone: itself, when it
+  // is expanded), and per representative the nodes it stands for.
+  std::vector<uint32_t> rep_of_node_;
+  std::vector<std::pair<uint32_t, uint32_t>> represented_;  // (node, its representative)
   std::vector<uint32_t> slot_of_link_;  // per link (kNone: unused), allocated on the first pattern
   std::vector<LinkId> slot_link_;       // per slot: its link
   std::vector<double> slot_capacity_Bps_;
@@ -153,5 +184,29 @@ class FlowNetwork {
   std::vector<Change> changes_;
   uint64_t recomputed_flows_ = 0;
 };
+
+template <class F>
+void FlowNetwork::for_each_used_link(F&& f) const {
+  const bool ok = !classes_stale_;
+  for (LinkId l : slot_link_) {
+    const Link* L = ok ? &links_[class_of_slot_[slot_of_link_[l]]] : nullptr;
+    f(l, L ? L->bytes : 0.0, L ? L->busy_s : 0.0);
+  }
+  if (represented_.empty()) return;
+  // A represented node's links are its representative's, shifted (represented_ is by
+  // representative, so each one's used local links are listed once).
+  std::vector<std::pair<LinkId, const Link*>> local;
+  uint32_t listed_rep = kNone;
+  for (auto [node, rep] : represented_) {
+    if (rep != listed_rep) {
+      local.clear();
+      for (LinkId l = 0; l < links_per_node_; ++l)
+        if (const uint32_t slot = slot_of_link_[rep * links_per_node_ + l]; slot != kNone)
+          local.emplace_back(l, ok ? &links_[class_of_slot_[slot]] : nullptr);
+      listed_rep = rep;
+    }
+    for (auto [l, L] : local) f(node * links_per_node_ + l, L ? L->bytes : 0.0, L ? L->busy_s : 0.0);
+  }
+}
 
 }  // namespace starfish::des

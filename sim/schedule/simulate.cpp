@@ -81,6 +81,8 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   rep.gpus = job.cluster.total_gpus();
   rep.tasks = engine.task_count();
   rep.events = r.events;
+  rep.used_links = r.used_links.size();
+  rep.link_classes = engine.link_classes();
   rep.iteration_s = r.makespan_s;
   const IterationFlops fl = iteration_flops(job.model, job.training.global_batch, job.plan.recompute);
   rep.tokens_per_s = static_cast<double>(job.training.global_batch) * job.model.seq_len / rep.iteration_s;
@@ -237,6 +239,7 @@ std::string to_json(const SimReport& r) {
   w.end_array();
   w.key("simulator").begin_object();
   w.field("tasks", static_cast<int64_t>(r.tasks)).field("events", static_cast<int64_t>(r.events));
+  w.field("used_links", static_cast<int64_t>(r.used_links)).field("link_classes", static_cast<int64_t>(r.link_classes));
   w.field("build_wall_s", r.build_wall_s).field("run_wall_s", r.run_wall_s);
   w.end_object();
   w.end_object();

@@ -76,6 +76,9 @@ struct SimReport {
   // Simulator statistics.
   size_t tasks = 0;
   uint64_t events = 0;
+  // Links the flows crossed, and the classes the simulator ran them as: the data-parallel
+  // replicas' identical links are one class; links where symmetry breaks are classes of their own.
+  size_t used_links = 0, link_classes = 0;
   double build_wall_s = 0, run_wall_s = 0;
 };
 

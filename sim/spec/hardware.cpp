@@ -50,6 +50,12 @@ double Cluster::inter_node_bandwidth_per_gpu_Bps() const {
   return node.nic->count * node.nic->achieved_Bps() / std::max(1, node.gpus);
 }
 
+int Cluster::nvlink_domain_gpus() const {
+  if (!node.nvlink) return 1;
+  if (!node.nvlink->switched) return node.gpus;
+  return node.gpus * std::min(node.nvlink->domain_nodes, nodes);
+}
+
 double Cluster::inter_node_latency_s() const { return node.nic ? node.nic->latency_s : 0; }
 
 }  // namespace starfish

@@ -77,6 +77,10 @@ struct NvlinkSpec {
   double latency_s = 0;
   bool switched = true;      // NVSwitch: any pair at full rate; false: ring/mesh of direct links
   double efficiency = 1.0;   // achieved fraction of the rated rate (NCCL's protocol overhead)
+  // Nodes whose GPUs share one NVSwitch domain (switched only): 1 = the node's own NVSwitch;
+  // GB200 NVL72: 18 trays of 4 GPUs, 72 GPUs on one NVLink switch system. Consecutive nodes
+  // form a domain (nodes 0..domain_nodes-1, then the next); GPUs of one domain talk over NVLink.
+  int domain_nodes = 1;
   double achieved_Bps() const { return bandwidth_Bps * efficiency; }
   bool operator==(const NvlinkSpec&) const = default;
 };
@@ -88,6 +92,26 @@ struct NicSpec {
   double efficiency = 1.0;   // achieved fraction of the rated rate (encoding, headers)
   double achieved_Bps() const { return bandwidth_Bps * efficiency; }
   bool operator==(const NicSpec&) const = default;
+};
+
+// The network between the nodes' NICs. Without tiers: one non-blocking switch. With tiers: a
+// fat tree, tier 0 the leaf switches; a tier-k switch spans `nodes` consecutive nodes (a
+// multiple of the tier below's) and its uplink carries the bandwidth coming into it from below
+// divided by `oversubscription` (the ratio of its downlink to uplink ports); above the last tier
+// is a non-blocking core. Rail-optimised: NIC j of every node sits on rail j's leaf switch (one
+// per rail per leaf span), so same-rail traffic between nodes under one leaf stays on that rail;
+// tiers above the leaves join all rails.
+struct FabricTier {
+  int nodes = 1;                // nodes under one switch of this tier
+  double oversubscription = 1;  // downlink : uplink bandwidth of one switch
+  double latency_s = 0;         // one hop up to (or down from) the tier above
+  bool operator==(const FabricTier&) const = default;
+};
+
+struct FabricSpec {
+  bool rail_optimized = false;
+  std::vector<FabricTier> tiers;  // leaf first; empty: one non-blocking switch
+  bool operator==(const FabricSpec&) const = default;
 };
 
 struct NodeSpec {
@@ -107,10 +131,15 @@ struct Cluster {
   std::string description;
   NodeSpec node;
   int nodes = 1;
+  FabricSpec fabric;
   double price_per_gpu_hour = 0;     // 0 = unknown
   Provenance provenance;
 
   int total_gpus() const { return nodes * node.gpus; }
+  // GPUs that reach each other over NVLink: a node's, or an NVLink domain's spanning several
+  // nodes (GB200 NVL72: 72). TP and EP groups of at most this many consecutive GPUs, aligned to
+  // it, stay on NVLink. 1 without NVLink.
+  int nvlink_domain_gpus() const;
   // Bandwidth between two GPUs of one node, per direction: NVLink if present, else PCIe
   // through the host (shared by the GPUs behind one root).
   double intra_node_bandwidth_Bps() const;

@@ -122,8 +122,37 @@ NvlinkSpec read_nvlink(MapReader r) {
   if (r.has("efficiency")) n.efficiency = r.real("efficiency", 0.05, 1.0);
   if (r.has("latency")) n.latency_s = r.seconds("latency");
   if (r.has("switched")) n.switched = r.boolean("switched");
+  if (r.has("domain_nodes")) n.domain_nodes = r.whole("domain_nodes", 1, limits::kMaxGpus);
+  if (n.domain_nodes > 1 && !n.switched) r.fail("domain_nodes", "an NVLink domain across nodes needs switched: true");
   r.finish();
   return n;
+}
+
+// fabric: {rail_optimized: bool, tiers: [{nodes, oversubscription, latency}, ...]}
+FabricSpec read_fabric(MapReader r, Provenance& provenance) {
+  FabricSpec f;
+  if (r.has("rail_optimized")) f.rail_optimized = r.boolean("rail_optimized");
+  if (r.has("tiers")) {
+    int index = 0, below = 1;
+    for (const auto& item : r.sequence("tiers")) {
+      const std::string path = r.field("tiers") + "[" + std::to_string(index++) + "]";
+      if (index > 8) fail_at(r.where(item), path, "a fat tree of at most 8 tiers is supported");
+      if (!item.IsMap()) fail_at(r.where(item), path, "each tier must be a mapping {nodes: N, oversubscription: R}");
+      MapReader t(item, provenance, path);
+      FabricTier tier;
+      tier.nodes = t.whole("nodes", 1, limits::kMaxGpus);
+      if (tier.nodes <= below || tier.nodes % below != 0)
+        t.fail("nodes", "must be a multiple of the tier below's " + std::to_string(below) + " nodes, and larger");
+      below = tier.nodes;
+      if (t.has("oversubscription")) tier.oversubscription = t.real("oversubscription", 1, 1024);
+      if (t.has("latency")) tier.latency_s = t.seconds("latency");
+      t.finish();
+      f.tiers.push_back(tier);
+    }
+  }
+  if (f.rail_optimized && f.tiers.empty()) r.fail("rail_optimized", "needs tiers (the leaf switches each rail has)");
+  r.finish();
+  return f;
 }
 
 NicSpec read_nic(MapReader r) {
@@ -191,6 +220,10 @@ Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
     r.fail("nodes", std::to_string(c.nodes) + " nodes x " + std::to_string(c.node.gpus) + " GPUs is more than " +
                         std::to_string(limits::kMaxGpus) + " GPUs (Starfish's limit)");
   if (c.nodes > 1 && !c.node.nic) r.fail("nodes", "more than one node needs node.nic for the inter-node fabric");
+  if (r.has("fabric")) {
+    if (!c.node.nic) r.fail("fabric", "needs node.nic (the fabric joins the nodes' NICs)");
+    c.fabric = read_fabric(r.map("fabric"), c.provenance);
+  }
   r.finish();
   return c;
 }
@@ -379,6 +412,7 @@ std::string to_yaml(const Cluster& c) {
     emit_num(e, "efficiency", n.nvlink->efficiency);
     emit_kv(e, "latency", units::format_seconds(n.nvlink->latency_s));
     e << YAML::Key << "switched" << YAML::Value << n.nvlink->switched;
+    if (n.nvlink->domain_nodes > 1) emit_num(e, "domain_nodes", n.nvlink->domain_nodes);
     e << YAML::EndMap;
   }
   if (n.nic) {
@@ -390,6 +424,19 @@ std::string to_yaml(const Cluster& c) {
     e << YAML::EndMap;
   }
   e << YAML::EndMap;  // node
+  if (c.fabric != FabricSpec{}) {
+    e << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "rail_optimized" << YAML::Value << c.fabric.rail_optimized;
+    e << YAML::Key << "tiers" << YAML::Value << YAML::BeginSeq;
+    for (const FabricTier& t : c.fabric.tiers) {
+      e << YAML::BeginMap;
+      emit_num(e, "nodes", t.nodes);
+      emit_num(e, "oversubscription", t.oversubscription);
+      if (t.latency_s) emit_kv(e, "latency", units::format_seconds(t.latency_s));
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

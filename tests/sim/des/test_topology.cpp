@@ -2,7 +2,7 @@
 
 #include <boost/graph/graph_traits.hpp>
 
-#include "sim/des/topology.h"
+#include "sim/des/topology_graph.h"
 #include "sim/spec/error.h"
 #include "tests/sim/des/des_clusters.h"
 
@@ -33,7 +33,7 @@ TEST(Topology, DgxNodeHasTheDevicesOfItsProfile) {
 
 TEST(Topology, BoostGraphEdgesAreTheDirectedLinks) {
   const Topology t(dgx_a100(2));
-  const TopologyGraph& g = t.graph();
+  const TopologyGraph g = topology_graph(t);
   EXPECT_EQ(boost::num_edges(g), t.link_count());
   EXPECT_EQ(boost::num_vertices(g), t.vertex_count());
   for (auto [e, end] = boost::edges(g); e != end; ++e) {

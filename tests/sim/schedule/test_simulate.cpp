@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "sim/cost/activations.h"
 #include "sim/cost/estimate.h"
@@ -10,6 +11,7 @@
 #include "sim/des/engine.h"
 #include "sim/schedule/iteration_builder.h"
 #include "sim/schedule/simulate.h"
+#include "sim/spec/spec_io.h"
 #include "support/models.h"
 
 namespace starfish::schedule {
@@ -258,6 +260,21 @@ TEST(Simulate, RecomputePeakIsTheStoredInputsPlusOneRebuiltLayerInBothTiers) {
   const Estimate e = estimate(j);
   ASSERT_EQ(e.peak_stage, 0);
   EXPECT_DOUBLE_EQ(e.gpu.activations_bytes, expected);
+}
+
+// TP8 DP16 on 16 DGX A100 nodes: each TP rank's data-parallel ring crosses 16 nodes, six links
+// per member (GPU -> PCIe switch -> NIC -> fabric -> NIC -> PCIe switch -> GPU), 768 links in
+// all, beside the simulated replica's 16 NVLink links. The report says how they ran: the TP
+// group's NVLink links are one class, and each rank's ring two (its PCIe legs, its network legs):
+// 17 classes, however many replicas.
+TEST(Simulate, TheReportSaysHowManyLinkClassesTheReplicasLinksRanAs) {
+  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  c.nodes = 16;
+  Plan p;
+  p.tp = 8;
+  const SimReport r = simulate(job(gpt(2, 1024, 16, 512), c, 16, p));
+  EXPECT_EQ(r.used_links, 8u * 16 * 6 + 16);
+  EXPECT_EQ(r.link_classes, 1u + 8 * 2);
 }
 
 }  // namespace
