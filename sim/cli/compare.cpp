@@ -98,13 +98,22 @@ void measurement_notes(const Report& predicted, const Report& measured) {
 // Where an iteration's time goes, side by side (only when both reports carry the breakdown).
 void phase_table(const Report& predicted, const Report& measured) {
   if (!predicted.phases || !measured.phases) return;
-  std::printf("\n%-28s %14s %14s %10s\n", "time per iteration in", "predicted", "measured", "meas/pred");
+  const bool cpu = measured.cpu_phases.has_value();
+  std::printf("\n%-28s %14s %14s %10s%s\n", "time per iteration in", "predicted", "measured", "meas/pred",
+              cpu ? "   measured CPU  CPU/pred" : "");
+  // A phase the prediction has none of (the run's own bookkeeping in `other`) has no ratio.
+  auto phase_ratio = [](double a, double b) { return a > 0 ? ratio(a, b) : std::string("n/a"); };
   for (report::PhaseId p : report::kPhases) {
     const double a = report::seconds(*predicted.phases, p), b = report::seconds(*measured.phases, p);
+    const double c = cpu ? report::seconds(*measured.cpu_phases, p) : 0;
     if (a == 0 && b == 0) continue;
-    row(report::to_string(p), a, b, Unit::seconds);
+    std::printf("%-28s %14s %14s %10s", report::to_string(p), show(a, Unit::seconds).c_str(), show(b, Unit::seconds).c_str(),
+                phase_ratio(a, b).c_str());
+    if (cpu) std::printf(" %14s %9s", show(c, Unit::seconds).c_str(), phase_ratio(a, c).c_str());
+    std::printf("\n");
   }
-  std::printf("(predicted: each phase's busy time, overlaps counted in each; measured: exclusive time, medians)\n");
+  std::printf("(predicted: each phase's busy time, overlaps counted in each; measured: exclusive wall time, medians;\n"
+              " measured CPU: the same in the training thread's CPU time)\n");
 }
 
 // A run may train longer than the simulator's iterations: the moves of its first

@@ -21,6 +21,8 @@ void write_iteration(JsonWriter& w, const IterationRecord& it) {
   w.field("cpu_s", it.cpu_s).field("others_cpu_s", it.others_cpu_s);
   w.key("phases");
   write_phases(w, it.phases);
+  w.key("cpu_phases");
+  write_phases(w, it.cpu_phases);
   if (it.loss_scale) w.field("loss_scale", *it.loss_scale);
   if (it.skipped) w.field("skipped", *it.skipped);
   const std::pair<const char*, const std::optional<int64_t>*> counts[] = {
@@ -33,6 +35,10 @@ void write_iteration(JsonWriter& w, const IterationRecord& it) {
 
 void write_measurement(JsonWriter& w, const Report& r) {
   if (r.cpu_s) w.field("cpu_s", *r.cpu_s);
+  if (r.cpu_phases) {
+    w.key("cpu_phases");
+    write_phases(w, *r.cpu_phases);
+  }
   if (r.threads_per_rank > 0) w.field("threads_per_rank", r.threads_per_rank);
   if (r.load) {
     w.key("machine").begin_object();
@@ -89,6 +95,8 @@ IterationRecord read_iteration(const JsonValue& v, const std::string& source) {
   it.cpu_s = number(v, "cpu_s", source, path).value_or(0);
   it.others_cpu_s = number(v, "others_cpu_s", source, path).value_or(0);
   if (const JsonValue* p = member(v, "phases", JsonValue::Type::object, source, path)) it.phases = read_phases(*p, source, path + "phases.");
+  if (const JsonValue* p = member(v, "cpu_phases", JsonValue::Type::object, source, path))
+    it.cpu_phases = read_phases(*p, source, path + "cpu_phases.");
   it.loss_scale = number(v, "loss_scale", source, path);
   if (const JsonValue* s = member(v, "skipped", JsonValue::Type::boolean, source, path)) it.skipped = s->boolean;
   it.moves = integer(v, "moves", source, path);
@@ -102,6 +110,7 @@ IterationRecord read_iteration(const JsonValue& v, const std::string& source) {
 
 void read_measurement(const JsonValue& v, const std::string& source, Report& r) {
   r.cpu_s = number(v, "cpu_s", source);
+  if (const JsonValue* p = member(v, "cpu_phases", JsonValue::Type::object, source, "")) r.cpu_phases = read_phases(*p, source, "cpu_phases.");
   r.threads_per_rank = static_cast<int>(integer(v, "threads_per_rank", source).value_or(0));
   if (const JsonValue* m = member(v, "machine", JsonValue::Type::object, source, "")) {
     MachineLoad l;

@@ -77,6 +77,9 @@ struct IterationRecord {
   double cpu_s = 0;       // this process's CPU time (all its threads)
   double others_cpu_s = 0;
   PhaseSeconds phases;
+  // The same split in CPU time of the training thread: what the phases cost when the machine is
+  // shared (one intra-op thread: all the arithmetic runs on that thread).
+  PhaseSeconds cpu_phases;
   std::optional<double> loss_scale;
   std::optional<bool> skipped;
   // Chunked plans: what the iteration moved (the simulator's byte counts).
@@ -102,6 +105,7 @@ struct Report {
   std::optional<int64_t> move_log_iterations;
   // Measured only.
   std::optional<double> cpu_s;         // median process CPU time of rank 0's steady iterations
+  std::optional<PhaseSeconds> cpu_phases;  // medians, in the training thread's CPU time
   int threads_per_rank = 0;            // intra-op threads
   std::optional<MachineLoad> load;
   int64_t steady_from_iteration = 0, steady_iterations = 0;

@@ -24,6 +24,7 @@ Report measured() {
   r.bytes = ByteFigures{3921920, 7560000, 0, 0, 1024};
   r.moves = 133;
   r.cpu_s = 1.5;
+  r.cpu_phases = PhaseSeconds{0.0625, 0.125, 0.03125, 0.015625, 0.0078125, 0, 0.25};
   r.threads_per_rank = 2;
   r.load = MachineLoad{2, 0.25, 1.5, 0.0375};
   r.steady_from_iteration = 3;
@@ -36,6 +37,7 @@ Report measured() {
   it.cpu_s = 1.5;
   it.others_cpu_s = 0.0375;
   it.phases = *r.phases;
+  it.cpu_phases = PhaseSeconds{0.0625, 0.125, 0.03125, 0.015625, 0.0078125, 0, 0.25};
   it.loss_scale = 65536;
   it.skipped = false;
   it.moves = 40;
@@ -69,6 +71,8 @@ TEST(Report, RoundTripsEveryField) {
   EXPECT_EQ(b.bytes->collectives, 1024);
   EXPECT_EQ(b.moves, 133);
   EXPECT_EQ(b.cpu_s, 1.5);
+  ASSERT_TRUE(b.cpu_phases);
+  expect_same(*b.cpu_phases, *a.cpu_phases);
   EXPECT_EQ(b.threads_per_rank, 2);
   ASSERT_TRUE(b.load);
   EXPECT_EQ(b.load->cpus, 2);
@@ -81,6 +85,7 @@ TEST(Report, RoundTripsEveryField) {
   EXPECT_EQ(it.iteration, 3);
   EXPECT_EQ(it.cpu_s, 1.5);
   expect_same(it.phases, *a.phases);
+  expect_same(it.cpu_phases, a.iterations[0].cpu_phases);
   EXPECT_EQ(it.loss_scale, 65536);
   EXPECT_EQ(it.skipped, false);
   EXPECT_EQ(it.moves, 40);
@@ -95,7 +100,7 @@ TEST(Report, KeepsTheKeysOlderReadersUse) {
   for (const char* path : {"iteration_s", "tokens_per_s", "memory.peak_gpu_bytes", "memory.cpu_bytes_per_gpu", "bytes.h2d",
                            "bytes.d2h", "bytes.nvme_read", "bytes.nvme_write", "moves", "phases.forward_s", "phases.recompute_s",
                            "phases.moves_s", "phases.optimizer_s", "phases.collectives_s", "phases.other_s", "cpu_s",
-                           "machine.others_cpu_s", "steady_iterations"})
+                           "machine.others_cpu_s", "steady_iterations", "cpu_phases.backward_s"})
     EXPECT_TRUE(v.number_at(path)) << path;
   EXPECT_EQ(v.string_at("kind"), "starfish.run");
 }
