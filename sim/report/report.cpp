@@ -207,10 +207,10 @@ std::string to_json(const Report& r, const Extras& extras) {
 Report from_json(const JsonValue& v, const std::string& source) {
   if (v.type != JsonValue::Type::object) throw SpecError(source + ": a report is a JSON object");
   Report r;
-  r.kind = text(v, "kind", source);
-  if (r.kind.empty()) throw SpecError(source + ": field 'kind': missing (not a `simulate --json` or `starfish-run --report` file)");
+  r.kind = text(v, "kind", source);  // reports of earlier versions may lack it
   const auto iteration_s = number(v, "iteration_s", source);
-  if (!iteration_s) throw SpecError(source + ": field 'iteration_s': missing");
+  if (!iteration_s)
+    throw SpecError(source + ": field 'iteration_s': missing (not a `simulate --json` or `starfish-run --report` file)");
   r.iteration_s = *iteration_s;
   r.model = text(v, "model", source);
   r.hardware = text(v, "hardware", source);

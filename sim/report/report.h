@@ -119,8 +119,8 @@ struct Extras {
 };
 // The whole report as one JSON object (pretty-printed, newline-terminated).
 std::string to_json(const Report& r, const Extras& extras = {});
-// Reads what write_fields wrote (unknown keys ignored). Throws SpecError naming `source` and the
-// field when a known field has the wrong type or a report lacks `kind` or `iteration_s`.
+// Reads what to_json wrote (unknown keys ignored). Throws SpecError naming `source` and the
+// field when a known field has the wrong type or a report lacks `iteration_s`.
 Report from_json(const JsonValue& v, const std::string& source);
 Report read_report_file(const std::string& path);
 

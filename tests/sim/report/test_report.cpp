@@ -145,9 +145,9 @@ std::string error_of(const std::string& json) {
 }
 
 TEST(Report, BadReportsAreRefusedNamingTheField) {
-  EXPECT_EQ(error_of(R"({"iteration_s": 1})"),
-            "r.json: field 'kind': missing (not a `simulate --json` or `starfish-run --report` file)");
-  EXPECT_EQ(error_of(R"({"kind": "starfish.run"})"), "r.json: field 'iteration_s': missing");
+  EXPECT_EQ(error_of(R"({"iteration_s": 1})"), "") << "a report of an earlier version, without kind, is read";
+  EXPECT_EQ(error_of(R"({"kind": "starfish.run"})"),
+            "r.json: field 'iteration_s': missing (not a `simulate --json` or `starfish-run --report` file)");
   EXPECT_EQ(error_of(R"({"kind": "starfish.run", "iteration_s": "1 s"})"), "r.json: field 'iteration_s': expected a number");
   EXPECT_EQ(error_of(R"({"kind": "x", "iteration_s": 1, "phases": {"moves_s": true}})"),
             "r.json: field 'phases.moves_s': expected a number");
