@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -26,11 +27,13 @@
 #include "exec/fp16_support.h"
 #include "exec/gpt_model.h"
 #include "exec/graph_residency.h"
+#include "exec/machine_load.h"
 #include "exec/torch_backend.h"
 #include "exec/trainer.h"
 #include "exec/trainer_checkpoint.h"
 #include "sim/chunk/move_log.h"
 #include "sim/chunk/runtime_config.h"
+#include "sim/report/report.h"
 #include "sim/spec/error.h"
 #include "sim/spec/job.h"
 #include "sim/spec/json_writer.h"
@@ -52,17 +55,6 @@ int64_t to_int(const std::string& flag, const std::string& v, int64_t min) {
   } catch (const std::exception&) {
   }
   throw SpecError("starfish-run: " + flag + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'");
-}
-
-// Human-readable sizes for the console (the report carries exact bytes).
-std::string format_bytes(int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
 }
 
 int64_t bytes_flag(const std::string& flag, const std::string& v) {
@@ -250,279 +242,411 @@ size_t first_steady(size_t iterations, bool chunked) {
   return std::min(skip, iterations - 1);
 }
 
-}  // namespace
+// ---- run_rank's phases: resolve, make the store, resume, train (with checkpoints), report ----
 
-int run_rank(const RunOptions& o) {
-  check_run_outputs(o);  // before anything trains: an unwritable output must not cost a run
-  const RankEnv env = RankEnv::from_environment();
-  const PlanFile pf = load_plan_file(o.plan_path);
+// What the run is: the rank, the plan, its model and training, and the Job the simulator makes
+// of them (make_job checks the plan against model and hardware).
+struct Resolved {
+  RankEnv env;
+  PlanFile pf;
+  Model model;
+  Training training;
+  std::optional<std::string> hardware_path;
+  std::string hardware_name;  // the report's "hardware": the profile's name, or the plan file
+  Job job;
+};
+
+Resolved resolve(const RunOptions& o) {
+  Resolved r;
+  r.env = RankEnv::from_environment();
+  r.pf = load_plan_file(o.plan_path);
   auto relative_to_plan = [&](const std::string& ref) {
     if (fs::path(ref).is_absolute()) return ref;
     return (fs::path(o.plan_path).parent_path() / ref).lexically_normal().string();
   };
   std::string model_path;
   if (o.model_path) model_path = *o.model_path;
-  else if (pf.model_path) model_path = relative_to_plan(*pf.model_path);
+  else if (r.pf.model_path) model_path = relative_to_plan(*r.pf.model_path);
   else throw SpecError(o.plan_path + ": the plan names no model (add 'model: path.yaml' or pass --model)");
-  const Model model = load_model(model_path);
-  check_plan_supported(pf.plan, env.world_size);
-  Training training = pf.training;
-  if (o.iterations) training.iterations = *o.iterations;
-  if (training.dtype != DType::fp32 && training.dtype != DType::bf16 && training.dtype != DType::fp16)
-    throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(training.dtype));
-  if (model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
+  r.model = load_model(model_path);
+  check_plan_supported(r.pf.plan, r.env.world_size);
+  r.training = r.pf.training;
+  if (o.iterations) r.training.iterations = *o.iterations;
+  if (r.training.dtype != DType::fp32 && r.training.dtype != DType::bf16 && r.training.dtype != DType::fp16)
+    throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(r.training.dtype));
+  if (r.model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
 
-  // The Job, as the simulator makes it (make_job checks the plan against model and hardware):
-  // the chunk runtime's layout, ZeRO mode, DP group and budgets all come from it.
-  std::optional<std::string> hardware_path = o.hardware_path;
-  if (!hardware_path && pf.hardware_path) hardware_path = relative_to_plan(*pf.hardware_path);
-  Cluster cluster = hardware_path ? load_cluster(*hardware_path) : local_cluster(o, env.world_size, training.dtype);
-  if (hardware_path && pf.nodes) cluster.nodes = *pf.nodes;  // the plan's node count, as `starfish simulate` reads it
-  if (hardware_path && cluster.total_gpus() != env.world_size)
-    throw SpecError(*hardware_path + ": the hardware has " + std::to_string(cluster.total_gpus()) + " GPUs but this run has " +
-                    std::to_string(env.world_size) + " rank(s) (WORLD_SIZE / --nproc): run one rank per GPU");
-  const std::string hardware_name = hardware_path ? cluster.name : o.plan_path;
-  const Job job = make_job(model, std::move(cluster), training, pf.plan);
+  // The chunk runtime's layout, ZeRO mode, DP group and budgets all come from the Job.
+  r.hardware_path = o.hardware_path;
+  if (!r.hardware_path && r.pf.hardware_path) r.hardware_path = relative_to_plan(*r.pf.hardware_path);
+  Cluster cluster = r.hardware_path ? load_cluster(*r.hardware_path) : local_cluster(o, r.env.world_size, r.training.dtype);
+  if (r.hardware_path && r.pf.nodes) cluster.nodes = *r.pf.nodes;  // the plan's node count, as `starfish simulate` reads it
+  if (r.hardware_path && cluster.total_gpus() != r.env.world_size)
+    throw SpecError(*r.hardware_path + ": the hardware has " + std::to_string(cluster.total_gpus()) + " GPUs but this run has " +
+                    std::to_string(r.env.world_size) + " rank(s) (WORLD_SIZE / --nproc): run one rank per GPU");
+  r.hardware_name = r.hardware_path ? cluster.name : o.plan_path;
+  r.job = make_job(r.model, std::move(cluster), r.training, r.pf.plan);
+  return r;
+}
 
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(o.threads > 0 ? o.threads : std::max(1, hw / env.world_size));
-  at::manual_seed(training.seed);
-  const bool lead = env.rank == 0;
-  auto say = [&](const std::string& line) {
-    if (lead && !o.quiet) std::cout << line << std::endl;
-  };
-
-  const ByteCorpus data = o.data_path ? ByteCorpus::from_file(*o.data_path) : ByteCorpus::generated(1 << 20);
-  const Gpt gpt(model);
-  Comm comm(env, std::chrono::seconds(o.timeout_s));
-  const at::ScalarType dtype = training.dtype == DType::bf16 ? at::kBFloat16 : training.dtype == DType::fp16 ? at::kHalf : at::kFloat;
-  const bool chunked = pf.plan.chunked();
-  std::unique_ptr<TorchBackend> backend;
-  ChunkStore* chunks = nullptr;
+// Where the parameters live: the chunk runtime's chunks over a Torch backend (chunked plans), or
+// one flat store.
+struct RankStore {
+  std::unique_ptr<TorchBackend> backend;  // chunked plans
+  ChunkStore* chunks = nullptr;           // chunked plans: the store below
   std::unique_ptr<TrainableStore> store;
-  int64_t non_model = 0;
+  int64_t non_model_bytes = 0;            // per moment, as the runtime was told
   MemoryBudget budget;
-  if (chunked) {
-    // One micro-batch per rank per iteration: make_job refused a chunked plan with more (the
-    // chunk runtime has no gradient accumulation), as it does for `starfish check` and `simulate`.
-    const BatchSplit split = BatchSplit::make(training, pf.plan, env.rank, env.world_size);
-    // Activations live in ordinary host memory here; the runtime is told an estimate per moment
-    // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
-    // Without recompute every layer's activations are alive at the start of backward.
-    const int64_t layer_activations = split.micro_batch * model.seq_len * int64_t{model.hidden} * 4 * 16;
-    non_model = o.non_model_bytes >= 0 ? o.non_model_bytes
-                                       : layer_activations * (pf.plan.recompute == Recompute::none ? model.layers : 1);
-    // Layout, ZeRO mode, DP group and the hardware's budgets: the simulator's own chunk_plan().
-    // A budget flag replaces the hardware's share of that tier (chunk_plan(job, rank, budget)).
-    budget = chunk_plan(job, env.rank).options.budget;
-    if (o.gpu_budget_bytes) budget.gpu_bytes = *o.gpu_budget_bytes;
-    if (o.cpu_budget_bytes) budget.cpu_bytes = *o.cpu_budget_bytes;
-    if (o.nvme_budget_bytes) budget.nvme_bytes = *o.nvme_budget_bytes;
-    if (budget.gpu_bytes <= 0)
-      throw SpecError("starfish-run: a chunked plan (plan.chunk_size) needs --gpu-budget SIZE, or a hardware profile "
-                      "(the plan's 'hardware:' or --hw) whose GPU memory gives it");
-    ChunkPlan cp = chunk_plan(job, env.rank, budget);
-    cp.options.eviction = o.lru ? EvictionKind::lru : EvictionKind::farthest_next_use;
-    cp.options.prefetch = !o.no_prefetch;
-    // recompute none: refused before training when the runtime would move a chunk a layer's
-    // graph holds (the very decisions it will make, predicted on the reference backend).
-    if (pf.plan.recompute == Recompute::none)
-      if (const std::optional<std::string> broken = predict_graph_residency(cp.layout, cp.options, cp.tied_embeddings, non_model))
-        throw SpecError(o.plan_path + ": field 'plan.recompute': " + *broken);
-    // The pool's capacity is the budget: the runtime keeps within it, the pool enforces it.
-    backend = std::make_unique<TorchBackend>(TierCapacity{budget.gpu_bytes, 0, 0}, o.scratch_dir, comm);
-    auto cs = std::make_unique<ChunkStore>(gpt, std::move(cp), non_model, *backend, training.seed);
-    chunks = cs.get();
-    store = std::move(cs);
-  } else {
-    store = std::make_unique<FlatStore>(gpt, dtype, training.seed);
-  }
+};
+
+RankStore make_chunk_store(const RunOptions& o, const Resolved& r, const Gpt& gpt, Comm& comm) {
+  RankStore s;
+  const Model& model = r.model;
+  // One micro-batch per rank per iteration: make_job refused a chunked plan with more (the
+  // chunk runtime has no gradient accumulation), as it does for `starfish check` and `simulate`.
+  const BatchSplit split = BatchSplit::make(r.training, r.pf.plan, r.env.rank, r.env.world_size);
+  // Activations live in ordinary host memory here; the runtime is told an estimate per moment
+  // (a layer's activations: ~16 hidden-sized fp32 tensors per token), not a measurement.
+  // Without recompute every layer's activations are alive at the start of backward.
+  const int64_t layer_activations = split.micro_batch * model.seq_len * int64_t{model.hidden} * 4 * 16;
+  s.non_model_bytes = o.non_model_bytes >= 0 ? o.non_model_bytes
+                                             : layer_activations * (r.pf.plan.recompute == Recompute::none ? model.layers : 1);
+  // Layout, ZeRO mode, DP group and the hardware's budgets: the simulator's own chunk_plan().
+  // A budget flag replaces the hardware's share of that tier (chunk_plan(job, rank, budget)).
+  s.budget = chunk_plan(r.job, r.env.rank).options.budget;
+  if (o.gpu_budget_bytes) s.budget.gpu_bytes = *o.gpu_budget_bytes;
+  if (o.cpu_budget_bytes) s.budget.cpu_bytes = *o.cpu_budget_bytes;
+  if (o.nvme_budget_bytes) s.budget.nvme_bytes = *o.nvme_budget_bytes;
+  if (s.budget.gpu_bytes <= 0)
+    throw SpecError("starfish-run: a chunked plan (plan.chunk_size) needs --gpu-budget SIZE, or a hardware profile "
+                    "(the plan's 'hardware:' or --hw) whose GPU memory gives it");
+  ChunkPlan cp = chunk_plan(r.job, r.env.rank, s.budget);
+  cp.options.eviction = o.lru ? EvictionKind::lru : EvictionKind::farthest_next_use;
+  cp.options.prefetch = !o.no_prefetch;
+  // recompute none: refused before training when the runtime would move a chunk a layer's
+  // graph holds (the very decisions it will make, predicted on the reference backend).
+  if (r.pf.plan.recompute == Recompute::none)
+    if (const std::optional<std::string> broken = predict_graph_residency(cp.layout, cp.options, cp.tied_embeddings, s.non_model_bytes))
+      throw SpecError(o.plan_path + ": field 'plan.recompute': " + *broken);
+  // The pool's capacity is the budget: the runtime keeps within it, the pool enforces it.
+  s.backend = std::make_unique<TorchBackend>(TierCapacity{s.budget.gpu_bytes, 0, 0}, o.scratch_dir, comm);
+  auto cs = std::make_unique<ChunkStore>(gpt, std::move(cp), s.non_model_bytes, *s.backend, r.training.seed);
+  s.chunks = cs.get();
+  s.store = std::move(cs);
+  return s;
+}
+
+RankStore make_store(const RunOptions& o, const Resolved& r, const Gpt& gpt, Comm& comm) {
+  const DType d = r.training.dtype;
+  const at::ScalarType dtype = d == DType::bf16 ? at::kBFloat16 : d == DType::fp16 ? at::kHalf : at::kFloat;
+  const bool chunked = r.pf.plan.chunked();
+  RankStore s;
+  if (chunked) s = make_chunk_store(o, r, gpt, comm);
+  else s.store = std::make_unique<FlatStore>(gpt, dtype, r.training.seed);
   // fp16 computes where the store does: on CUDA for a chunked plan with a CUDA device, else on
   // the CPU, whose LibTorch may lack fp16 kernels (1.13 has no fp16 matmul there). Probed, not
   // assumed from a version.
-  if (training.dtype == DType::fp16 && store->device().is_cpu() && !cpu_trains_fp16())
+  if (d == DType::fp16 && s.store->device().is_cpu() && !cpu_trains_fp16())
     throw SpecError(o.plan_path + ": field 'training.dtype': fp16 computes on the CPU here (" +
                     (chunked ? "no CUDA device" : "a plan without chunks uses the flat store") +
                     ") and this LibTorch has no fp16 kernels on the CPU (a tiny GPT's forward and backward in Half failed); "
                     "use bf16 or fp32, or a chunked plan (plan.chunk_size) on CUDA");
-  StoreTrainer trainer(gpt, data, training, pf.plan, comm, std::move(store));  // fp16: with dynamic loss scaling
+  return s;
+}
 
-  {
-    std::ostringstream s;
-    s << "starfish-run: model " << model.name << " (" << gpt.parameter_count() << " parameters), " << env.world_size << " rank(s) ("
-      << comm.backend_name() << "), " << at::get_num_threads() << " threads/rank, " << to_string(training.dtype) << ", recompute "
-      << to_string(pf.plan.recompute) << ", "
-      << "global batch " << training.global_batch << " x " << model.seq_len << " tokens, data "
-      << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)"
-      << (hardware_path ? ", hardware " + job.cluster.name + " (" + *hardware_path + ")" : std::string());
-    say(s.str());
-    if (chunked) {
-      const ChunkLayout& l = chunks->layout();
-      std::ostringstream c;
-      c << "starfish-run: " << backend->gpu_tier_description() << ", budget gpu " << format_bytes(budget.gpu_bytes) << ", cpu "
-        << format_bytes(budget.cpu_bytes) << ", nvme " << format_bytes(budget.nvme_bytes) << "; " << l.param_chunks()
-        << " param chunks of " << pf.plan.chunk_elements << " elements (" << format_bytes(l.total_bytes())
-        << " of chunks in all), ZeRO " << to_string(chunks->runtime().zero().mode()) << ", non-model " << format_bytes(non_model)
-        << "/moment" << (o.non_model_bytes >= 0 ? "" : " (estimate)");
-      say(c.str());
-    } else {
-      say("starfish-run: gpu tier: CPU pool (no CUDA); plan without chunks: parameters in one flat store");
-    }
-  }
-  const CheckpointIdentity identity = checkpoint_identity(job, env.world_size);
-  if (o.resume) {
-    const CheckpointInfo info = resume_trainer(o.checkpoint_dir, trainer, comm, identity);
-    std::string scale;
-    if (info.loss_scale) {
-      char line[96];
-      std::snprintf(line, sizeof line, ", loss scale %g after %lld good steps", info.loss_scale->scale,
-                    static_cast<long long>(info.loss_scale->good_steps));
-      scale = line;
-    }
-    say("starfish-run: resumed from " + o.checkpoint_dir + " at iteration " + std::to_string(info.steps) + scale);
-  }
+using Say = std::function<void(const std::string&)>;
 
-  int saves = 0;
-  auto save = [&]() {
-    ++saves;
+void announce(const RunOptions& o, const Resolved& r, const Gpt& gpt, const ByteCorpus& data, const Comm& comm, const RankStore& s,
+              const Say& say) {
+  std::ostringstream line;
+  line << "starfish-run: model " << r.model.name << " (" << gpt.parameter_count() << " parameters), " << r.env.world_size << " rank(s) ("
+       << comm.backend_name() << "), " << at::get_num_threads() << " threads/rank, " << to_string(r.training.dtype) << ", recompute "
+       << to_string(r.pf.plan.recompute) << ", "
+       << "global batch " << r.training.global_batch << " x " << r.model.seq_len << " tokens, data "
+       << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)"
+       << (r.hardware_path ? ", hardware " + r.job.cluster.name + " (" + *r.hardware_path + ")" : std::string());
+  say(line.str());
+  if (!s.chunks) {
+    say("starfish-run: gpu tier: CPU pool (no CUDA); plan without chunks: parameters in one flat store");
+    return;
+  }
+  const ChunkLayout& l = s.chunks->layout();
+  std::ostringstream c;
+  c << "starfish-run: " << s.backend->gpu_tier_description() << ", budget gpu " << units::human_bytes(s.budget.gpu_bytes) << ", cpu "
+    << units::human_bytes(s.budget.cpu_bytes) << ", nvme " << units::human_bytes(s.budget.nvme_bytes) << "; " << l.param_chunks()
+    << " param chunks of " << r.pf.plan.chunk_elements << " elements (" << units::human_bytes(l.total_bytes())
+    << " of chunks in all), ZeRO " << to_string(s.chunks->runtime().zero().mode()) << ", non-model "
+    << units::human_bytes(s.non_model_bytes) << "/moment" << (o.non_model_bytes >= 0 ? "" : " (estimate)");
+  say(c.str());
+}
+
+void resume(const RunOptions& o, StoreTrainer& trainer, Comm& comm, const CheckpointIdentity& identity, const Say& say) {
+  const CheckpointInfo info = resume_trainer(o.checkpoint_dir, trainer, comm, identity);
+  std::string scale;
+  if (info.loss_scale) {
+    char line[96];
+    std::snprintf(line, sizeof line, ", loss scale %g after %lld good steps", info.loss_scale->scale,
+                  static_cast<long long>(info.loss_scale->good_steps));
+    scale = line;
+  }
+  say("starfish-run: resumed from " + o.checkpoint_dir + " at iteration " + std::to_string(info.steps) + scale);
+}
+
+// Saves checkpoints to --checkpoint-dir; counts them for the --kill-in-save test hook.
+class Checkpointer {
+ public:
+  Checkpointer(const RunOptions& o, StoreTrainer& trainer, Comm& comm, CheckpointIdentity identity, Say say)
+      : o_(o), trainer_(trainer), comm_(comm), identity_(std::move(identity)), say_(std::move(say)) {}
+  void save() {
+    ++saves_;
     CheckpointHooks hooks;
-    if (o.kill_in_save == saves)
+    if (o_.kill_in_save == saves_)
       hooks.after_write = [](int64_t written, int64_t total) {
         if (written * 2 >= total) ::raise(SIGKILL);
       };
-    save_trainer(o.checkpoint_dir, trainer, comm, hooks, identity);
-    say("starfish-run: checkpoint at iteration " + std::to_string(trainer.steps_done()) + " in " + o.checkpoint_dir);
-  };
+    save_trainer(o_.checkpoint_dir, trainer_, comm_, hooks, identity_);
+    say_("starfish-run: checkpoint at iteration " + std::to_string(trainer_.steps_done()) + " in " + o_.checkpoint_dir);
+  }
 
-  std::vector<StepResult> results;
-  std::vector<Counters> per_iteration;  // chunked plans: what each iteration moved
+ private:
+  const RunOptions& o_;
+  StoreTrainer& trainer_;
+  Comm& comm_;
+  CheckpointIdentity identity_;
+  Say say_;
+  int saves_ = 0;
+};
+
+// What training measured: one record per iteration (with what it moved, for chunked plans) and
+// the machine's load around the loop.
+struct TrainLog {
+  std::vector<report::IterationRecord> iterations;
+  report::MachineLoad load;
+};
+
+report::IterationRecord record_of(const StepResult& r, int64_t iteration, const CpuSample& before, const CpuSample& after,
+                                  const StoreTrainer& trainer, const Counters* moved) {
+  report::IterationRecord it;
+  it.iteration = iteration;
+  it.loss = r.loss;
+  it.grad_norm = r.grad_norm;
+  it.time_s = r.seconds;
+  it.cpu_s = after.process_cpu_s - before.process_cpu_s;
+  it.others_cpu_s = after.machine_busy_s - before.machine_busy_s;  // less the ranks' CPU time, after the loop
+  it.phases = r.phases;
+  it.cpu_phases = r.cpu_phases;
+  if (trainer.loss_scaling()) {
+    it.loss_scale = r.loss_scale;
+    it.skipped = r.skipped;
+  }
+  if (moved) {
+    it.moves = moved->moves;
+    it.h2d = moved->h2d();
+    it.d2h = moved->d2h();
+    it.nvme_read = moved->nvme_read();
+    it.nvme_write = moved->nvme_write();
+    it.collectives = moved->collective_bytes;
+  }
+  return it;
+}
+
+std::string progress_line(const StepResult& r, const StoreTrainer& trainer, int64_t iterations) {
+  char line[240];
+  std::snprintf(line, sizeof line, "iter %4lld/%lld  loss %.4f  grad_norm %.3f  %.3f s", static_cast<long long>(trainer.steps_done()),
+                static_cast<long long>(iterations), r.loss, r.grad_norm, r.seconds);
+  std::string text = line;
+  if (trainer.loss_scaling()) {
+    std::snprintf(line, sizeof line, "  loss_scale %g%s", r.loss_scale, r.skipped ? "  skipped (inf/NaN gradients): scale halved" : "");
+    text += line;
+  }
+  return text;
+}
+
+// Other processes' CPU per iteration: the machine's busy time less every rank's CPU time (one
+// sum over the ranks, after the loop, so the iterations themselves carry no extra collective).
+void subtract_ranks_cpu(TrainLog& log, Comm& comm) {
+  if (log.iterations.empty()) return;
+  at::Tensor cpu = at::empty({static_cast<int64_t>(log.iterations.size())}, at::kDouble);
+  for (size_t i = 0; i < log.iterations.size(); ++i) cpu[static_cast<int64_t>(i)] = log.iterations[i].cpu_s;
+  comm.all_reduce_sum(cpu);
+  for (size_t i = 0; i < log.iterations.size(); ++i)
+    log.iterations[i].others_cpu_s = std::max(0.0, log.iterations[i].others_cpu_s - cpu[static_cast<int64_t>(i)].item<double>());
+}
+
+TrainLog train(const RunOptions& o, int64_t total, StoreTrainer& trainer, Comm& comm, const RankStore& s, Checkpointer& checkpoints,
+               const Say& say) {
+  TrainLog log;
+  log.load.cpus = online_cpus();
+  log.load.load_average_start = load_average_1min();
   // Checkpoint saves read chunks through read_host, not the runtime's moves: they do not count.
-  Counters before = chunked ? Counters::of(*backend, chunks->runtime()) : Counters{};
-  while (trainer.steps_done() < training.iterations) {
+  Counters before = s.chunks ? Counters::of(*s.backend, s.chunks->runtime()) : Counters{};
+  while (trainer.steps_done() < total) {
+    const CpuSample cpu0 = sample_cpu();
     const StepResult r = trainer.step();
-    results.push_back(r);
-    if (chunked) {
-      const Counters now = Counters::of(*backend, chunks->runtime());
-      per_iteration.push_back(now.minus(before));
+    const CpuSample cpu1 = sample_cpu();
+    std::optional<Counters> moved;
+    if (s.chunks) {
+      const Counters now = Counters::of(*s.backend, s.chunks->runtime());
+      moved = now.minus(before);
       before = now;
     }
-    char line[240];
-    std::snprintf(line, sizeof line, "iter %4lld/%lld  loss %.4f  grad_norm %.3f  %.3f s", static_cast<long long>(trainer.steps_done()),
-                  static_cast<long long>(training.iterations), r.loss, r.grad_norm, r.seconds);
-    std::string text = line;
-    if (trainer.loss_scaler()) {
-      std::snprintf(line, sizeof line, "  loss_scale %g%s", r.loss_scale, r.skipped ? "  skipped (inf/NaN gradients): scale halved" : "");
-      text += line;
-    }
-    say(text);
-    if (o.checkpoint_every > 0 && trainer.steps_done() % o.checkpoint_every == 0 && trainer.steps_done() < training.iterations) save();
+    log.iterations.push_back(record_of(r, trainer.steps_done(), cpu0, cpu1, trainer, moved ? &*moved : nullptr));
+    say(progress_line(r, trainer, total));
+    if (o.checkpoint_every > 0 && trainer.steps_done() % o.checkpoint_every == 0 && trainer.steps_done() < total) checkpoints.save();
   }
-  if (!o.checkpoint_dir.empty() && !results.empty()) save();
+  log.load.load_average_end = load_average_1min();
+  subtract_ranks_cpu(log, comm);
+  return log;
+}
 
+void write_outputs(const RunOptions& o, const Resolved& r, StoreTrainer& trainer, Comm& comm, const RankStore& s, const Say& say) {
   if (!o.params_path.empty()) {
     const NamedTensors values = trainer.store().gather_values(comm);
-    if (lead) write_checkpoint_file(o.params_path, CheckpointInfo{trainer.steps_done()}, values);
+    if (r.env.rank == 0) write_checkpoint_file(o.params_path, CheckpointInfo{trainer.steps_done()}, values);
   }
-  if (chunked && !o.move_log_path.empty()) {
-    const std::string path = env.world_size > 1 ? o.move_log_path + ".rank" + std::to_string(env.rank) : o.move_log_path;
+  if (!s.chunks) return;
+  if (!o.move_log_path.empty()) {
+    const std::string path = r.env.world_size > 1 ? o.move_log_path + ".rank" + std::to_string(r.env.rank) : o.move_log_path;
     std::ofstream out(path);
-    write_move_log(out, chunks->runtime().moves());
+    write_move_log(out, s.chunks->runtime().moves());
     if (!out) throw SpecError(path + ": cannot write the move log");
-    say("starfish-run: move log (" + std::to_string(chunks->runtime().moves().size()) + " moves) in " + path);
+    say("starfish-run: move log (" + std::to_string(s.chunks->runtime().moves().size()) + " moves) in " + path);
   }
-  if (chunked) {
-    std::ostringstream m;
-    m << "starfish-run: peak gpu " << format_bytes(backend->usage(Tier::gpu).peak_bytes) << ", cpu "
-      << format_bytes(backend->usage(Tier::cpu).peak_bytes) << ", nvme " << format_bytes(backend->usage(Tier::nvme).peak_bytes)
-      << "; moved gpu->cpu " << format_bytes(backend->copied_bytes(Tier::gpu, Tier::cpu)) << ", cpu->gpu "
-      << format_bytes(backend->copied_bytes(Tier::cpu, Tier::gpu)) << ", cpu->nvme " << format_bytes(backend->copied_bytes(Tier::cpu, Tier::nvme))
-      << ", nvme->cpu " << format_bytes(backend->copied_bytes(Tier::nvme, Tier::cpu)) << ", collectives "
-      << format_bytes(backend->collective_bytes());
-    say(m.str());
-  }
-  if (lead && !o.report_path.empty()) {
-    // The keys of the simulator's report (schedule/simulate.h, to_json), so that `starfish
-    // compare sim.json run.json` reads both; the rest is what only a real run has.
-    const size_t steady = first_steady(results.size(), chunked);
-    const double steady_n = static_cast<double>(results.size() - steady);
-    double steady_s = 0;
-    for (size_t i = steady; i < results.size(); ++i) steady_s += results[i].seconds;
-    const double mean_s = results.empty() ? 0 : steady_s / steady_n;
-    const int64_t first_iteration = trainer.steps_done() - static_cast<int64_t>(results.size()) + 1;
+  const TorchBackend& b = *s.backend;
+  using units::human_bytes;
+  std::ostringstream m;
+  m << "starfish-run: peak gpu " << human_bytes(b.usage(Tier::gpu).peak_bytes) << ", cpu " << human_bytes(b.usage(Tier::cpu).peak_bytes)
+    << ", nvme " << human_bytes(b.usage(Tier::nvme).peak_bytes) << "; moved gpu->cpu " << human_bytes(b.copied_bytes(Tier::gpu, Tier::cpu))
+    << ", cpu->gpu " << human_bytes(b.copied_bytes(Tier::cpu, Tier::gpu)) << ", cpu->nvme "
+    << human_bytes(b.copied_bytes(Tier::cpu, Tier::nvme)) << ", nvme->cpu " << human_bytes(b.copied_bytes(Tier::nvme, Tier::cpu))
+    << ", collectives " << human_bytes(b.collective_bytes());
+  say(m.str());
+}
 
-    JsonWriter w(true);
-    w.begin_object();
-    w.field("kind", "starfish.run");
-    w.field("model", model.name).field("hardware", hardware_name).field("gpus", env.world_size);
-    w.field("plan", o.plan_path).field("parameters", gpt.parameter_count());
-    w.field("iteration_s", mean_s);
-    w.field("tokens_per_s", mean_s > 0 ? static_cast<double>(training.global_batch) * model.seq_len / mean_s : 0.0);
-    w.field("steady_from_iteration", first_iteration + static_cast<int64_t>(steady));
-    w.field("steady_iterations", static_cast<int64_t>(results.size() - steady));
+// The steady iterations' medians (time, CPU time, each phase) and mean bytes: the figures the
+// simulator predicts for its steady iteration.
+void summarise_steady(report::Report& rep, bool chunked) {
+  const size_t n = rep.iterations.size();
+  const size_t steady = first_steady(n, chunked);
+  const int64_t first_iteration = n ? rep.iterations.front().iteration : 0;
+  rep.steady_from_iteration = first_iteration + static_cast<int64_t>(steady);
+  rep.steady_iterations = static_cast<int64_t>(n - steady);
+  auto median_of = [&](const std::function<double(const report::IterationRecord&)>& f) {
+    std::vector<double> v;
+    for (size_t i = steady; i < n; ++i) v.push_back(f(rep.iterations[i]));
+    return report::median(std::move(v));
+  };
+  rep.iteration_s = median_of([](const auto& it) { return it.time_s; });
+  rep.cpu_s = median_of([](const auto& it) { return it.cpu_s; });
+  report::PhaseSeconds phases;
+  for (report::PhaseId p : report::kPhases) report::seconds(phases, p) = median_of([p](const auto& it) { return report::seconds(it.phases, p); });
+  rep.phases = phases;
+  report::PhaseSeconds cpu_phases;
+  for (report::PhaseId p : report::kPhases)
+    report::seconds(cpu_phases, p) = median_of([p](const auto& it) { return report::seconds(it.cpu_phases, p); });
+  rep.cpu_phases = cpu_phases;
+  if (rep.load) rep.load->others_cpu_s = median_of([](const auto& it) { return it.others_cpu_s; });
+  if (!chunked) return;
+  report::ByteFigures bytes;
+  auto mean_of = [&](const std::optional<int64_t> report::IterationRecord::*field) {
+    double sum = 0;
+    for (size_t i = steady; i < n; ++i) sum += static_cast<double>((rep.iterations[i].*field).value_or(0));
+    return n > steady ? sum / static_cast<double>(n - steady) : 0.0;
+  };
+  bytes.h2d = mean_of(&report::IterationRecord::h2d);
+  bytes.d2h = mean_of(&report::IterationRecord::d2h);
+  bytes.nvme_read = mean_of(&report::IterationRecord::nvme_read);
+  bytes.nvme_write = mean_of(&report::IterationRecord::nvme_write);
+  bytes.collectives = mean_of(&report::IterationRecord::collectives);
+  rep.bytes = bytes;
+}
+
+void write_report(const RunOptions& o, const Resolved& r, StoreTrainer& trainer, const Gpt& gpt, const Comm& comm, const RankStore& s,
+                  TrainLog log) {
+  const bool chunked = s.chunks != nullptr;
+  report::Report rep;
+  rep.kind = report::kRunKind;
+  rep.model = r.model.name;
+  rep.hardware = r.hardware_name;
+  rep.plan = o.plan_path;
+  rep.gpus = r.env.world_size;
+  rep.threads_per_rank = at::get_num_threads();
+  rep.load = log.load;
+  rep.iterations = std::move(log.iterations);
+  summarise_steady(rep, chunked);
+  rep.tokens_per_s = rep.iteration_s > 0 ? static_cast<double>(r.training.global_batch) * r.model.seq_len / rep.iteration_s : 0.0;
+  report::Extras extras;
+  if (chunked) {
+    const TorchBackend& b = *s.backend;
+    // Per tier, this rank's peak over the whole run. The simulator's GPU peak is chunks plus
+    // the non-model bytes of the moment; the pool here holds the chunks only (activations
+    // live in host memory on the CPU device, and outside the pool's count on CUDA), so the
+    // comparable figure adds the non-model bytes the runtime reserved at every moment.
+    const int64_t pool_peak = b.usage(Tier::gpu).peak_bytes;
+    rep.memory.peak_gpu_bytes = static_cast<double>(pool_peak + s.non_model_bytes);
+    rep.memory.cpu_bytes_per_gpu = static_cast<double>(b.usage(Tier::cpu).peak_bytes);
+    rep.memory.nvme_bytes_per_gpu = static_cast<double>(b.usage(Tier::nvme).peak_bytes);
+    // Like the simulator's: every move the runtime decided, over all iterations it ran.
+    rep.moves = static_cast<int64_t>(s.chunks->runtime().moves().size());
+    rep.move_log_iterations = static_cast<int64_t>(rep.iterations.size());
+    extras.memory = [&, pool_peak](JsonWriter& w) {
+      w.field("gpu_pool_peak_bytes", pool_peak).field("non_model_bytes_per_moment", s.non_model_bytes);
+      w.field("gpu_budget_bytes", s.budget.gpu_bytes).field("cpu_budget_bytes", s.budget.cpu_bytes);
+      w.field("nvme_budget_bytes", s.budget.nvme_bytes);
+    };
+  } else {
+    int64_t state_bytes = 0;
+    for (const auto& [n, t] : trainer.store().save_state()) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    // Parameters and optimizer states; activations are not measured.
+    extras.memory = [state_bytes](JsonWriter& w) { w.field("model_state_bytes", state_bytes); };
+  }
+  extras.more = [&](JsonWriter& w) {
+    w.field("parameters", gpt.parameter_count());
     w.field("collectives", comm.backend_name());
-    w.field("gpu_tier", chunked ? backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"));
-    w.field("store", chunked ? "chunks" : "flat").field("dtype", to_string(training.dtype));
-    w.field("recompute", to_string(pf.plan.recompute));
-    w.key("memory").begin_object();
-    if (chunked) {
-      // Per tier, this rank's peak over the whole run. The simulator's GPU peak is chunks plus
-      // the non-model bytes of the moment; the pool here holds the chunks only (activations
-      // live in host memory on the CPU device, and outside the pool's count on CUDA), so the
-      // comparable figure adds the non-model bytes the runtime reserved at every moment.
-      const int64_t pool_peak = backend->usage(Tier::gpu).peak_bytes;
-      w.field("peak_gpu_bytes", pool_peak + non_model);
-      w.field("cpu_bytes_per_gpu", backend->usage(Tier::cpu).peak_bytes);
-      w.field("nvme_bytes_per_gpu", backend->usage(Tier::nvme).peak_bytes);
-      w.field("gpu_pool_peak_bytes", pool_peak).field("non_model_bytes_per_moment", non_model);
-      w.field("gpu_budget_bytes", budget.gpu_bytes).field("cpu_budget_bytes", budget.cpu_bytes);
-      w.field("nvme_budget_bytes", budget.nvme_bytes);
-    } else {
-      int64_t state_bytes = 0;
-      for (const auto& [n, t] : trainer.store().save_state()) state_bytes += t.numel() * static_cast<int64_t>(t.element_size());
-      w.field("model_state_bytes", state_bytes);  // parameters and optimizer states; activations are not measured
-    }
+    w.field("gpu_tier", chunked ? s.backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"));
+    w.field("store", chunked ? "chunks" : "flat").field("dtype", to_string(r.training.dtype));
+    w.field("recompute", to_string(r.pf.plan.recompute));
+    if (!chunked) return;
+    w.key("copied_bytes").begin_object();  // totals over the run, by tier pair
+    const Counters total = Counters::of(*s.backend, s.chunks->runtime());
+    for (Tier a : {Tier::gpu, Tier::cpu, Tier::nvme})
+      for (Tier b : {Tier::gpu, Tier::cpu, Tier::nvme})
+        if (a != b) w.field(std::string(to_string(a)) + "_to_" + to_string(b), total.at(a, b));
+    w.field("collectives", total.collective_bytes);
     w.end_object();
-    if (chunked) {
-      // The simulator reports the bytes of ONE iteration, its steady third; here, per rank, the
-      // mean per iteration over the steady iterations (the first two moved what the warm-up set up).
-      Counters sum;
-      for (size_t i = steady; i < per_iteration.size(); ++i)
-        for (int f = 0; f < 3; ++f)
-          for (int t = 0; t < 3; ++t) sum.copied[f][t] += per_iteration[i].copied[f][t];
-      for (size_t i = steady; i < per_iteration.size(); ++i) sum.collective_bytes += per_iteration[i].collective_bytes;
-      auto mean = [&](int64_t total) { return static_cast<double>(total) / steady_n; };
-      w.key("bytes").begin_object();
-      w.field("h2d", mean(sum.h2d())).field("d2h", mean(sum.d2h()));
-      w.field("nvme_read", mean(sum.nvme_read())).field("nvme_write", mean(sum.nvme_write()));
-      w.field("collectives", mean(sum.collective_bytes));
-      w.end_object();
-      // Like the simulator's: every move the runtime decided, over all iterations it ran.
-      w.field("moves", static_cast<int64_t>(chunks->runtime().moves().size()));
-      w.key("copied_bytes").begin_object();  // totals over the run, by tier pair
-      const Counters total = Counters::of(*backend, chunks->runtime());
-      for (Tier a : {Tier::gpu, Tier::cpu, Tier::nvme})
-        for (Tier b : {Tier::gpu, Tier::cpu, Tier::nvme})
-          if (a != b) w.field(std::string(to_string(a)) + "_to_" + to_string(b), total.at(a, b));
-      w.field("collectives", total.collective_bytes);
-      w.end_object();
-    }
-    w.key("iterations").begin_array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      w.begin_object().field("iteration", first_iteration + static_cast<int64_t>(i));
-      w.field("loss", results[i].loss).field("grad_norm", results[i].grad_norm).field("time_s", results[i].seconds);
-      if (trainer.loss_scaler()) w.field("loss_scale", results[i].loss_scale).field("skipped", results[i].skipped);
-      if (chunked) {
-        const Counters& c = per_iteration[i];
-        w.field("moves", c.moves).field("h2d", c.h2d()).field("d2h", c.d2h());
-        w.field("nvme_read", c.nvme_read()).field("nvme_write", c.nvme_write()).field("collectives", c.collective_bytes);
-      }
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-    std::ofstream out(o.report_path);
-    out << w.str() << "\n";
-    if (!out) throw SpecError(o.report_path + ": cannot write the report");
+  };
+  std::ofstream out(o.report_path);
+  out << report::to_json(rep, extras);
+  if (!out) throw SpecError(o.report_path + ": cannot write the report");
+}
+
+}  // namespace
+
+int run_rank(const RunOptions& o) {
+  check_run_outputs(o);  // before anything trains: an unwritable output must not cost a run
+  const Resolved r = resolve(o);
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(o.threads > 0 ? o.threads : std::max(1, hw / r.env.world_size));
+  at::manual_seed(r.training.seed);
+  const Say say = [&](const std::string& line) {
+    if (r.env.rank == 0 && !o.quiet) std::cout << line << std::endl;
+  };
+
+  const ByteCorpus data = o.data_path ? ByteCorpus::from_file(*o.data_path) : ByteCorpus::generated(1 << 20);
+  const Gpt gpt(r.model);
+  Comm comm(r.env, std::chrono::seconds(o.timeout_s));
+  RankStore s = make_store(o, r, gpt, comm);
+  StoreTrainer trainer(gpt, data, r.training, r.pf.plan, comm, std::move(s.store));  // fp16: with dynamic loss scaling
+  announce(o, r, gpt, data, comm, s, say);
+  const CheckpointIdentity identity = checkpoint_identity(r.job, r.env.world_size);
+  if (o.resume) resume(o, trainer, comm, identity, say);
+
+  Checkpointer checkpoints(o, trainer, comm, identity, say);
+  TrainLog log = train(o, r.training.iterations, trainer, comm, s, checkpoints, say);
+  if (!o.checkpoint_dir.empty() && !log.iterations.empty()) checkpoints.save();
+  write_outputs(o, r, trainer, comm, s, say);
+  if (r.env.rank == 0 && !o.report_path.empty()) {
+    write_report(o, r, trainer, gpt, comm, s, std::move(log));
     say("starfish-run: report in " + o.report_path);
   }
   return 0;

@@ -1,6 +1,10 @@
 #include "exec/segment_function.h"
 
+#include <optional>
+
 #include <torch/torch.h>
+
+#include "exec/phase_clock.h"
 
 namespace starfish::exec {
 namespace {
@@ -72,7 +76,12 @@ struct RecomputeNode : torch::autograd::Function<RecomputeNode> {
     Variable grad_input;
     {
       at::AutoGradMode enable(true);
+      // The report's breakdown: a layer's (or the head's) forward run again. The embedding lookup
+      // is redone in every plan (it saves nothing) and stays part of backward.
+      std::optional<PhaseScope> recomputing;
+      if (a.segment > 0) recomputing.emplace(report::PhaseId::recompute);
       const Variable out = a.gpt->forward_segment(a.segment, x, leaves, saved[1]);
+      recomputing.reset();
       grad_input = differentiate(*a.store, names, out, std::move(leaves), x, grad_outputs[0]);
     }
     a.store->release(names, Pass::backward);

@@ -1,5 +1,7 @@
 #include "exec/torch_backend.h"
 
+#include "exec/phase_clock.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -163,6 +165,7 @@ Completion TorchBackend::copy(const Buffer& src, const Buffer& dst, int64_t byte
   copied_[static_cast<int>(a.buffer.tier)][static_cast<int>(b.buffer.tier)] += bytes;
   ++copies_;
   if (bytes == 0) return {};
+  const PhaseScope timed(report::PhaseId::moves);  // the report's breakdown
   if (a.buffer.tier == Tier::nvme && b.buffer.tier == Tier::nvme) {
     at::Tensor staging = at::empty({bytes}, at::kByte);
     read_nvme(a, staging, bytes);
@@ -212,6 +215,7 @@ Completion TorchBackend::collective(CollectiveKind kind, const Group& group, con
                                   " ranks needs " + std::to_string(n_in) + " inputs and " + std::to_string(n_out) + " outputs");
   };
   const size_t w = static_cast<size_t>(group.size());
+  const PhaseScope timed(report::PhaseId::collectives);  // the report's breakdown
   switch (kind) {
     case CollectiveKind::all_gather: {
       need(1, w);

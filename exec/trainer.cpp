@@ -1,5 +1,7 @@
 #include "exec/trainer.h"
 
+#include <time.h>
+
 #include <chrono>
 #include <cmath>
 
@@ -11,6 +13,12 @@
 
 namespace starfish::exec {
 namespace {
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -89,7 +97,14 @@ StoreTrainer::StoreTrainer(const Gpt& gpt, const ByteCorpus& data, Training trai
 }
 
 StepResult StoreTrainer::step() {
+  using report::PhaseId;
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu_seconds();
+  clock_.start();
+  set_active_phase_clock(&clock_);
+  struct Inactive {
+    ~Inactive() { set_active_phase_clock(nullptr); }
+  } inactive;  // also when the step throws
   const int64_t it = steps_;
   StepResult r;
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
@@ -105,18 +120,36 @@ StepResult StoreTrainer::step() {
     b.tokens = b.tokens.to(store_->device());
     b.targets = b.targets.to(store_->device());
     at::Tensor h = b.tokens;
-    for (int s = 0; s < gpt_.segments(); ++s) h = run_segment(gpt_, *store_, s, h, b.targets, anchor_, recompute);
-    loss_sum += h.item<double>();
+    {
+      const PhaseScope timed(PhaseId::forward);
+      for (int s = 0; s < gpt_.segments(); ++s) h = run_segment(gpt_, *store_, s, h, b.targets, anchor_, recompute);
+      loss_sum += h.item<double>();
+    }
+    const PhaseScope timed(PhaseId::backward);
     (h * scale).backward();
   }
-  store_->reduce_gradients(comm_);
-  const double sq = store_->grad_square_sum();
+  // Collectives are timed where there are any: on one rank they are the identity.
+  const bool distributed = comm_.world_size() > 1;
+  {
+    std::optional<PhaseScope> timed;
+    if (distributed) timed.emplace(PhaseId::collectives);
+    store_->reduce_gradients(comm_);
+  }
+  double sq = 0;
+  {
+    const PhaseScope timed(PhaseId::optimizer);  // clipping's norm: part of the optimizer step
+    sq = store_->grad_square_sum();
+  }
   at::Tensor stats = torch::tensor({sq, loss_sum}, torch::kDouble);
-  if (store_->sharded()) {
-    comm_.all_reduce_sum(stats);
-  } else {
-    at::Tensor loss_only = stats.narrow(0, 1, 1);
-    comm_.all_reduce_sum(loss_only);
+  {
+    std::optional<PhaseScope> timed;
+    if (distributed) timed.emplace(PhaseId::collectives);
+    if (store_->sharded()) {
+      comm_.all_reduce_sum(stats);
+    } else {
+      at::Tensor loss_only = stats.narrow(0, 1, 1);
+      comm_.all_reduce_sum(loss_only);
+    }
   }
   // The global norm is the same number on every rank (reduced gradients, or a summed square
   // sum), so every rank takes the same skip-or-step decision without another collective: any
@@ -125,6 +158,7 @@ StepResult StoreTrainer::step() {
   r.grad_norm = scaled_norm / r.loss_scale;
   r.loss = stats[1].item<double>() / double(split_.micro_batches * comm_.world_size());
   const bool apply = scaler_ ? scaler_->update(scaled_norm) : true;
+  const PhaseScope timed(PhaseId::optimizer);
   if (apply) {
     // Unscaling folds into the clip factor: the gradients are multiplied once, by clip / scale.
     // The optimizer's step number stays the iteration's (a skipped step still counts), so a
@@ -137,6 +171,9 @@ StepResult StoreTrainer::step() {
   }
   ++steps_;
   r.seconds = seconds_since(t0);
+  r.phases = clock_.stop(r.seconds);
+  r.thread_cpu_s = thread_cpu_seconds() - cpu0;
+  r.cpu_phases = clock_.cpu_split(r.thread_cpu_s);
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include "exec/data.h"
 #include "exec/gpt_model.h"
 #include "exec/loss_scaler.h"
+#include "exec/phase_clock.h"
 #include "exec/trainable_store.h"
 #include "sim/spec/plan.h"
 #include "sim/spec/training.h"
@@ -39,6 +40,10 @@ struct StepResult {
   bool skipped = false;  // loss scaling: the gradients overflowed and the optimizer did not step
   double loss_scale = 1; // the scale this step's loss was multiplied by (1 without loss scaling)
   double seconds = 0;    // wall time of the iteration
+  // Where that time went (exclusive per phase; StoreTrainer only): the report's breakdown.
+  report::PhaseSeconds phases;
+  report::PhaseSeconds cpu_phases;  // the same in the training thread's CPU time
+  double thread_cpu_s = 0;          // the training thread's CPU time in the iteration
 };
 
 // Both trainers honour plan.recompute (none or full; selective is refused with SpecError).
@@ -54,6 +59,7 @@ class StoreTrainer {
   // dtype may turn it on (or reconfigure it) before the first step.
   void enable_loss_scaling(LossScalerConfig config = {}) { scaler_.emplace(config); }
   LossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  bool loss_scaling() const { return scaler_.has_value(); }
 
  private:
   const Gpt& gpt_;
@@ -65,6 +71,7 @@ class StoreTrainer {
   BatchSplit split_;
   at::Tensor anchor_;
   std::optional<LossScaler> scaler_;
+  PhaseClock clock_;
   int64_t steps_ = 0;
 };
 

@@ -3,7 +3,8 @@
 # runs the executor's tests (the Torch Backend then uses cuda:LOCAL_RANK, pinned host buffers and a
 # copy stream), a two-rank run that reports its collectives (nccl or gloo), its benchmarks and the
 # GEMM calibration (gemm_calibration's CSV, for `starfish calibrate`: docs/calibration.md), and
-# writes everything to $OUT (or ./device-check-out).
+# writes everything to $OUT (or ./device-check-out); then GPT-2 small's GEMM shapes and one
+# predicted-against-measured comparison of GPT-2 small with eviction (time, moves, breakdown).
 # Budget: under 5 minutes on a 16-core machine. It needs python3 with torch (CUDA build), cmake, ninja, yaml-cpp,
 # Boost.Graph and GoogleTest.
 #   usage: scripts/device-check.sh            (from the repository root)
@@ -97,5 +98,35 @@ case "$name" in
     fi ;;
   *) log "starfish calibrate: no bundled profile for $name; fit the CSV by hand (docs/calibration.md)" ;;
 esac
+
+# Time fidelity on the GPU (docs/benchmarks.md, "Time: predicted against measured"): GPT-2 small
+# (12 layers, 4 x 1024 tokens) in the chunk runtime with a 2 GiB "GPU" budget, so that it evicts,
+# predicted with the calibrated profile (one GPU of it) and measured; compare shows moves, time
+# and the breakdown. The model's own GEMM shapes are measured first (forward, and the transposed
+# operands of backward and of the 50257-token head) into the same CSV format.
+calibrated="$out/dgx-h100-calibrated.yaml"
+if [ -f "$calibrated" ]; then
+  log "time fidelity: gpt2-small, chunked, 2 GiB budget"
+  timeout 60 "$build/exec/gemm_calibration" --dtype bf16 --max-flop 1e12 --model 768,4096,50257 >"$out/gemm-gpt2-shapes.csv" 2>&1 || status=1
+  fid="$build/fidelity"
+  mkdir -p "$fid"
+  # One GPU of the node, its memory cut to 2 GiB (the first memory/reserved lines are the GPU's).
+  sed -e 's/^  gpus: .*/  gpus: 1/' -e '0,/^    memory: /s/^    memory: .*/    memory: 2GiB/' \
+    -e '0,/^    reserved: /s/^    reserved: .*/    reserved: 256MiB/' -e 's/^nodes: .*/nodes: 1/' "$calibrated" >"$fid/one-gpu.yaml"
+  cat >"$fid/plan.yaml" <<PLAN
+model: $root/configs/models/gpt2-small.yaml
+hardware: one-gpu.yaml
+training: {global_batch: 4, dtype: bf16, optimizer: adamw, learning_rate: 0.0003, weight_decay: 0.01, grad_clip: 1.0, iterations: 5, seed: 7}
+plan: {micro_batch: 4, chunk_size: 40000000, recompute: full}
+PLAN
+  if "$build/sim/starfish" simulate --plan "$fid/plan.yaml" --json --moves "$fid/sim.jsonl" >"$fid/sim.json" 2>"$fid/sim.err" &&
+     timeout 120 "$build/exec/starfish-run" "$fid/plan.yaml" --iterations 5 --quiet --report "$fid/run.json" --move-log "$fid/run.jsonl" \
+       --scratch "$fid" >"$fid/run.log" 2>&1; then
+    "$build/sim/starfish" compare "$fid/sim.json" "$fid/run.json" --moves "$fid/sim.jsonl" "$fid/run.jsonl" | tee "$out/fidelity.txt" \
+      >>"$out/summary.txt" || status=1
+  else
+    log "time fidelity: FAILED"; cat "$fid/sim.err" >>"$out/summary.txt"; tail -20 "$fid/run.log" >>"$out/summary.txt"; status=1
+  fi
+fi
 log "done, status $status"
 exit $status

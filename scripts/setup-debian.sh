@@ -4,6 +4,12 @@
 # runs apt-get through sudo. `--dry-run` prints the commands instead of running them.
 # clang and its runtime (libFuzzer, ASan, UBSan) build the `sanitize` preset's fuzz targets.
 # CUDA and NCCL are not Debian packages: install the CUDA Toolkit from NVIDIA for STARFISH_CUDA.
+# libopenblas0-openmp: Debian's LibTorch calls the BLAS behind the libblas.so.3 alternative, which
+# is otherwise the netlib reference BLAS (single-threaded, unvectorised: ~4 GFLOP/s here). OpenBLAS
+# takes the alternative over (priority 95 against 10, in auto mode) and is what users train on;
+# the OpenMP build follows LibTorch's at::set_num_threads (one OpenMP runtime, libgomp), where
+# the pthread build would start its own threads beside LibTorch's. hwprofiles/cpu-host.yaml is
+# measured with it (docs/benchmarks.md).
 set -euo pipefail
 dry_run=false
 case "${1:-}" in
@@ -14,7 +20,7 @@ esac
 packages=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libboost-graph-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev libgloo-dev
+  libtorch-dev libgloo-dev libopenblas0-openmp
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth
   clang libclang-rt-14-dev

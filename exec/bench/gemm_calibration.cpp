@@ -3,14 +3,25 @@
 //   kind,dtype,m,n,k,bytes,seconds
 // Shapes: squares from 256 to 8192 and the transformer's own (tokens x hidden x 3h, 4h) at
 // hidden sizes 1024..12288, each timed as the median of several runs after a warm-up.
+// --model H,T[,V] (repeatable) adds the GEMMs a GPT of hidden H really runs on T tokens, in the
+// layout LibTorch's linear and its backward use them: forward X . W^T (weights stored out x in),
+// input gradient dY . W, weight gradient dY^T . X (both operands transposed views), for the QKV,
+// attention-output, MLP-in and MLP-out projections, and with V the output head's three.
+// --threads N: intra-op threads on the CPU (default: every hardware thread). --clock cpu times
+// by process CPU time (with --threads 1 on a shared machine) instead of wall time. --shapes model
+// keeps the squares and the --model shapes only (a slow device need not time 12288-wide layers).
 //
-// usage: gemm_calibration [--dtype bf16|fp16|fp32] [--max-flop 1e13] > measurements.csv
+// usage: gemm_calibration [--dtype bf16|fp16|fp32] [--max-flop 1e13] [--threads N] [--clock wall|cpu]
+//                         [--shapes all|model] [--model H,T[,V]]... > measurements.csv
+#include <time.h>
+
 #include <algorithm>
 #include <array>
 #include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,15 +30,28 @@
 
 namespace {
 
+// --clock cpu: the process's CPU time instead of wall time, for one intra-op thread on a
+// machine other work shares (wall time there counts the time the scheduler gave the others).
+bool cpu_clock = false;
+
+double now_s() {
+  if (cpu_clock) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 double median_seconds(const std::function<void()>& f, bool cuda, int reps) {
   f();  // warm-up
   if (cuda) torch::cuda::synchronize();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_s();
     f();
     if (cuda) torch::cuda::synchronize();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    t.push_back(now_s() - t0);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -35,19 +59,60 @@ double median_seconds(const std::function<void()>& f, bool cuda, int reps) {
 
 }  // namespace
 
+// One GEMM as the model runs it: C[m x n] = op(A) . op(B) with k the inner size, each operand
+// transposed or not as LibTorch's linear (forward) and its backward pass it to the BLAS.
+struct ModelGemm {
+  int64_t m, n, k;
+  bool a_transposed, b_transposed;
+};
+
+// A linear layer of `in` -> `out` features on `tokens` rows: forward, input grad, weight grad.
+void add_linear(std::vector<ModelGemm>& out, int64_t tokens, int64_t in, int64_t features) {
+  out.push_back({tokens, features, in, false, true});   // Y = X . W^T
+  out.push_back({tokens, in, features, false, false});  // dX = dY . W
+  out.push_back({features, in, tokens, true, false});   // dW = dY^T . X
+}
+
+std::vector<ModelGemm> model_gemms(const std::string& spec) {
+  int64_t h = 0, t = 0, v = 0;
+  if (std::sscanf(spec.c_str(), "%lld,%lld,%lld", reinterpret_cast<long long*>(&h), reinterpret_cast<long long*>(&t),
+                  reinterpret_cast<long long*>(&v)) < 2 || h <= 0 || t <= 0 || v < 0)
+    throw std::invalid_argument("--model expects HIDDEN,TOKENS[,VOCAB], got '" + spec + "'");
+  std::vector<ModelGemm> g;
+  add_linear(g, t, h, 3 * h);  // QKV
+  add_linear(g, t, h, h);      // attention output
+  add_linear(g, t, h, 4 * h);  // MLP in
+  add_linear(g, t, 4 * h, h);  // MLP out
+  if (v > 0) add_linear(g, t, h, v);  // output head (the tied embedding)
+  return g;
+}
+
 int main(int argc, char** argv) {
   std::string dtype_name = "bf16";
   double max_flop = 1e13;
+  int threads = 0;
+  bool model_only = false;
+  std::vector<ModelGemm> model_shapes;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--dtype")) dtype_name = argv[i + 1];
     else if (!std::strcmp(argv[i], "--max-flop")) max_flop = std::stod(argv[i + 1]);
-    else {
+    else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--clock")) cpu_clock = !std::strcmp(argv[i + 1], "cpu");
+    else if (!std::strcmp(argv[i], "--shapes")) model_only = !std::strcmp(argv[i + 1], "model");
+    else if (!std::strcmp(argv[i], "--model")) {
+      try {
+        for (const ModelGemm& g : model_gemms(argv[i + 1])) model_shapes.push_back(g);
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "gemm_calibration: %s\n", e.what());
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "gemm_calibration: unknown option %s\n", argv[i]);
       return 2;
     }
   }
   const bool cuda = torch::cuda::is_available();
-  if (!cuda) at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  if (!cuda) at::set_num_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   torch::Dtype dtype = torch::kBFloat16;
   if (dtype_name == "fp16") dtype = torch::kHalf;
   else if (dtype_name == "fp32") dtype = torch::kFloat;
@@ -66,6 +131,7 @@ int main(int argc, char** argv) {
   for (int64_t n = 256; n <= 8192; n *= 2) shapes.push_back({n, n, n});
   for (int64_t h : {1024, 2048, 4096, 8192, 12288})
     for (int64_t tokens : {512, 2048, 8192}) {
+      if (model_only) break;
       shapes.push_back({tokens, 3 * h, h});
       shapes.push_back({tokens, 4 * h, h});
       shapes.push_back({tokens, h, 4 * h});
@@ -79,6 +145,19 @@ int main(int argc, char** argv) {
     const double s = median_seconds([&] { torch::mm_out(c, a, b); }, cuda, reps);
     std::printf("gemm,%s,%lld,%lld,%lld,,%.9g\n", dtype_name.c_str(), static_cast<long long>(m), static_cast<long long>(n),
                 static_cast<long long>(k), s);
+    std::fflush(stdout);
+  }
+  for (const ModelGemm& g : model_shapes) {
+    const double flop = 2.0 * g.m * g.n * g.k;
+    if (flop > max_flop) continue;
+    // Stored as the framework stores them; the transposed operand is a view, as autograd passes it.
+    const torch::Tensor a = g.a_transposed ? torch::randn({g.k, g.m}, options).t() : torch::randn({g.m, g.k}, options);
+    const torch::Tensor b = g.b_transposed ? torch::randn({g.n, g.k}, options).t() : torch::randn({g.k, g.n}, options);
+    torch::Tensor c = torch::empty({g.m, g.n}, options);
+    const int reps = flop > 1e11 ? 3 : 7;
+    const double s = median_seconds([&] { torch::mm_out(c, a, b); }, cuda, reps);
+    std::printf("gemm,%s,%lld,%lld,%lld,,%.9g\n", dtype_name.c_str(), static_cast<long long>(g.m), static_cast<long long>(g.n),
+                static_cast<long long>(g.k), s);
     std::fflush(stdout);
   }
   // Streaming: a large device-to-device copy reads and writes every byte once.

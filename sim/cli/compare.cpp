@@ -1,41 +1,136 @@
 // starfish compare PREDICTED.json MEASURED.json [--moves A.jsonl B.jsonl]: predicted against
-// measured, quantity by quantity (the keys both `starfish simulate --json` and `starfish-run
-// --report` write), and the first move where two move logs diverge.
+// measured, quantity by quantity (the report both `starfish simulate --json` and `starfish-run
+// --report` write: sim/report/report.h), where the iteration's time goes on each side, how the
+// measurement was taken (CPU time, whether the machine was shared), and the first move where two
+// move logs diverge.
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "sim/chunk/move_log.h"
 #include "sim/cli/cli.h"
-#include "sim/spec/json_reader.h"
+#include "sim/report/report.h"
 #include "sim/spec/units.h"
 
 namespace starfish::cli {
 namespace {
 
+using report::Report;
+
+enum class Unit { seconds, bytes, count };
+
 struct Quantity {
-  const char* path;
   const char* name;
-  bool bytes;
+  Unit unit;
+  std::function<std::optional<double>(const Report&)> get;
 };
 
-constexpr Quantity kQuantities[] = {
-    {"iteration_s", "iteration time", false},
-    {"tokens_per_s", "tokens/s", false},
-    {"memory.peak_gpu_bytes", "peak GPU memory (per GPU)", true},
-    {"memory.cpu_bytes_per_gpu", "peak CPU memory (per GPU)", true},
-    {"memory.nvme_bytes_per_gpu", "peak NVMe (per GPU)", true},
-    {"bytes.h2d", "bytes host -> GPU", true},
-    {"bytes.d2h", "bytes GPU -> host", true},
-    {"bytes.nvme_read", "bytes read from NVMe", true},
-    {"bytes.nvme_write", "bytes written to NVMe", true},
-    {"moves", "chunk moves", false},
-};
+std::optional<double> byte_figure(const Report& r, double report::ByteFigures::*field) {
+  return r.bytes ? std::optional<double>(r.bytes.value().*field) : std::nullopt;
+}
 
-std::string show(std::optional<double> v, const Quantity& q) {
+const std::vector<Quantity>& quantities() {
+  static const std::vector<Quantity> q = {
+      {"iteration time", Unit::seconds, [](const Report& r) { return std::optional<double>(r.iteration_s); }},
+      {"tokens/s", Unit::count, [](const Report& r) { return std::optional<double>(r.tokens_per_s); }},
+      {"peak GPU memory (per GPU)", Unit::bytes, [](const Report& r) { return r.memory.peak_gpu_bytes; }},
+      {"peak CPU memory (per GPU)", Unit::bytes, [](const Report& r) { return r.memory.cpu_bytes_per_gpu; }},
+      {"peak NVMe (per GPU)", Unit::bytes, [](const Report& r) { return r.memory.nvme_bytes_per_gpu; }},
+      {"bytes host -> GPU", Unit::bytes, [](const Report& r) { return byte_figure(r, &report::ByteFigures::h2d); }},
+      {"bytes GPU -> host", Unit::bytes, [](const Report& r) { return byte_figure(r, &report::ByteFigures::d2h); }},
+      {"bytes read from NVMe", Unit::bytes, [](const Report& r) { return byte_figure(r, &report::ByteFigures::nvme_read); }},
+      {"bytes written to NVMe", Unit::bytes, [](const Report& r) { return byte_figure(r, &report::ByteFigures::nvme_write); }},
+      {"chunk moves", Unit::count,
+       [](const Report& r) { return r.moves ? std::optional<double>(static_cast<double>(*r.moves)) : std::nullopt; }},
+  };
+  return q;
+}
+
+std::string show(std::optional<double> v, Unit unit) {
   if (!v) return "-";
-  if (q.bytes) return units::human_bytes(*v);
-  if (std::string(q.path) == "iteration_s") return units::human_seconds(*v);
-  return units::human_count(*v);
+  switch (unit) {
+    case Unit::seconds: return units::human_seconds(*v);
+    case Unit::bytes: return units::human_bytes(*v);
+    case Unit::count: return units::human_count(*v);
+  }
+  return "-";
+}
+
+std::string ratio(std::optional<double> predicted, std::optional<double> measured) {
+  if (!predicted || !measured || *predicted == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", *measured / *predicted);
+  return buf;
+}
+
+void row(const char* name, std::optional<double> predicted, std::optional<double> measured, Unit unit) {
+  std::printf("%-28s %14s %14s %10s\n", name, show(predicted, unit).c_str(), show(measured, unit).c_str(),
+              ratio(predicted, measured).c_str());
+}
+
+// How the measured side was taken: a prediction is for a dedicated machine, so a run that shared
+// its cores with other work is compared on CPU time (per intra-op thread) as well.
+void measurement_notes(const Report& predicted, const Report& measured) {
+  if (measured.kind != report::kRunKind) return;
+  std::printf("\nmeasured: median of %lld steady iteration(s) from iteration %lld, %d rank(s) x %d intra-op thread(s)\n",
+              static_cast<long long>(measured.steady_iterations), static_cast<long long>(measured.steady_from_iteration),
+              measured.gpus, measured.threads_per_rank);
+  if (measured.cpu_s && measured.threads_per_rank > 0) {
+    const double per_thread = *measured.cpu_s / measured.threads_per_rank;
+    std::printf("  CPU time          %s per iteration (rank 0, all threads); per thread %s, %s of the prediction\n",
+                units::human_seconds(*measured.cpu_s).c_str(), units::human_seconds(per_thread).c_str(),
+                ratio(predicted.iteration_s, per_thread).c_str());
+  }
+  if (const auto& l = measured.load) {
+    const bool shared = l->shared(measured.iteration_s);
+    std::printf("  machine           %d CPUs, load average %.2f -> %.2f; other processes used %s of CPU per iteration (%.0f%% of a core)\n",
+                l->cpus, l->load_average_start, l->load_average_end, units::human_seconds(l->others_cpu_s).c_str(),
+                measured.iteration_s > 0 ? 100 * l->others_cpu_s / measured.iteration_s : 0.0);
+    if (shared)
+      std::printf("  SHARED: other work ran on this machine during the measurement; the prediction is for a dedicated one,\n"
+                  "          so the wall time above is inflated: compare the CPU time per thread instead\n");
+    else
+      std::printf("  dedicated: nothing else took more than %.0f%% of a core; wall time is what the prediction means\n",
+                  100 * report::MachineLoad::kSharedCoreFraction);
+  }
+}
+
+// Where an iteration's time goes, side by side (only when both reports carry the breakdown).
+void phase_table(const Report& predicted, const Report& measured) {
+  if (!predicted.phases || !measured.phases) return;
+  const bool cpu = measured.cpu_phases.has_value();
+  std::printf("\n%-28s %14s %14s %10s%s\n", "time per iteration in", "predicted", "measured", "meas/pred",
+              cpu ? "   measured CPU  CPU/pred" : "");
+  // A phase the prediction has none of (the run's own bookkeeping in `other`) has no ratio.
+  auto phase_ratio = [](double a, double b) { return a > 0 ? ratio(a, b) : std::string("n/a"); };
+  for (report::PhaseId p : report::kPhases) {
+    const double a = report::seconds(*predicted.phases, p), b = report::seconds(*measured.phases, p);
+    const double c = cpu ? report::seconds(*measured.cpu_phases, p) : 0;
+    if (a == 0 && b == 0) continue;
+    std::printf("%-28s %14s %14s %10s", report::to_string(p), show(a, Unit::seconds).c_str(), show(b, Unit::seconds).c_str(),
+                phase_ratio(a, b).c_str());
+    if (cpu) std::printf(" %14s %9s", show(c, Unit::seconds).c_str(), phase_ratio(a, c).c_str());
+    std::printf("\n");
+  }
+  std::printf("(predicted: each phase's busy time, overlaps counted in each; measured: exclusive wall time, medians;\n"
+              " measured CPU: the same in the training thread's CPU time)\n");
+}
+
+// A run may train longer than the simulator's iterations: the moves of its first
+// `predicted.move_log_iterations` iterations (from its per-iteration counts) are the ones the
+// simulated log has. None when the run did not start at iteration 1 or ran no longer.
+std::optional<int64_t> moves_over_simulated_iterations(const Report& predicted, const Report& measured) {
+  if (!predicted.move_log_iterations || !measured.move_log_iterations) return std::nullopt;
+  const auto k = static_cast<size_t>(*predicted.move_log_iterations);
+  if (*measured.move_log_iterations <= *predicted.move_log_iterations || measured.iterations.size() < k ||
+      measured.iterations.front().iteration != 1)
+    return std::nullopt;
+  int64_t moves = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (!measured.iterations[i].moves) return std::nullopt;
+    moves += *measured.iterations[i].moves;
+  }
+  return moves;
 }
 
 }  // namespace
@@ -46,6 +141,9 @@ int run_compare(const std::vector<std::string>& argv) {
     std::printf(
         "usage: starfish compare PREDICTED.json MEASURED.json [--moves PREDICTED.jsonl MEASURED.jsonl]\n"
         "  PREDICTED: `starfish simulate --json` output; MEASURED: `starfish-run --report` output.\n"
+        "  Shows each quantity predicted and measured, where the iteration's time goes on each side\n"
+        "  (forward, backward, recompute, moves, optimizer, collectives), the run's CPU time and\n"
+        "  whether other work shared the machine while it was measured.\n"
         "  --moves: also diff the two move logs (`simulate --moves`, `starfish-run --move-log`).\n"
         "exit status: 0 when the move logs are identical (or --moves is not given), 3 when they\n"
         "  diverge (a move differs, or one log ends first), 1 for unreadable input, 2 for bad usage.\n");
@@ -56,25 +154,24 @@ int run_compare(const std::vector<std::string>& argv) {
   if (files.size() != want)
     throw UsageError(args.flag("moves") ? "expected PREDICTED.json MEASURED.json PREDICTED.jsonl MEASURED.jsonl"
                                         : "expected PREDICTED.json MEASURED.json");
-  const JsonValue a = read_json_file(files[0]), b = read_json_file(files[1]);
+  const Report a = report::read_report_file(files[0]);
+  Report b = report::read_report_file(files[1]);
+  const std::optional<int64_t> prefix = moves_over_simulated_iterations(a, b);
+  if (prefix) b.moves = prefix;  // the moves of the iterations the simulator ran
   std::printf("%-28s %14s %14s %10s\n", "", "predicted", "measured", "meas/pred");
-  int shown = 0;
-  for (const Quantity& q : kQuantities) {
-    const auto pa = a.number_at(q.path), pb = b.number_at(q.path);
-    if (!pa && !pb) continue;
-    ++shown;
-    std::string ratio = "-";
-    if (pa && pb && *pa != 0) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.3f", *pb / *pa);
-      ratio = buf;
-    }
-    std::printf("%-28s %14s %14s %10s\n", q.name, show(pa, q).c_str(), show(pb, q).c_str(), ratio.c_str());
+  for (const Quantity& q : quantities()) {
+    const auto pa = q.get(a), pb = q.get(b);
+    if (pa || pb) row(q.name, pa, pb, q.unit);
   }
-  if (shown == 0)
-    throw SpecError(files[0] + ", " + files[1] + ": neither report has any of the compared keys (iteration_s, ...)");
+  if (prefix)
+    std::printf("(chunk moves and the move log: the run's first %lld of %lld iterations, the ones the simulator walks)\n",
+                static_cast<long long>(*a.move_log_iterations), static_cast<long long>(*b.move_log_iterations));
+  measurement_notes(a, b);
+  phase_table(a, b);
   if (args.flag("moves")) {
-    const MoveDiff d = diff_move_logs(read_move_log_file(files[2]), read_move_log_file(files[3]));
+    std::vector<Move> measured_log = read_move_log_file(files[3]);
+    if (prefix && measured_log.size() > static_cast<size_t>(*prefix)) measured_log.resize(static_cast<size_t>(*prefix));
+    const MoveDiff d = diff_move_logs(read_move_log_file(files[2]), measured_log);
     std::printf("\nmove logs: %s\n", d.describe().c_str());
     return d.same ? 0 : 3;
   }

@@ -52,10 +52,21 @@ class SimHooks final : public StepHooks {
     const bool fwd = s.phase == Phase::forward;
     double duration = 0;
     if (s.index >= L) duration = fwd ? c_.output_s / 3 : 2 * c_.output_s / 3;
-    else if (s.index >= 0) duration = fwd ? c_.layer.forward_s : c_.layer.recompute_s + c_.layer.backward_s;
+    else if (s.index >= 0) duration = fwd ? c_.layer.forward_s : c_.layer.backward_s;
     const std::string name = std::string(fwd ? "F" : "B") + " L" + std::to_string(s.index);
+    // A recomputed layer's forward runs again first, as its own task (the report's recompute).
+    // The executor recomputes the output layer too (exec/segment_function.cpp: with recompute
+    // full every segment but the embedding lookup keeps only its input), and its forward is a
+    // third of output_s (the split above).
+    double recompute_s = 0;
+    if (!fwd && s.index >= 0 && s.index < L) recompute_s = c_.layer.recompute_s;
+    else if (!fwd && s.index >= L && job_.plan.recompute == Recompute::full) recompute_s = c_.output_s / 3;
+    const bool recompute = recompute_s > 0;
+    if (recompute)
+      backend_.append_compute(eng_.compute(lead, recompute_s, des::Label{out_.recompute, "R L" + std::to_string(s.index)}));
     const des::TaskId t = eng_.compute(lead, duration, des::Label{fwd ? out_.fwd : out_.bwd, name});
-    backend_.append_compute(t);
+    if (recompute) backend_.continue_compute(t);
+    else backend_.append_compute(t);
     if (stage_.first_task == des::kNone) stage_.first_task = t;
     if (!fwd) stage_.last_backward = t;
     last_task_ = t;
@@ -132,8 +143,7 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t
   // The warm-up records the trace and then places the optimizer states; the iteration after it
   // still pays for that placement (chunks left where the warm-up's optimizer step ran). The
   // third iteration is the steady state, and the one simulated.
-  driver.run_iteration(hooks);
-  driver.run_iteration(hooks);
+  for (int i = 1; i < kChunkedIterations; ++i) driver.run_iteration(hooks);
   backend.start_recording();
   driver.run_iteration(hooks);
   out.moves = runtime.moves();

@@ -15,6 +15,9 @@
 
 namespace starfish::schedule {
 
+// The iterations the runtime walks (and its move log covers): warm-up, settle, simulated.
+inline constexpr int kChunkedIterations = 3;
+
 // (make_job guarantees the plan has no pipeline parallelism.)
 BuiltIteration build_chunked_iteration(const Job& job, des::Engine& engine, int64_t fixed_non_model_bytes = -1);
 

@@ -15,6 +15,11 @@ void SimBackend::append_compute(des::TaskId t) {
   last_compute_ = t;
 }
 
+void SimBackend::continue_compute(des::TaskId t) {
+  engine_.depends(t, last_compute_);
+  last_compute_ = t;
+}
+
 Buffer SimBackend::allocate(Tier tier, int64_t bytes) { return Buffer{++next_buffer_, tier, bytes}; }
 
 void SimBackend::release(const Buffer&) {}

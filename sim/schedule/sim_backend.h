@@ -28,6 +28,10 @@ class SimBackend final : public Backend {
   // The compute stream's tasks, appended by the iteration builder: each runs after the previous
   // one and after every completion waited on since.
   void append_compute(des::TaskId t);
+  // A further task of the same step (a layer's backward after its recompute): it runs after the
+  // last one, and moves issued for the next step still overlap the whole step, as if it were
+  // one task.
+  void continue_compute(des::TaskId t);
   des::TaskId last_compute() const { return last_compute_; }
 
   Buffer allocate(Tier tier, int64_t bytes) override;

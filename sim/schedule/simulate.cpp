@@ -12,6 +12,7 @@
 #include "sim/cost/flops.h"
 #include "sim/des/engine.h"
 #include "sim/des/trace.h"
+#include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/iteration_builder.h"
 #include "sim/spec/json_writer.h"
 
@@ -53,6 +54,65 @@ StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Result
   }
   out.timeline.push_back({r.makespan_s, level});
   return out;
+}
+
+using report::PhaseId;
+using Interval = std::pair<double, double>;
+
+// Wall time during which at least one of the intervals ran.
+double union_s(std::vector<Interval>& spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, start = 0, end = -1;
+  for (const auto& [a, b] : spans) {
+    if (a > end) {
+      total += std::max(0.0, end - start);
+      start = a;
+      end = b;
+    } else {
+      end = std::max(end, b);
+    }
+  }
+  return total + std::max(0.0, end - start);
+}
+
+// The phase a task's category stands for (report::PhaseSeconds); `other` for none of them.
+PhaseId phase_of(const BuiltIteration& it, des::CategoryId c) {
+  if (c == it.fwd) return PhaseId::forward;
+  if (c == it.bwd) return PhaseId::backward;
+  if (c == it.recompute) return PhaseId::recompute;
+  if (c == it.offload) return PhaseId::moves;
+  if (c == it.optimizer) return PhaseId::optimizer;
+  if (c == it.tp || c == it.pp || c == it.dp) return PhaseId::collectives;
+  return PhaseId::other;
+}
+
+// Per phase, the wall time a task of it ran on a stage's lead GPU or on no GPU at all (the
+// host's CPU Adam, NVMe I/O: they serve every stage), mean over stages; `other` is the time none
+// ran. Each phase counts in full where phases overlap (a prefetch under a forward).
+report::PhaseSeconds predicted_phases(const BuiltIteration& it, const des::Engine& engine, const des::Results& r) {
+  std::vector<char> on_gpu(engine.task_count(), 0);
+  for (des::TaskId t : r.gpu_tasks) on_gpu[t] = 1;
+  std::array<std::vector<Interval>, report::kPhases.size()> host;
+  for (des::TaskId t = 0; t < engine.task_count(); ++t)
+    if (!on_gpu[t]) host[static_cast<size_t>(phase_of(it, r.category[t]))].emplace_back(r.start_s[t], r.end_s[t]);
+  host[static_cast<size_t>(PhaseId::other)].clear();
+  report::PhaseSeconds mean;
+  for (const StageInfo& st : it.stages) {
+    std::array<std::vector<Interval>, report::kPhases.size()> spans = host;
+    for (des::TaskId t : r.tasks_on_gpu(st.lead_gpu)) {
+      const PhaseId p = phase_of(it, r.category[t]);
+      if (p != PhaseId::other) spans[static_cast<size_t>(p)].emplace_back(r.start_s[t], r.end_s[t]);
+    }
+    std::vector<Interval> any;
+    for (PhaseId p : report::kPhases) {
+      std::vector<Interval>& v = spans[static_cast<size_t>(p)];
+      any.insert(any.end(), v.begin(), v.end());
+      if (p != PhaseId::other) report::seconds(mean, p) += union_s(v);
+    }
+    mean.other_s += r.makespan_s - union_s(any);
+  }
+  for (PhaseId p : report::kPhases) report::seconds(mean, p) /= static_cast<double>(it.stages.size());
+  return mean;
 }
 
 }  // namespace
@@ -98,6 +158,7 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   double bubble = 0;
   for (const StageInfo& st : it.stages) bubble += window - r.busy_union_s(st.lead_gpu, everything, 0, window);
   rep.bubble_fraction = bubble / it.stages.size() / rep.iteration_s;
+  rep.phases = predicted_phases(it, engine, r);
 
   const std::pair<const char*, des::CategoryId> groups[] = {{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
   for (const auto& [name, cat] : groups) {
@@ -196,54 +257,65 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   return rep;
 }
 
+report::Report shared_report(const SimReport& r) {
+  report::Report out;
+  out.kind = report::kSimulationKind;
+  out.model = r.model;
+  out.hardware = r.hardware;
+  out.gpus = r.gpus;
+  out.iteration_s = r.iteration_s;
+  out.tokens_per_s = r.tokens_per_s;
+  out.phases = r.phases;
+  out.memory.peak_gpu_bytes = r.peak_gpu_bytes;
+  out.memory.cpu_bytes_per_gpu = r.cpu_bytes_per_gpu;
+  out.memory.nvme_bytes_per_gpu = r.nvme_bytes_per_gpu;
+  out.bytes = report::ByteFigures{r.h2d_bytes, r.d2h_bytes, r.nvme_read_bytes, r.nvme_write_bytes, std::nullopt};
+  out.moves = r.moves;
+  if (r.moves > 0) out.move_log_iterations = kChunkedIterations;
+  return out;
+}
+
 std::string to_json(const SimReport& r) {
-  JsonWriter w(true);
-  w.begin_object();
-  w.field("kind", "starfish.simulation");
-  w.field("model", r.model).field("hardware", r.hardware).field("gpus", r.gpus);
-  w.field("iteration_s", r.iteration_s).field("tokens_per_s", r.tokens_per_s);
-  w.field("tflops_per_gpu", r.tflops_per_gpu).field("mfu", r.mfu).field("bubble_fraction", r.bubble_fraction);
-  w.key("communication").begin_array();
-  for (const auto& g : r.comm) {
-    w.begin_object().field("group", g.group).field("comm_s", g.comm_s).field("exposed_s", g.exposed_s);
-    w.field("compute_s", g.compute_s).key("compute_to_comm");
-    if (std::isfinite(g.ratio)) w.value(g.ratio);
-    else w.null();
+  report::Extras extras;
+  extras.memory = [&](JsonWriter& w) {
+    w.field("gpu_capacity_bytes", r.gpu_capacity_bytes);
+    w.field("cpu_bytes_per_node", r.cpu_bytes_per_node).field("cpu_capacity_bytes", r.cpu_capacity_bytes);
+    w.field("nvme_bytes_per_node", r.nvme_bytes_per_node).field("nvme_capacity_bytes", r.nvme_capacity_bytes);
+    w.field("fits", r.memory_verdict.fits);
+    if (!r.memory_verdict.fits) w.field("why_not", r.memory_verdict.text());
+    w.key("stages").begin_array();
+    for (const auto& s : r.memory) {
+      w.begin_object().field("stage", s.stage).field("gpu", s.gpu).field("model_state_bytes", s.model_state_bytes);
+      w.field("peak_bytes", s.peak_bytes).field("peak_time_s", s.peak_time_s);
+      w.key("timeline").begin_array();
+      for (const auto& p : s.timeline) w.begin_array().value(p.time_s).value(p.bytes).end_array();
+      w.end_array().end_object();
+    }
+    w.end_array();
+  };
+  extras.more = [&](JsonWriter& w) {
+    w.field("tflops_per_gpu", r.tflops_per_gpu).field("mfu", r.mfu).field("bubble_fraction", r.bubble_fraction);
+    w.key("communication").begin_array();
+    for (const auto& g : r.comm) {
+      w.begin_object().field("group", g.group).field("comm_s", g.comm_s).field("exposed_s", g.exposed_s);
+      w.field("compute_s", g.compute_s).key("compute_to_comm");
+      if (std::isfinite(g.ratio)) w.value(g.ratio);
+      else w.null();
+      w.end_object();
+    }
+    w.end_array();
+    w.key("links").begin_array();
+    for (const auto& l : r.links)
+      w.begin_object().field("name", l.name).field("kind", l.kind).field("bytes", l.bytes).field("busy_s", l.busy_s)
+          .field("utilisation", l.utilisation).end_object();
+    w.end_array();
+    w.key("simulator").begin_object();
+    w.field("tasks", static_cast<int64_t>(r.tasks)).field("events", static_cast<int64_t>(r.events));
+    w.field("used_links", static_cast<int64_t>(r.used_links)).field("link_classes", static_cast<int64_t>(r.link_classes));
+    w.field("build_wall_s", r.build_wall_s).field("run_wall_s", r.run_wall_s);
     w.end_object();
-  }
-  w.end_array();
-  w.key("memory").begin_object();
-  w.field("peak_gpu_bytes", r.peak_gpu_bytes).field("gpu_capacity_bytes", r.gpu_capacity_bytes);
-  w.field("cpu_bytes_per_node", r.cpu_bytes_per_node).field("cpu_capacity_bytes", r.cpu_capacity_bytes);
-  w.field("nvme_bytes_per_node", r.nvme_bytes_per_node).field("nvme_capacity_bytes", r.nvme_capacity_bytes);
-  w.field("cpu_bytes_per_gpu", r.cpu_bytes_per_gpu).field("nvme_bytes_per_gpu", r.nvme_bytes_per_gpu);
-  w.field("fits", r.memory_verdict.fits);
-  if (!r.memory_verdict.fits) w.field("why_not", r.memory_verdict.text());
-  w.key("stages").begin_array();
-  for (const auto& s : r.memory) {
-    w.begin_object().field("stage", s.stage).field("gpu", s.gpu).field("model_state_bytes", s.model_state_bytes);
-    w.field("peak_bytes", s.peak_bytes).field("peak_time_s", s.peak_time_s);
-    w.key("timeline").begin_array();
-    for (const auto& p : s.timeline) w.begin_array().value(p.time_s).value(p.bytes).end_array();
-    w.end_array().end_object();
-  }
-  w.end_array().end_object();
-  w.key("bytes").begin_object();
-  w.field("h2d", r.h2d_bytes).field("d2h", r.d2h_bytes).field("nvme_read", r.nvme_read_bytes).field("nvme_write", r.nvme_write_bytes);
-  w.end_object();
-  w.field("moves", r.moves);
-  w.key("links").begin_array();
-  for (const auto& l : r.links)
-    w.begin_object().field("name", l.name).field("kind", l.kind).field("bytes", l.bytes).field("busy_s", l.busy_s)
-        .field("utilisation", l.utilisation).end_object();
-  w.end_array();
-  w.key("simulator").begin_object();
-  w.field("tasks", static_cast<int64_t>(r.tasks)).field("events", static_cast<int64_t>(r.events));
-  w.field("used_links", static_cast<int64_t>(r.used_links)).field("link_classes", static_cast<int64_t>(r.link_classes));
-  w.field("build_wall_s", r.build_wall_s).field("run_wall_s", r.run_wall_s);
-  w.end_object();
-  w.end_object();
-  return w.str() + "\n";
+  };
+  return report::to_json(shared_report(r), extras);
 }
 
 }  // namespace starfish::schedule

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cost/capacity.h"
+#include "sim/report/report.h"
 #include "sim/spec/job.h"
 
 namespace starfish::schedule {
@@ -60,6 +61,9 @@ struct SimReport {
   double tflops_per_gpu = 0;     // hardware FLOP/s (with recompute) per GPU
   double mfu = 0;                // model FLOP/s over peak
   double bubble_fraction = 0;    // mean over stages of idle pipeline time / iteration
+  // Where the iteration's time goes (forward, backward, recompute, moves, optimizer,
+  // collectives), as a stage's lead GPU and the host see it, mean over stages (report.h).
+  report::PhaseSeconds phases;
   std::vector<CommGroupReport> comm;
   std::vector<StageMemoryReport> memory;
   double peak_gpu_bytes = 0, gpu_capacity_bytes = 0;
@@ -96,10 +100,10 @@ struct SimOptions {
 
 SimReport simulate(const Job& job, const SimOptions& options = {});
 
-// The report as JSON. `starfish-run` writes the same keys for what it measures (kind
-// "starfish.run"): iteration_s, tokens_per_s, memory.peak_gpu_bytes, memory.cpu_bytes_per_gpu,
-// memory.nvme_bytes_per_gpu, bytes.{h2d,d2h,nvme_read,nvme_write} and moves, so that
-// `starfish compare` reads both.
+// The part of the report `starfish-run` measures too (sim/report/report.h), which `starfish
+// compare` reads from both.
+report::Report shared_report(const SimReport& report);
+// The report as JSON: shared_report's fields, then the simulation's own sections.
 std::string to_json(const SimReport& report);
 
 }  // namespace starfish::schedule

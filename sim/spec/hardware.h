@@ -50,6 +50,13 @@ struct HostSpec {
   double memory_bandwidth_Bps = 0;
   int cpu_cores = 1;
   double cpu_adam_params_per_s = 0; // measured CPU Adam throughput of the whole host
+  // Host time an eager framework spends per op it dispatches (LibTorch: argument checks, the
+  // dispatcher, output allocation), and per op of a backward pass (autograd's engine and nodes
+  // besides), measured (exec/bench/op_dispatch). Set for a CPU host whose "GPU" is the CPU
+  // itself, where dispatch and arithmetic run one after the other on the same cores
+  // (sim/cost/dispatch.h); 0 elsewhere (on a GPU, launches overlap the kernels of earlier ops).
+  double op_dispatch_s = 0;
+  double backward_op_dispatch_s = 0;
   bool operator==(const HostSpec&) const = default;
 };
 

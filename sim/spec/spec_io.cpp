@@ -84,6 +84,8 @@ HostSpec read_host(MapReader r) {
   if (h.memory_bandwidth_Bps <= 0) r.fail("memory_bandwidth", "must be positive");
   h.cpu_cores = r.whole("cpu_cores", 1, limits::kMaxCpuCores);
   h.cpu_adam_params_per_s = r.real("cpu_adam_params_per_s", 1, 1e15);
+  if (r.has("op_dispatch")) h.op_dispatch_s = r.seconds("op_dispatch");
+  if (r.has("backward_op_dispatch")) h.backward_op_dispatch_s = r.seconds("backward_op_dispatch");
   r.finish();
   return h;
 }
@@ -390,6 +392,8 @@ std::string to_yaml(const Cluster& c) {
   emit_kv(e, "memory_bandwidth", units::format_rate(n.host.memory_bandwidth_Bps));
   emit_num(e, "cpu_cores", n.host.cpu_cores);
   emit_num(e, "cpu_adam_params_per_s", n.host.cpu_adam_params_per_s);
+  if (n.host.op_dispatch_s) emit_kv(e, "op_dispatch", units::format_seconds(n.host.op_dispatch_s));
+  if (n.host.backward_op_dispatch_s) emit_kv(e, "backward_op_dispatch", units::format_seconds(n.host.backward_op_dispatch_s));
   e << YAML::EndMap;
   if (n.nvme) {
     e << YAML::Key << "nvme" << YAML::Value << YAML::BeginMap;

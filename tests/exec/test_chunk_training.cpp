@@ -10,6 +10,7 @@
 #include "exec/trainer.h"
 #include "exec_test_util.h"
 #include "sim/chunk/reference_backend.h"
+#include "sim/report/report.h"
 #include "sim/spec/error.h"
 
 namespace starfish::exec {
@@ -167,7 +168,7 @@ TEST(ChunkTraining, TwoRankZeroMatchesOneRankWithTheDoubledBatch) {
   ASSERT_EQ(testing::run_starfish(plan("one.yaml", 4, 0) + common + " --params-out " + (dir / "one.params"), dir / "one.log").code, 0)
       << testing::read_file(dir / "one.log");
   ASSERT_EQ(testing::run_starfish("--nproc 2 " + plan("two.yaml", 2, 1) + common + " --params-out " + (dir / "two.params") +
-                                      " --move-log " + (dir / "moves"),
+                                      " --move-log " + (dir / "moves") + " --report " + (dir / "two.json"),
                                   dir / "two.log")
                 .code,
             0)
@@ -176,6 +177,14 @@ TEST(ChunkTraining, TwoRankZeroMatchesOneRankWithTheDoubledBatch) {
   const std::string log0 = testing::read_file(dir / "moves.rank0");
   EXPECT_NE(log0.find("\"op\":\"all-gather\""), std::string::npos);
   EXPECT_NE(log0.find("\"op\":\"reduce-scatter\""), std::string::npos);
+  // The report's breakdown counts the ZeRO collectives as collectives (not as moves) in every
+  // iteration, and the machine's CPU time of both ranks, not only rank 0's, as the run's own.
+  const report::Report two = report::read_report_file(dir / "two.json");
+  EXPECT_EQ(two.gpus, 2);
+  for (const report::IterationRecord& it : two.iterations) {
+    EXPECT_GT(it.phases.collectives_s, 0) << "iteration " << it.iteration;
+    EXPECT_GE(it.others_cpu_s, 0);
+  }
   const Gpt gpt(model());
   NamedTensors a, b;
   for (const GptParam& p : gpt.params()) a.emplace_back(p.name, at::zeros(p.shape)), b.emplace_back(p.name, at::zeros(p.shape));

@@ -14,6 +14,7 @@
 #include "sim/chunk/reference_backend.h"
 #include "sim/chunk/iteration_driver.h"
 #include "sim/chunk/runtime_config.h"
+#include "sim/report/report.h"
 #include "sim/schedule/simulate.h"
 #include "sim/spec/job.h"
 #include "sim/spec/json_reader.h"
@@ -104,6 +105,17 @@ int64_t count(const std::vector<Move>& moves, MoveReason reason) {
   return n;
 }
 
+// `starfish compare sim.json run.json --moves sim.jsonl run.jsonl` in `dir`: its output, once it
+// exited 0 (identical move logs).
+std::string compare_reports(const TempDir& dir) {
+  const std::string cmd = std::string(STARFISH_CLI) + " compare " + (dir / "sim.json") + " " + (dir / "run.json") + " --moves " +
+                          (dir / "sim.jsonl") + " " + (dir / "run.jsonl") + " >" + (dir / "compare.txt") + " 2>&1";
+  const int st = std::system(cmd.c_str());
+  const std::string out = read_all(dir / "compare.txt");
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  return out;
+}
+
 double number(const JsonValue& v, const std::string& path) {
   const auto x = v.number_at(path);
   EXPECT_TRUE(x.has_value()) << "no " << path;
@@ -146,6 +158,31 @@ TEST(SimParity, ThreeIterationsMoveForMoveWhileEvicting) {
   double moves = 0;
   for (const JsonValue& it : its->array) moves += number(it, "moves");
   EXPECT_EQ(moves, static_cast<double>(sim.moves)) << "the per-iteration moves add up to all of them";
+
+  // The breakdown (sim/report/report.h): every phase in both reports; measured, exclusive time
+  // that adds up to the iteration, with the phases this plan has (recompute full, evicting, one
+  // rank) non-zero and the one it lacks zero. No timing is asserted: only the structure.
+  const report::Report measured = report::read_report_file(dir / "run.json");
+  const report::Report predicted = report::read_report_file(dir / "sim.json");
+  ASSERT_TRUE(measured.phases && predicted.phases);
+  for (const report::IterationRecord& it : measured.iterations) {
+    double sum = 0;
+    for (report::PhaseId p : report::kPhases) sum += report::seconds(it.phases, p);
+    EXPECT_NEAR(sum, it.time_s, 1e-6 + 1e-3 * it.time_s) << "iteration " << it.iteration;
+    EXPECT_GT(it.phases.forward_s, 0);
+    EXPECT_GT(it.phases.backward_s, 0);
+    EXPECT_GT(it.phases.recompute_s, 0) << "recompute: full";
+    EXPECT_GT(it.phases.optimizer_s, 0);
+    EXPECT_GT(it.cpu_s, 0);
+    EXPECT_GE(it.others_cpu_s, 0);
+  }
+  EXPECT_GT(measured.iterations[2].phases.moves_s, 0) << "the steady iteration evicts and prefetches";
+  EXPECT_EQ(measured.phases->collectives_s, 0) << "one rank";
+  EXPECT_GT(predicted.phases->recompute_s, 0);
+  EXPECT_GT(predicted.phases->moves_s, 0);
+  EXPECT_EQ(measured.threads_per_rank, 1);
+  ASSERT_TRUE(measured.cpu_s && measured.load);
+  EXPECT_GE(measured.load->cpus, 1);
 }
 
 TEST(SimParity, StatesOnNvmeMoveForMoveAndCompareShowsEveryRow) {
@@ -163,12 +200,7 @@ TEST(SimParity, StatesOnNvmeMoveForMoveAndCompareShowsEveryRow) {
   EXPECT_EQ(number(run, "bytes.d2h"), sim.d2h_bytes);
   EXPECT_GT(number(run, "memory.nvme_bytes_per_gpu"), 0);
 
-  const std::string cmd = std::string(STARFISH_CLI) + " compare " + (dir / "sim.json") + " " + (dir / "run.json") + " --moves " +
-                          (dir / "sim.jsonl") + " " + (dir / "run.jsonl") + " >" + (dir / "compare.txt") + " 2>&1";
-  const int st = std::system(cmd.c_str());
-  const std::string out = read_all(dir / "compare.txt");
-  ASSERT_TRUE(WIFEXITED(st)) << out;
-  EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+  const std::string out = compare_reports(dir);
   // Every quantity with both a prediction and a measurement; equal byte counts and moves read 1.000.
   for (const char* row : {"iteration time", "tokens/s", "peak GPU memory (per GPU)", "peak CPU memory (per GPU)", "peak NVMe (per GPU)"})
     EXPECT_NE(out.find(row), std::string::npos) << row << " missing:\n" << out;
@@ -181,6 +213,14 @@ TEST(SimParity, StatesOnNvmeMoveForMoveAndCompareShowsEveryRow) {
   EXPECT_NE(out.find("move logs: identical"), std::string::npos) << out;
   // No quantity lacks either side: a "-" cell would mean a key the run does not write.
   EXPECT_EQ(out.find(" - "), std::string::npos) << out;
+  // How it was measured, and where the time went on each side.
+  EXPECT_NE(out.find("measured: median of 1 steady iteration(s) from iteration 3, 1 rank(s) x 1 intra-op thread(s)"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("  CPU time "), std::string::npos) << out;
+  EXPECT_TRUE(out.find("  dedicated: ") != std::string::npos || out.find("  SHARED: ") != std::string::npos) << out;
+  EXPECT_NE(out.find("time per iteration in"), std::string::npos) << out;
+  for (const char* phase : {"\nforward ", "\nbackward ", "\nrecompute ", "\nmoves ", "\noptimizer "})
+    EXPECT_NE(out.find(phase), std::string::npos) << phase << " missing:\n" << out;
 }
 
 TEST(SimParity, LaterIterationsRepeatTheSteadyBytes) {
@@ -207,6 +247,15 @@ TEST(SimParity, LaterIterationsRepeatTheSteadyBytes) {
   }
   EXPECT_EQ(number(run, "bytes.h2d"), sim.h2d_bytes);
   EXPECT_EQ(number(run, "steady_iterations"), 3);
+
+  // `compare` compares the run's first three iterations with the simulator's three: the same
+  // moves, the same log; the whole log (five iterations) is longer.
+  const std::string out = compare_reports(dir);
+  EXPECT_NE(out.find("the run's first 3 of 5 iterations"), std::string::npos) << out;
+  const size_t at = out.find("chunk moves");
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_NE(out.substr(at, out.find('\n', at) - at).find(" 1.000"), std::string::npos) << out;
+  EXPECT_NE(out.find("move logs: identical (" + std::to_string(a.size()) + " moves)"), std::string::npos) << out;
 }
 
 TEST(SimParity, WithRoomForTheStatesTheSteadyIterationsMoveNothingAsSimulated) {

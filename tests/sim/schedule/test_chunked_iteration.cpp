@@ -5,6 +5,7 @@
 #include "sim/chunk/reference_backend.h"
 #include "sim/chunk/runtime_config.h"
 #include "sim/schedule/chunked_iteration.h"
+#include "sim/schedule/layer_costs.h"
 #include "sim/schedule/simulate.h"
 #include "support/models.h"
 
@@ -107,6 +108,44 @@ TEST(ChunkedIteration, PipelineParallelChunkPlansAreRejected) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(ChunkedIteration, PhasesAreTheComputeTasksTheModelSizes) {
+  // One GPU computes the layers one after another, so each compute phase is the sum of its
+  // tasks (sim/schedule/layer_costs.h): forward L x forward + a third of the head, recompute
+  // L x recompute + the head's forward again (the executor recomputes it), backward L x backward
+  // + two thirds of the head. The CPU Adam steps queue on
+  // one host stream: their sum. Nothing is idle but the waits for moves (`other`).
+  const Job job = chunked_job(4LL << 30);
+  Job whole = job;
+  whole.plan.micro_batch = static_cast<int>(job.training.global_batch / job.dp());
+  const LayerCosts c = layer_costs(whole);
+  const SimReport r = simulate(job);
+  const double L = job.model.layers;
+  EXPECT_NEAR(r.phases.forward_s, L * c.layer.forward_s + c.output_s / 3, 1e-9 * r.iteration_s);
+  EXPECT_NEAR(r.phases.recompute_s, L * c.layer.recompute_s + c.output_s / 3, 1e-9 * r.iteration_s);
+  EXPECT_NEAR(r.phases.backward_s, L * c.layer.backward_s + 2 * c.output_s / 3, 1e-9 * r.iteration_s);
+  EXPECT_GT(r.phases.recompute_s, 0);
+  const ChunkLayout& layout = chunk_plan(job, 0).layout;
+  double stepped = 0;  // every param chunk holding tensors, whole (the step runs over its capacity)
+  for (int c = 0; c < layout.param_chunks(); ++c)
+    if (!layout.tensors_of(c).empty()) stepped += static_cast<double>(layout.chunk(c).elements);
+  EXPECT_NEAR(r.phases.optimizer_s, stepped / job.cluster.node.host.cpu_adam_params_per_s, 1e-9 * r.iteration_s)
+      << "every param chunk stepped once by CPU Adam, one after another";
+  EXPECT_GT(r.phases.moves_s, 0) << "the tight budget moves chunks";
+  EXPECT_EQ(r.phases.collectives_s, 0) << "one GPU";
+  EXPECT_GE(r.phases.other_s, 0);
+  const double compute = r.phases.forward_s + r.phases.recompute_s + r.phases.backward_s;
+  EXPECT_LE(compute + r.phases.optimizer_s + r.phases.other_s, r.iteration_s * (1 + 1e-12))
+      << "compute and the optimizer never overlap here; the rest is moves or idle";
+}
+
+TEST(ChunkedIteration, NoRecomputeNoRecomputePhase) {
+  Job job = chunked_job(80LL << 30);
+  job.plan.recompute = Recompute::none;
+  const SimReport r = simulate(job);
+  EXPECT_EQ(r.phases.recompute_s, 0);
+  EXPECT_GT(r.phases.backward_s, r.phases.forward_s);
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+// Per-op dispatch on a CPU host (sim/cost/dispatch.h): the executor's op counts times the
+// hwprofile's per-op costs, and nothing without them.
+#include <gtest/gtest.h>
+
+#include "sim/cost/dispatch.h"
+
+namespace starfish {
+namespace {
+
+TEST(Dispatch, CountsTimesTheHostsPerOpCosts) {
+  HostSpec host;
+  host.op_dispatch_s = 1e-6;
+  host.backward_op_dispatch_s = 2e-6;
+  const LayerDispatch full = layer_dispatch(host, Recompute::full);
+  EXPECT_DOUBLE_EQ(full.forward_s, 157e-6);           // 157 forward ops
+  EXPECT_DOUBLE_EQ(full.backward_s, 379 * 2e-6);      // 379 backward nodes and ops
+  EXPECT_DOUBLE_EQ(full.recompute_s, full.forward_s); // the forward again
+  EXPECT_DOUBLE_EQ(full.output_s, 30e-6 + 67 * 2e-6);
+  EXPECT_EQ(layer_dispatch(host, Recompute::none).recompute_s, 0);
+}
+
+TEST(Dispatch, NoneWithoutTheTrait) {
+  const LayerDispatch d = layer_dispatch(HostSpec{}, Recompute::full);
+  EXPECT_EQ(d.forward_s + d.backward_s + d.recompute_s + d.output_s, 0) << "GPU profiles leave it unset";
+}
+
+}  // namespace
+}  // namespace starfish
