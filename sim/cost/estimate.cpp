@@ -6,6 +6,7 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/capacity.h"
 #include "sim/cost/collectives.h"
+#include "sim/cost/dispatch.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
@@ -85,11 +86,18 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (!e.fits && options.memory_only_if_rejected) return;
 
   // ---- time of one micro-batch on the slowest stage
-  const LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute,
-                                  attention_kernel(p));
+  LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute,
+                            attention_kernel(p));
+  // An eager framework's per-op dispatch where the host's cores also compute (a CPU host), as the
+  // event-driven tier adds it (sim/schedule/layer_costs.cpp).
+  const LayerDispatch dispatch = layer_dispatch(c.node.host, p.recompute);
+  lt.forward_s += dispatch.forward_s;
+  lt.backward_s += dispatch.backward_s;
+  lt.recompute_s += dispatch.recompute_s;
   const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
   const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
-                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
+                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit) +
+                               dispatch.output_s;
   const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   double tp_comm = 0;
   if (p.tp > 1) {
