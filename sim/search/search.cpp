@@ -73,7 +73,7 @@ struct Worker {
   std::vector<Row> top;  // a heap of at most `keep` rows, worst at the front
   std::map<FamilyKey, Rejections> rejected;
   std::map<BoundKey, BoundVerdict> bounds;
-  int64_t evaluated = 0, pruned = 0, fitting = 0;
+  int64_t evaluated = 0, pruned = 0, fitting = 0, not_admitted = 0;
 };
 
 // Runs work(t) for t in [0, threads) on threads of their own; the calling thread calls tick()
@@ -294,6 +294,11 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
       for (int64_t i = begin; i < end; ++i) {
         const Candidate& c = candidates[i];
         c.fill(plan);
+        if (opt.framework) plan.framework = *opt.framework;
+        if (opt.admit && !opt.admit(plan)) {
+          ++w.not_admitted;
+          continue;
+        }
         if (opt.prune) {
           const BoundKey key{c.tp, c.pp, c.virtual_stages, c.zero_stage, static_cast<int>(c.params),
                              static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements};
@@ -374,6 +379,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
   for (Worker& w : workers) {
     result.evaluated += w.evaluated;
     result.pruned += w.pruned;
+    result.not_admitted += w.not_admitted;
     result.fitting += w.fitting;
     for (Row& r : w.top) rows.push_back(std::move(r));
     for (const auto& [k, v] : w.rejected) rejected[k].merge(v);

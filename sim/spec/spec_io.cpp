@@ -213,6 +213,10 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("norm")) m.norm = r.choice<Norm>("norm", {{"layernorm", Norm::layernorm}, {"rmsnorm", Norm::rmsnorm}});
   if (r.has("position"))
     m.position = r.choice<PositionEmbedding>("position", {{"learned", PositionEmbedding::learned}, {"rope", PositionEmbedding::rope}});
+  if (r.has("rope_base")) {
+    if (m.position != PositionEmbedding::rope) r.fail("rope_base", "applies only with position: rope");
+    m.rope_base = r.real("rope_base", 1, 1e12);
+  }
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
@@ -388,6 +392,7 @@ std::string to_yaml(const Model& m) {
   emit_kv(e, "activation", m.activation == Activation::gelu ? "gelu" : "swiglu");
   emit_kv(e, "norm", m.norm == Norm::layernorm ? "layernorm" : "rmsnorm");
   emit_kv(e, "position", m.position == PositionEmbedding::learned ? "learned" : "rope");
+  if (m.position == PositionEmbedding::rope) emit_kv(e, "rope_base", units::format_number(m.rope_base));
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   e << YAML::Key << "bias" << YAML::Value << m.bias;
   e << YAML::Key << "dropout" << YAML::Value << m.dropout;
