@@ -6,8 +6,6 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
-#include <sstream>
 
 #include "sim/spec/error.h"
 #include "sim/spec/input_file.h"
@@ -355,11 +353,7 @@ HfImport import_hf_config(const std::string& json, const std::string& file, cons
 }
 
 HfImport import_hf_config_file(const std::string& path, const HfImportOptions& options) {
-  if (path == "-") {
-    std::ostringstream text;
-    text << std::cin.rdbuf();
-    return import_hf_config(text.str(), "<stdin>", "imported", options);
-  }
+  if (path == "-") return import_hf_config(read_input_file(path), input_name(path), "imported", options);
   const std::string text = read_input_file(path);
   const std::filesystem::path p(path);
   // A downloaded model's folder names it (Llama-2-7b-hf/config.json); a renamed file its stem.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/spec/input_file.h"
 #include "sim/spec/limits.h"
 #include "sim/spec/units.h"
 #include "sim/spec/yaml_reader.h"
@@ -294,9 +295,9 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   return p;
 }
 
-Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_file(path), path); }
-Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), path); }
-PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), path); }
+Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_file(path), input_name(path)); }
+Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), input_name(path)); }
+PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), input_name(path)); }
 
 
 Cluster parse_cluster_text(const std::string& yaml, const std::string& file) { return parse_cluster(parse_yaml_text(yaml, file), file); }

@@ -63,6 +63,19 @@ TEST(CliImportHf, ErrorsAreOneLine) {
   EXPECT_NE(help.out.find("usage: starfish import-hf"), std::string::npos);
 }
 
+TEST(CliStdin, DashReadsAModelFromStandardInputOnce) {
+  const std::string root = STARFISH_SOURCE_DIR;
+  const auto r = run_command(kCli + " estimate --model - --hw dgx-a100-80gb < " + root + "/configs/models/gpt2-small.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("gpt2-small"), std::string::npos) << r.out;
+  const auto bad = run_command("printf 'name: x\\nlayers: 2\\n' | " + kCli + " estimate --model - --hw dgx-a100-80gb");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err.rfind("<stdin>:", 0), 0u) << bad.err;  // errors name standard input
+  const auto twice = run_command(kCli + " estimate --model - --hw - < " + root + "/configs/models/gpt2-small.yaml");
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_EQ(twice.err, "<stdin>: already read: only one input can be '-'\n");
+}
+
 TEST(CliVersion, NamesTheGitRevision) {
   const auto r = run_command(kCli + " --version");
   EXPECT_EQ(r.exit_code, 0);
