@@ -161,6 +161,25 @@ Model import_gated(const JsonFields& f, const std::string& type, std::vector<std
   return m;
 }
 
+// The shape most families name alike: hidden_size, num_hidden_layers, num_attention_heads (as
+// many KV heads), the FFN width under `ffn_key`, vocab_size.
+Model standard_shape(const JsonFields& f, const char* ffn_key) {
+  Model m;
+  m.family = "gpt";
+  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
+  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
+  m.heads = m.kv_heads = f.integer("num_attention_heads", limits::kMaxHeads);
+  m.ffn_hidden = f.integer(ffn_key, limits::kMaxFfnHidden);
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  return m;
+}
+
+// GPT-2 and GPT-NeoX name a GELU variant (gelu_new, gelu_fast, gelu_pytorch_tanh); the cost is one.
+void require_gelu(const JsonFields& f, const char* key, const char* fallback) {
+  const std::string act = f.text_or(key, fallback);
+  if (act.rfind("gelu", 0) != 0) fail_at(f.where(key), key, "'" + act + "' is not supported (expected a gelu variant)");
+}
+
 // GPT-2's layer (LayerNorm, GELU, learned positions, biases, tied); gpt_bigcode adds multi-query
 // attention (one KV head).
 Model import_gpt2(const JsonFields& f, const std::string& type) {
@@ -172,9 +191,7 @@ Model import_gpt2(const JsonFields& f, const std::string& type) {
   m.kv_heads = type == "gpt_bigcode" && f.boolean_or("multi_query", true) ? 1 : m.heads;
   m.ffn_hidden = f.integer_or("n_inner", limits::kMaxFfnHidden, 4 * m.hidden);  // null: 4 x n_embd
   m.vocab = f.integer("vocab_size", limits::kMaxVocab);
-  const std::string act = f.text_or("activation_function", "gelu_new");
-  if (act.rfind("gelu", 0) != 0)
-    fail_at(f.where("activation_function"), "activation_function", "'" + act + "' is not supported (expected a gelu variant)");
+  require_gelu(f, "activation_function", "gelu_new");
   m.activation = Activation::gelu;
   m.norm = Norm::layernorm;
   m.position = PositionEmbedding::learned;
@@ -188,16 +205,8 @@ Model import_gpt2(const JsonFields& f, const std::string& type) {
 // The GPT-NeoX / Pythia layer: LayerNorm, GELU, rotary (on a fraction of each head: no
 // parameters), biases, untied head; the parallel residual changes no shape.
 Model import_gpt_neox(const JsonFields& f) {
-  Model m;
-  m.family = "gpt";
-  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
-  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
-  m.heads = m.kv_heads = f.integer("num_attention_heads", limits::kMaxHeads);
-  m.ffn_hidden = f.integer("intermediate_size", limits::kMaxFfnHidden);
-  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
-  const std::string act = f.text_or("hidden_act", "gelu");
-  if (act.rfind("gelu", 0) != 0)
-    fail_at(f.where("hidden_act"), "hidden_act", "'" + act + "' is not supported (expected a gelu variant)");
+  Model m = standard_shape(f, "intermediate_size");
+  require_gelu(f, "hidden_act", "gelu");
   m.position = PositionEmbedding::rope;
   m.rope_base = f.real_or("rotary_emb_base", 10000);
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
@@ -238,13 +247,7 @@ Model import_falcon(const JsonFields& f, std::vector<std::string>& notes) {
 }
 
 Model import_opt(const JsonFields& f, std::vector<std::string>& notes) {
-  Model m;
-  m.family = "gpt";
-  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
-  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
-  m.heads = m.kv_heads = f.integer("num_attention_heads", limits::kMaxHeads);
-  m.ffn_hidden = f.integer("ffn_dim", limits::kMaxFfnHidden);
-  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  Model m = standard_shape(f, "ffn_dim");
   if (f.has("word_embed_proj_dim") && f.integer("word_embed_proj_dim", limits::kMaxHidden) != m.hidden)
     fail_at(f.where("word_embed_proj_dim"), "word_embed_proj_dim",
             "an embedding projected to another width (OPT-350m) is not in Starfish's model format");

@@ -76,6 +76,15 @@ TEST(CliStdin, DashReadsAModelFromStandardInputOnce) {
   EXPECT_EQ(twice.err, "<stdin>: already read: only one input can be '-'\n");
 }
 
+TEST(CliCheck, JsonNamesEachFilesKind) {
+  const std::string root = STARFISH_SOURCE_DIR;
+  const auto r = run_command(kCli + " check " + root + "/configs/models/gpt2-small.yaml " + root +
+                             "/hwprofiles/dgx-a100-80gb.yaml --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"kind\": \"model\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"kind\": \"hardware\""), std::string::npos) << r.out;
+}
+
 TEST(CliVersion, NamesTheGitRevision) {
   const auto r = run_command(kCli + " --version");
   EXPECT_EQ(r.exit_code, 0);

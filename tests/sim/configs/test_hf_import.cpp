@@ -36,6 +36,11 @@ std::string error_of(const std::string& json, HfImportOptions options = {}) {
   return "no error";
 }
 
+// `text` with its first `from` replaced by `to`.
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  return text.replace(text.find(from), from.size(), to);
+}
+
 // Published counts (the model cards / safetensors totals). Where Starfish's layer differs by a
 // few tensors the import says so in a note, and the difference is stated here exactly.
 struct Family {
@@ -108,32 +113,27 @@ TEST(HfImport, MixtureOfExpertsAndUnsupportedLayoutsAreRefusedNamingTheField) {
   EXPECT_EQ(error_of(fixture_text("mixtral-8x7b.json")),
             "config.json:7:17: field 'model_type': 'mixtral' is a mixture-of-experts model, which import-hf does not "
             "import yet (dense models only)");
-  std::string llama_moe = fixture_text("mistral-7b-v0.1.json");
-  llama_moe.replace(llama_moe.find("\"num_key_value_heads\""), 0, "\"num_local_experts\": 8,\n  ");
+  const std::string llama_moe =
+      with(fixture_text("mistral-7b-v0.1.json"), "\"num_key_value_heads\"", "\"num_local_experts\": 8,\n  \"num_key_value_heads\"");
   EXPECT_EQ(error_of(llama_moe),
             "config.json:13:24: field 'num_local_experts': a mixture-of-experts key: import-hf imports dense models only");
   EXPECT_EQ(error_of(fixture_text("gemma-7b.json")),
             "config.json:4:15: field 'head_dim': 256 is not hidden / heads = 192, which Starfish's model format assumes");
-  std::string bert = fixture_text("gpt2.json");
-  bert.replace(bert.find("\"gpt2\""), 6, "\"bert\"");
-  EXPECT_EQ(error_of(bert), "config.json:10:17: field 'model_type': 'bert' is not supported (llama, mistral, qwen2, qwen3, "
-                            "gemma, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode)");
+  EXPECT_EQ(error_of(with(fixture_text("gpt2.json"), "\"gpt2\"", "\"bert\"")),
+            "config.json:10:17: field 'model_type': 'bert' is not supported (llama, mistral, qwen2, qwen3, gemma, phi3, "
+            "falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode)");
 }
 
 TEST(HfImport, BadFilesFailWithFileLineAndField) {
   const std::string llama = fixture_text("llama-2-7b.json");
-  std::string no_heads = llama;
-  no_heads.replace(no_heads.find("num_attention_heads"), 19, "num_attention_headz");
-  EXPECT_EQ(error_of(no_heads), "config.json:1:1: field 'num_attention_heads': missing (required for this model_type)");
-  std::string odd = llama;
-  odd.replace(odd.find("\"num_attention_heads\": 32"), 25, "\"num_attention_heads\": 30");
-  EXPECT_EQ(error_of(odd), "config.json:12:26: field 'num_attention_heads': 30 heads do not divide hidden 4096");
-  std::string text = llama;
-  text.replace(text.find("\"hidden_size\": 4096"), 19, "\"hidden_size\": \"big\"");
-  EXPECT_EQ(error_of(text), "config.json:7:18: field 'hidden_size': expected a positive integer, got 'big'");
-  std::string relu = llama;
-  relu.replace(relu.find("\"silu\""), 6, "\"relu\"");
-  EXPECT_EQ(error_of(relu), "config.json:6:17: field 'hidden_act': 'relu' is not supported for a LLaMA-style model (expected silu)");
+  EXPECT_EQ(error_of(with(llama, "num_attention_heads", "num_attention_headz")),
+            "config.json:1:1: field 'num_attention_heads': missing (required for this model_type)");
+  EXPECT_EQ(error_of(with(llama, "\"num_attention_heads\": 32", "\"num_attention_heads\": 30")),
+            "config.json:12:26: field 'num_attention_heads': 30 heads do not divide hidden 4096");
+  EXPECT_EQ(error_of(with(llama, "\"hidden_size\": 4096", "\"hidden_size\": \"big\"")),
+            "config.json:7:18: field 'hidden_size': expected a positive integer, got 'big'");
+  EXPECT_EQ(error_of(with(llama, "\"silu\"", "\"relu\"")),
+            "config.json:6:17: field 'hidden_act': 'relu' is not supported for a LLaMA-style model (expected silu)");
   EXPECT_NE(error_of("{\"model_type\": \"llama\",").find("not valid JSON"), std::string::npos);
   EXPECT_EQ(error_of("[1, 2]"), "config.json:1:1: expected a JSON object (a Hugging Face config.json)");
 }
