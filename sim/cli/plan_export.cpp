@@ -485,8 +485,11 @@ void print_exports(const search::SearchResult& r, const Exports& e) {
     if (megatron) {
       std::printf("\nMegatron-LM arguments (%s):\n%s", which.c_str(), row_job_text(r, *x, true, e.options).c_str());
     } else {
-      std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d):\n%s", which.c_str(), x->row->plan.tp,
-                  x->row->plan.pp, row_job_text(r, *x, false, e.options).c_str());
+      const Plan& p = x->row->plan;
+      std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d%s%s):\n%s", which.c_str(), p.tp, p.pp,
+                  p.sequence_parallel ? ", sequence parallelism" : "",
+                  p.recompute == Recompute::selective ? ", selective recompute" : "",
+                  row_job_text(r, *x, false, e.options).c_str());
     }
   }
 }
@@ -512,7 +515,9 @@ void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Expo
         }
         w.end_array();
       } else {
+        // What the launcher (Megatron-DeepSpeed) sets, not the JSON.
         w.field("tensor_parallel", job.plan.tp).field("pipeline_parallel", job.plan.pp);
+        w.field("sequence_parallel", job.plan.sequence_parallel).field("recompute", to_string(job.plan.recompute));
         w.key("config");
         search::write_deepspeed_config(w, job, e.options);
       }
