@@ -8,23 +8,29 @@
 namespace starfish::search {
 namespace {
 
-std::string refuse(const char* field, const std::string& why) { return std::string("field '") + field + "': " + why; }
+// Why a framework cannot run a plan: the plan or training field (as a plan file names it) and
+// the reason; no field means it can.
+struct Refusal {
+  const char* field = nullptr;
+  std::string reason;
+  std::string text() const { return field ? std::string("field '") + field + "': " + reason : ""; }
+};
+
+Refusal refuse(const char* field, const std::string& why) { return {field, why}; }
 
 // The reason with the file:line:column of the field when the plan came from a file.
-std::string located(const Job& job, const std::string& why) {
-  if (why.empty()) return why;
-  const std::string field = why.substr(7, why.find('\'', 7) - 7);  // "field 'plan.x': ..."
+std::string located(const Job& job, const Refusal& r) {
+  if (!r.field) return "";
+  const std::string field = r.field;
   const Provenance& source = field.rfind("training.", 0) == 0 ? job.training.provenance : job.plan.provenance;
-  if (source.file.empty()) return why;
-  return source.where(field).to_string() + ": " + why;
+  if (source.file.empty()) return r.text();
+  return source.where(field).to_string() + ": " + r.text();
 }
 
 std::string whole(int64_t v) { return std::to_string(v); }
 
-}  // namespace
-
 // Megatron-LM as of the commit in configs/frameworks/megatron-lm-arguments.txt.
-std::string megatron_unsupported(const Plan& p, const Training& t) {
+Refusal megatron_refusal(const Plan& p, const Training& t) {
   if (p.framework != Framework::megatron_lm && p.framework != Framework::megatron_core)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; Megatron-LM exports take megatron-lm or megatron-core plans");
@@ -48,11 +54,11 @@ std::string megatron_unsupported(const Plan& p, const Training& t) {
     return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
   if (t.dtype == DType::fp8 && t.optimizer == Optimizer::sgd)
     return refuse("training.optimizer", "Megatron-LM's fp8 training (TransformerEngine) is set up with adam");
-  return "";
+  return {};
 }
 
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
-std::string deepspeed_unsupported(const Plan& p, const Training& t) {
+Refusal deepspeed_refusal(const Plan& p, const Training& t) {
   if (p.framework != Framework::deepspeed)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; DeepSpeed exports take deepspeed plans");
@@ -75,11 +81,19 @@ std::string deepspeed_unsupported(const Plan& p, const Training& t) {
     return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
   if (t.dtype == DType::fp8)
     return refuse("training.dtype", "DeepSpeed's config has no fp8 training (fp8 comes from TransformerEngine in the model code)");
-  return "";
+  return {};
 }
 
-std::string megatron_unsupported(const Job& job) { return located(job, megatron_unsupported(job.plan, job.training)); }
-std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_unsupported(job.plan, job.training)); }
+}  // namespace
+
+std::string megatron_unsupported(const Plan& plan, const Training& training) {
+  return megatron_refusal(plan, training).text();
+}
+std::string deepspeed_unsupported(const Plan& plan, const Training& training) {
+  return deepspeed_refusal(plan, training).text();
+}
+std::string megatron_unsupported(const Job& job) { return located(job, megatron_refusal(job.plan, job.training)); }
+std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_refusal(job.plan, job.training)); }
 
 std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Job& job) {
   if (const std::string why = megatron_unsupported(job); !why.empty()) throw SpecError("--megatron: " + why);
