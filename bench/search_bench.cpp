@@ -135,8 +135,7 @@ int main(int argc, char** argv) {
   t4 = Clock::now();
   const search::SearchResult ds = search::search(model, cluster, main_job, deepspeed);
   const double deepspeed_s = seconds_since(t4);
-  std::printf("
-search --megatron --deepspeed against plain search (main job, %d threads): plain %.3f s (%lld simulated),"
+  std::printf("\nsearch --megatron --deepspeed against plain search (main job, %d threads): plain %.3f s (%lld simulated),"
               " DeepSpeed's own search %.3f s (%lld simulated); total / plain = %.2f\n",
               hw, plain_s, static_cast<long long>(main_result.refined), deepspeed_s, static_cast<long long>(ds.refined),
               (plain_s + deepspeed_s) / plain_s);
