@@ -10,7 +10,7 @@
 #include <QSpinBox>
 
 #include "gui/app_paths.h"
-#include "gui/hf_import.h"
+#include "sim/spec/hf_import.h"
 #include "sim/cost/params.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
@@ -112,7 +112,11 @@ void ModelEditor::loadModel(const QString& name_or_path) {
   setModel(load_model(path.toStdString()), path);
 }
 
-void ModelEditor::importHfConfig(const QString& path) { setModel(import_hf_config_file(path.toStdString()), QString()); }
+// The CLI's import (sim/spec/hf_import.h): the training sequence is the default 4096 (capped by
+// learned positions), never the model's maximum context; the editor shows and edits it.
+void ModelEditor::importHfConfig(const QString& path) {
+  setModel(import_hf_config_file(path.toStdString()).model, QString());
+}
 
 void ModelEditor::setModel(const Model& m, const QString& path) {
   loaded_ = m;

@@ -52,7 +52,7 @@ std::string Args::required(const std::string& name) const {
 namespace {
 std::string resolve_in(const std::string& name, const std::vector<std::string>& folders) {
   namespace fs = std::filesystem;
-  if (fs::exists(name)) return name;
+  if (name == "-" || fs::exists(name)) return name;  // "-": standard input
   for (const auto& folder : folders) {
     for (const std::string& candidate : {folder + "/" + name + ".yaml", folder + "/" + name}) {
       if (fs::exists(candidate)) return candidate;

@@ -37,6 +37,7 @@ std::string resolve_model(const std::string& name_or_path);
 
 int run_estimate(const std::vector<std::string>& args);
 int run_check(const std::vector<std::string>& args);
+int run_import_hf(const std::vector<std::string>& args);
 int run_search(const std::vector<std::string>& args);
 int run_maxsize(const std::vector<std::string>& args);
 int run_size_cluster(const std::vector<std::string>& args);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "git_revision.h"  // generated: STARFISH_GIT_REVISION
 #include "sim/cli/cli.h"
 #include "sim/spec/error.h"
 
@@ -22,6 +23,7 @@ const std::map<std::string, Verb>& verbs() {
       {"calibrate", {starfish::cli::run_calibrate, "fit a GPU's GEMM and HBM efficiency from measurements into a new hwprofile"}},
       {"compare", {starfish::cli::run_compare, "predicted (simulate --json) against measured (starfish-run --report)"}},
       {"check", {starfish::cli::run_check, "validate hwprofile, model and plan YAML files"}},
+      {"import-hf", {starfish::cli::run_import_hf, "a Hugging Face config.json as a Starfish model file"}},
       {"search", {starfish::cli::run_search, "rank every plan of a model on a cluster by throughput"}},
       {"maxsize", {starfish::cli::run_maxsize, "the largest model of a family some plan can train on the hardware"}},
       {"size-cluster", {starfish::cli::run_size_cluster, "the fewest nodes that train T tokens within D days"}},
@@ -33,7 +35,7 @@ const std::map<std::string, Verb>& verbs() {
 void usage(std::FILE* out) {
   std::fprintf(out, "usage: starfish <verb> [options]\n\nverbs:\n");
   for (const auto& [name, verb] : verbs()) std::fprintf(out, "  %-10s %s\n", name.c_str(), verb.summary);
-  std::fprintf(out, "\nRun 'starfish <verb> --help' for a verb's options.\n");
+  std::fprintf(out, "\nRun 'starfish <verb> --help' (or -h) for a verb's options; 'starfish --version' for the build.\n");
 }
 
 }  // namespace
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
     usage(stdout);
     return 0;
   }
+  if (verb == "--version") {
+    std::printf("starfish %s (git %s)\n", STARFISH_VERSION, STARFISH_GIT_REVISION);
+    return 0;
+  }
   auto it = verbs().find(verb);
   if (it == verbs().end()) {
     std::fprintf(stderr, "starfish: unknown verb '%s'\n", verb.c_str());
@@ -55,7 +61,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return it->second.run(std::vector<std::string>(argv + 2, argv + argc));
+    std::vector<std::string> args(argv + 2, argv + argc);
+    for (std::string& a : args)
+      if (a == "-h") a = "--help";  // every verb's --help, by its short name
+    return it->second.run(args);
   } catch (const starfish::cli::UsageError& e) {
     std::fprintf(stderr, "starfish %s: %s\n", verb.c_str(), e.what());
     return 2;

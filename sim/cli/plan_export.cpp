@@ -304,7 +304,7 @@ void print_rejections(const search::SearchResult& r, int limit) {
   }
 }
 
-void write_search_json(JsonWriter& w, const search::SearchResult& r) {
+void write_search_json(JsonWriter& w, const search::SearchResult& r, const Exports* exports) {
   w.begin_object();
   w.field("model", r.model.name).field("hardware", r.cluster.name);
   w.field("nodes", r.cluster.nodes).field("gpus", r.cluster.total_gpus());
@@ -350,6 +350,7 @@ void write_search_json(JsonWriter& w, const search::SearchResult& r) {
     w.end_object();
   }
   w.end_array();
+  if (exports) write_exports_json(w, r, *exports);
   w.end_object();
 }
 
@@ -417,43 +418,129 @@ void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answ
   }
 }
 
-void export_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,
-                   const std::string& hw_path) {
-  const bool emit = args.get("emit").has_value(), megatron = args.flag("megatron"), deepspeed = args.flag("deepspeed");
-  if (!emit && !megatron && !deepspeed) return;
-  if (r.rows.empty()) throw std::runtime_error("no plan fits, so there is nothing to export");
-  if (emit) {
-    namespace fs = std::filesystem;
-    const std::string path = *args.get("emit");
-    const fs::path dir = fs::absolute(fs::path(path)).parent_path();
-    auto rel = [&](const std::string& p) { return fs::relative(fs::absolute(p), dir).string(); };
-    std::string text = "# starfish search: best plan for " + r.model.name + " on " + std::to_string(r.cluster.nodes) +
-                       " x " + r.cluster.name + " (" + std::to_string(r.cluster.total_gpus()) + " GPUs)";
-    if (r.cluster.nodes != 1) text += "; run with --nodes " + std::to_string(r.cluster.nodes);
-    text += "\n" + search::plan_file_yaml(r.job(r.rows.front()), rel(model_path), rel(hw_path));
-    save_text_file(path, text, args.flag("force"));
-    std::fprintf(stderr, "wrote %s\n", path.c_str());
+namespace {
+
+struct Target {
+  const char* name;  // as the user reads it
+  Framework framework;
+  std::string (*unsupported)(const Plan&, const Training&);
+  std::string (*unsupported_job)(const Job&);  // the same, with the plan file's line
+};
+const Target kMegatron{"Megatron-LM", Framework::megatron_lm, search::megatron_unsupported, search::megatron_unsupported};
+const Target kDeepSpeed{"DeepSpeed", Framework::deepspeed, search::deepspeed_unsupported, search::deepspeed_unsupported};
+
+// The plan an export is made from: the best row of the search that the framework runs as
+// simulated, else the winner of a second search over only the plans it runs, each costed as it
+// runs them (one analytic pass and a few simulations, never thousands).
+FrameworkExport choose(const search::SearchResult& r, const Target& target, const search::SearchOptions& options) {
+  FrameworkExport x;
+  x.framework = target.name;
+  for (size_t i = 0; i < r.rows.size(); ++i)
+    if (target.unsupported(r.rows[i].plan, r.training).empty()) {
+      x.row = r.rows[i];
+      x.rank = static_cast<int>(i) + 1;
+      break;
+    }
+  if (!r.rows.empty() && x.rank != 1) x.why_not_first = target.unsupported_job(r.job(r.rows.front()));
+  if (x.row || r.cancelled) return x;
+  search::SearchOptions o = options;
+  o.top_k = 1;
+  o.refine_top = 1;
+  o.framework = target.framework;
+  const Training training = r.training;
+  o.admit = [&target, training](const Plan& p) { return target.unsupported(p, training).empty(); };
+  const search::SearchResult own = search::search(r.model, r.cluster, r.training, o);
+  if (!own.rows.empty() && (!o.refiner || search::has_simulated_answer(own))) x.row = own.rows.front();
+  return x;
+}
+
+std::string row_job_text(const search::SearchResult& r, const FrameworkExport& x, bool megatron,
+                         const search::ExportOptions& options) {
+  const Job job = r.job(*x.row);
+  return megatron ? search::megatron_arguments(job) : search::deepspeed_config(job, options);
+}
+
+}  // namespace
+
+Exports make_exports(const search::SearchResult& r, const Args& args, const search::SearchOptions& options) {
+  Exports e;
+  if (auto path = args.get("nvme-path")) e.options.nvme_path = *path;
+  if (args.flag("megatron")) e.megatron = choose(r, kMegatron, options);
+  if (args.flag("deepspeed")) e.deepspeed = choose(r, kDeepSpeed, options);
+  return e;
+}
+
+void print_exports(const search::SearchResult& r, const Exports& e) {
+  for (const auto* x : {e.megatron ? &*e.megatron : nullptr, e.deepspeed ? &*e.deepspeed : nullptr}) {
+    if (!x) continue;
+    const bool megatron = e.megatron && x == &*e.megatron;
+    if (!x->row) {
+      std::printf("\n%s: no plan it runs fits (plan #1: %s)\n", x->framework.c_str(), x->why_not_first.c_str());
+      continue;
+    }
+    if (x->rank != 1 && !x->why_not_first.empty()) std::printf("\n(%s cannot run plan #1: %s)", x->framework.c_str(), x->why_not_first.c_str());
+    std::string which = x->rank > 0 ? "plan #" + std::to_string(x->rank) + ", " + x->row->label()
+                                    : "the best plan it runs, simulated as it runs it: " + x->row->label() + ", " +
+                                          units::human_count(x->row->tokens_per_s) + " tokens/s";
+    if (megatron) {
+      std::printf("\nMegatron-LM arguments (%s):\n%s", which.c_str(), row_job_text(r, *x, true, e.options).c_str());
+    } else {
+      const Plan& p = x->row->plan;
+      std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d%s%s):\n%s", which.c_str(), p.tp, p.pp,
+                  p.sequence_parallel ? ", sequence parallelism" : "",
+                  p.recompute == Recompute::selective ? ", selective recompute" : "",
+                  row_job_text(r, *x, false, e.options).c_str());
+    }
   }
-  auto pick = [&](std::string (*unsupported)(const Job&), const char* framework) -> const search::Row* {
-    for (size_t i = 0; i < r.rows.size(); ++i) {
-      if (unsupported(r.job(r.rows[i])).empty()) {
-        if (i > 0)
-          std::printf("\n(%s cannot run plan #1: %s; showing plan #%zu)\n", framework,
-                      unsupported(r.job(r.rows.front())).c_str(), i + 1);
-        return &r.rows[i];
+}
+
+void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Exports& e) {
+  if (!e.megatron && !e.deepspeed) return;
+  w.key("exports").begin_object();
+  for (const auto* x : {e.megatron ? &*e.megatron : nullptr, e.deepspeed ? &*e.deepspeed : nullptr}) {
+    if (!x) continue;
+    const bool megatron = e.megatron && x == &*e.megatron;
+    w.key(megatron ? "megatron" : "deepspeed").begin_object();
+    if (!x->why_not_first.empty()) w.field("plan_1_refused", x->why_not_first);
+    if (x->row) {
+      const Job job = r.job(*x->row);
+      w.field("label", x->row->label()).field("row", x->rank).field("tokens_per_s", x->row->tokens_per_s);
+      w.key("plan");
+      write_plan_json(w, job);
+      if (megatron) {
+        w.key("arguments").begin_array();
+        for (const auto& [name, value] : search::megatron_argument_list(job)) {
+          w.value(name);
+          if (!value.empty()) w.value(value);
+        }
+        w.end_array();
+      } else {
+        // What the launcher (Megatron-DeepSpeed) sets, not the JSON.
+        w.field("tensor_parallel", job.plan.tp).field("pipeline_parallel", job.plan.pp);
+        w.field("sequence_parallel", job.plan.sequence_parallel).field("recompute", to_string(job.plan.recompute));
+        w.key("config");
+        search::write_deepspeed_config(w, job, e.options);
       }
     }
-    throw std::runtime_error(std::string("none of the ") + std::to_string(r.rows.size()) +
-                             " best plans can be expressed for " + framework + ": " + unsupported(r.job(r.rows.front())));
-  };
-  if (megatron) {
-    const search::Row* row = pick(search::megatron_unsupported, "Megatron-LM");
-    std::printf("\nMegatron-LM arguments (%s):\n%s", row->label().c_str(), search::megatron_arguments(r.job(*row)).c_str());
+    w.end_object();
   }
-  if (deepspeed) {
-    const search::Row* row = pick(search::deepspeed_unsupported, "DeepSpeed");
-    std::printf("\nDeepSpeed config (%s):\n%s", row->label().c_str(), search::deepspeed_config(r.job(*row)).c_str());
-  }
+  w.end_object();
+}
+
+void emit_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,
+                 const std::string& hw_path) {
+  if (!args.get("emit")) return;
+  if (r.rows.empty()) throw std::runtime_error("no plan fits, so there is nothing to export");
+  namespace fs = std::filesystem;
+  const std::string path = *args.get("emit");
+  const fs::path dir = fs::absolute(fs::path(path)).parent_path();
+  auto rel = [&](const std::string& p) { return fs::relative(fs::absolute(p), dir).string(); };
+  std::string text = "# starfish search: best plan for " + r.model.name + " on " + std::to_string(r.cluster.nodes) +
+                     " x " + r.cluster.name + " (" + std::to_string(r.cluster.total_gpus()) + " GPUs)";
+  if (r.cluster.nodes != 1) text += "; run with --nodes " + std::to_string(r.cluster.nodes);
+  text += "\n" + search::plan_file_yaml(r.job(r.rows.front()), rel(model_path), rel(hw_path));
+  save_text_file(path, text, args.flag("force"));
+  std::fprintf(stderr, "wrote %s\n", path.c_str());
 }
 
 }  // namespace starfish::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/cli/cli.h"
+#include "sim/search/plan_export.h"
 #include "sim/search/search.h"
 #include "sim/spec/json_writer.h"
 
@@ -51,7 +52,9 @@ void print_rejections(const search::SearchResult& r, int limit);
 // Why fewer rows than asked for are shown (nothing when `asked` are shown): only that many plans
 // fit, the simulator rejected some of the analytic tier's best, or the search was interrupted.
 void print_shortfall(const search::SearchResult& r, int asked);
-void write_search_json(JsonWriter& w, const search::SearchResult& r);
+struct Exports;
+// The search as JSON; with `exports`, their "exports" object too.
+void write_search_json(JsonWriter& w, const search::SearchResult& r, const Exports* exports = nullptr);
 
 // One answer of a verb, to be written as a plan file: `file` is its name in the --emit
 // directory ("plan.yaml"), `title` its first comment line.
@@ -71,9 +74,27 @@ struct EmittedAnswer {
 void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answers, const std::string& hw_path,
                   bool force);
 
-// --emit / --force / --megatron / --deepspeed for the best row (the exporters pick the best
-// row their framework can express and say so when it is not the winner).
-void export_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,
-                   const std::string& hw_path);
+// --megatron / --deepspeed: the plan each framework's export is made from. It is the best row
+// of the search when the framework runs it as simulated (rank = its row), else the winner of a
+// second search over only the plans the framework runs, costed as it runs them (rank 0): an
+// analytic pass and a simulation or two, never thousands of plans re-simulated.
+struct FrameworkExport {
+  std::string framework;           // "Megatron-LM", "DeepSpeed"
+  std::optional<search::Row> row;  // none: no plan the framework runs fits
+  int rank = 0;                    // 1-based row of the search; 0: from the framework's own search
+  std::string why_not_first;       // why the framework cannot run row #1 ("" when it can)
+};
+struct Exports {
+  std::optional<FrameworkExport> megatron, deepspeed;
+  search::ExportOptions options;  // --nvme-path
+};
+Exports make_exports(const search::SearchResult& r, const Args& args, const search::SearchOptions& options);
+void print_exports(const search::SearchResult& r, const Exports& e);
+// "exports": {"megatron": {"label", "row", "plan", "arguments": [...]}, "deepspeed": {..., "config"}}
+void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Exports& e);
+
+// --emit plan.yaml [--force]: the winner as a plan file naming the model and hardware files.
+void emit_winner(const search::SearchResult& r, const Args& args, const std::string& model_path,
+                 const std::string& hw_path);
 
 }  // namespace starfish::cli

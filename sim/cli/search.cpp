@@ -1,6 +1,7 @@
 // starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K] [--emit plan.yaml
-// [--force]] [--megatron] [--deepspeed] [--json] [--threads N] [--max-tp N]: every plan of the
-// model on the hardware, ranked by throughput, with why the rejected families fail.
+// [--force]] [--megatron] [--deepspeed [--nvme-path P]] [--json] [--threads N] [--max-tp N]:
+// every plan of the model on the hardware, ranked by throughput, with why the rejected families
+// fail, and the launch settings of the best plan each asked-for framework runs.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -15,12 +16,13 @@
 namespace starfish::cli {
 
 int run_search(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp"},
+  Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp", "nvme-path"},
             {"json", "megatron", "deepspeed", "force", "analytic-only", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
-        "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed] [--json]\n"
+        "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed [--nvme-path P]]\n"
+        "                       [--json]\n"
         "                       [--threads N] [--max-tp N] [--analytic-only]\n"
         "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
         "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s with the analytic\n"
@@ -28,13 +30,16 @@ int run_search(const std::vector<std::string>& argv) {
         "  (--analytic-only skips the simulation).\n"
         "  B: global batch in sequences (default about 4Mi tokens, a multiple of the GPUs)\n"
         "  K: rows shown (default 10); --emit writes the winner as a plan file (no overwrite\n"
-        "  without --force); --megatron / --deepspeed print the winner's launch settings.\n"
+        "  without --force); --megatron / --deepspeed print the launch settings (Megatron-LM\n"
+        "  arguments, DeepSpeed JSON) of the best plan that framework runs: the best row it runs\n"
+        "  as simulated, else the winner of a search over its plans only, costed as it runs them.\n"
+        "  --nvme-path P: where DeepSpeed swaps NVMe-offloaded states (default /local_nvme).\n"
+        "  --json prints the ranking and the exports as one JSON object.\n"
         "  Ctrl-C stops the search and shows the best plans found so far.\n");
     return 0;
   }
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
-  if (args.flag("json") && (args.flag("megatron") || args.flag("deepspeed")))
-    throw UsageError("--json cannot be combined with --megatron or --deepspeed");
+  if (args.get("nvme-path") && !args.flag("deepspeed")) throw UsageError("--nvme-path only applies to --deepspeed");
   if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
   const std::string model_path = resolve_model(args.required("model"));
   const std::string hw_path = resolve_hardware(args.required("hw"));
@@ -47,20 +52,19 @@ int run_search(const std::vector<std::string>& argv) {
   if (auto k = args.get("top")) opt.top_k = parse_positive("top", *k);
   if (auto t = args.get("threads")) opt.threads = parse_positive("threads", *t);
   if (auto t = args.get("max-tp")) opt.space.max_tp = parse_positive("max-tp", *t);
-  // The exporters take the best plan their framework can express: keep enough rows to find one.
   const int shown = opt.top_k;
-  if (args.flag("megatron") || args.flag("deepspeed")) opt.top_k = std::max(opt.top_k, 5000);
   ProgressBar bar;
   SigintCancel sigint;
   opt.cancel = sigint.flag();
   if (!args.flag("analytic-only")) opt.refiner = search::des_refiner(opt.cancel);
   if (bar.enabled()) opt.progress = [&](const search::Progress& p) { bar(p); };
   const search::SearchResult r = search::search(model, cluster, training, opt);
+  const Exports exports = make_exports(r, args, opt);
   bar.finish();
 
   if (args.flag("json")) {
     JsonWriter w(true);
-    write_search_json(w, r);
+    write_search_json(w, r, &exports);
     std::fputs((w.str() + "\n").c_str(), stdout);
   } else {
     std::printf("%s on %d x %s (%d GPUs), global batch %lld (%s tokens)\n", model.name.c_str(), cluster.nodes,
@@ -75,8 +79,11 @@ int run_search(const std::vector<std::string>& argv) {
     print_rejections(r, 12);
     for (const auto& [label, why] : r.simulator_rejected) std::printf("  rejected by the simulator: %s: %s\n", label.c_str(), why.c_str());
   }
-  export_winner(r, args, model_path, hw_path);
+  if (!args.flag("json")) print_exports(r, exports);
+  emit_winner(r, args, model_path, hw_path);
   if (r.rows.empty()) return 1;
+  for (const auto& x : {exports.megatron, exports.deepspeed})
+    if (x && !x->row) return 1;  // an export was asked for and no plan of that framework fits
   return r.cancelled ? 130 : 0;
 }
 

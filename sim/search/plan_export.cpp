@@ -1,101 +1,192 @@
 #include "sim/search/plan_export.h"
 
+#include "sim/cost/framework.h"
 #include "sim/spec/error.h"
-#include "sim/spec/json_writer.h"
 #include "sim/spec/spec_io.h"
+#include "sim/spec/units.h"
 
 namespace starfish::search {
 namespace {
 
-bool offloaded(const Plan& p) {
-  return p.offload.params != Tier::gpu || p.offload.grads != Tier::gpu || p.offload.optimizer != Tier::gpu;
+// Why a framework cannot run a plan: the plan or training field (as a plan file names it) and
+// the reason; no field means it can.
+struct Refusal {
+  const char* field = nullptr;
+  std::string reason;
+  std::string text() const { return field ? std::string("field '") + field + "': " + reason : ""; }
+};
+
+Refusal refuse(const char* field, const std::string& why) { return {field, why}; }
+
+// The reason with the file:line:column of the field when the plan came from a file.
+std::string located(const Job& job, const Refusal& r) {
+  if (!r.field) return "";
+  const std::string field = r.field;
+  const Provenance& source = field.rfind("training.", 0) == 0 ? job.training.provenance : job.plan.provenance;
+  if (source.file.empty()) return r.text();
+  return source.where(field).to_string() + ": " + r.text();
 }
 
-std::string arg(const std::string& name, const std::string& value = "") {
-  return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
+std::string whole(int64_t v) { return std::to_string(v); }
+
+// Megatron-LM as of the commit in configs/frameworks/megatron-lm-arguments.txt.
+Refusal megatron_refusal(const Plan& p, const Training& t) {
+  if (p.framework != Framework::megatron_lm && p.framework != Framework::megatron_core)
+    return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
+                                        " runs it; Megatron-LM exports take megatron-lm or megatron-core plans");
+  if (p.chunked()) return refuse("plan.chunk_size", "Megatron-LM has no chunk runtime");
+  if (p.zero_stage >= 2)
+    return refuse("plan.zero_stage", "Megatron-LM has no ZeRO stage " + std::to_string(p.zero_stage) +
+                                         " (its distributed optimizer is ZeRO-1)");
+  if (p.offload.params != Tier::gpu) return refuse("plan.offload.params", "Megatron-LM keeps the params on the GPU");
+  if (p.offload.grads != Tier::gpu)
+    return refuse("plan.offload.grads", "Megatron-LM keeps the gradient buffers on the GPU");
+  if (p.offload.optimizer == Tier::nvme)
+    return refuse("plan.offload.optimizer", "Megatron-LM offloads the optimizer to CPU memory only, not NVMe");
+  // --optimizer-cpu-offload needs --use-precision-aware-optimizer (arguments.py), which runs
+  // only in the distributed optimizer (megatron/core/optimizer/__init__.py).
+  if (p.offload.optimizer == Tier::cpu && p.zero_stage != 1)
+    return refuse("plan.offload.optimizer",
+                  "Megatron-LM's --optimizer-cpu-offload runs in its distributed optimizer: ZeRO stage 1 only");
+  if (p.schedule == Schedule::gpipe && p.pp > 1)
+    return refuse("plan.schedule", "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe");
+  if (t.optimizer == Optimizer::sgd && p.zero_stage == 1)
+    return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
+  if (t.dtype == DType::fp8 && t.optimizer == Optimizer::sgd)
+    return refuse("training.optimizer", "Megatron-LM's fp8 training (TransformerEngine) is set up with adam");
+  return {};
+}
+
+// DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
+Refusal deepspeed_refusal(const Plan& p, const Training& t) {
+  if (p.framework != Framework::deepspeed)
+    return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
+                                        " runs it; DeepSpeed exports take deepspeed plans");
+  if (p.chunked()) return refuse("plan.chunk_size", "DeepSpeed has no chunk runtime (PatrickStar-style chunks)");
+  if (p.schedule == Schedule::interleaved) return refuse("plan.schedule", "DeepSpeed's pipeline engine has no interleaved schedule");
+  if (p.schedule == Schedule::gpipe && p.pp > 1)
+    return refuse("plan.schedule", "DeepSpeed's pipeline engine runs its 1F1B TrainSchedule, not GPipe");
+  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
+  if (p.pp > 1 && p.zero_stage >= 2)
+    return refuse("plan.zero_stage", "DeepSpeed's pipeline engine runs ZeRO-0 or ZeRO-1 only (ZeRO-" +
+                                         std::to_string(p.zero_stage) + " with PP " + std::to_string(p.pp) + ")");
+  if (p.offload.params != Tier::gpu && p.zero_stage != 3)
+    return refuse("plan.offload.params", "DeepSpeed offloads params only under ZeRO-3");
+  if (p.offload.optimizer != Tier::gpu && p.zero_stage == 0)
+    return refuse("plan.offload.optimizer", "DeepSpeed offloads the optimizer only under ZeRO 1-3");
+  // ZeRO-1/2 (stage_1_and_2.py) swap to CPU memory only; NVMe is ZeRO-Infinity, stage 3.
+  if (p.offload.optimizer == Tier::nvme && p.zero_stage != 3)
+    return refuse("plan.offload.optimizer", "DeepSpeed offloads the optimizer to NVMe only under ZeRO-3");
+  if (p.offload.grads != p.offload.optimizer && p.offload.grads != Tier::gpu)
+    return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
+  if (t.dtype == DType::fp8)
+    return refuse("training.dtype", "DeepSpeed's config has no fp8 training (fp8 comes from TransformerEngine in the model code)");
+  return {};
 }
 
 }  // namespace
 
-std::string megatron_unsupported(const Job& job) {
-  const Plan& p = job.plan;
-  if (p.zero_stage >= 2) return "Megatron-LM has no ZeRO stage " + std::to_string(p.zero_stage) +
-                                " (its distributed optimizer is ZeRO-1)";
-  if (offloaded(p)) return "Megatron-LM does not offload model states to CPU or NVMe";
-  if (p.chunked()) return "Megatron-LM has no chunk runtime";
-  if (p.schedule == Schedule::gpipe && p.pp > 1) return "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe";
-  if (job.training.optimizer == Optimizer::sgd && p.zero_stage == 1)
-    return "Megatron-LM's distributed optimizer needs adam";
-  return "";
+std::string megatron_unsupported(const Plan& plan, const Training& training) {
+  return megatron_refusal(plan, training).text();
 }
-
-std::string deepspeed_unsupported(const Job& job) {
-  const Plan& p = job.plan;
-  if (p.chunked()) return "DeepSpeed has no chunk runtime (PatrickStar-style chunks)";
-  if (p.schedule == Schedule::interleaved) return "DeepSpeed's pipeline engine has no interleaved schedule";
-  if (p.offload.params != Tier::gpu && p.zero_stage != 3) return "DeepSpeed offloads params only under ZeRO-3";
-  if (p.offload.optimizer != Tier::gpu && p.zero_stage == 0) return "DeepSpeed offloads the optimizer only under ZeRO 1-3";
-  if (p.offload.grads != p.offload.optimizer && p.offload.grads != Tier::gpu)
-    return "DeepSpeed keeps offloaded grads with the optimizer states";
-  return "";
+std::string deepspeed_unsupported(const Plan& plan, const Training& training) {
+  return deepspeed_refusal(plan, training).text();
 }
+std::string megatron_unsupported(const Job& job) { return located(job, megatron_refusal(job.plan, job.training)); }
+std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_refusal(job.plan, job.training)); }
 
-std::string megatron_arguments(const Job& job) {
+std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Job& job) {
   if (const std::string why = megatron_unsupported(job); !why.empty()) throw SpecError("--megatron: " + why);
   const Plan& p = job.plan;
   const Model& m = job.model;
   const Training& t = job.training;
-  std::string s;
-  s += arg("--tensor-model-parallel-size", std::to_string(p.tp));
-  s += arg("--pipeline-model-parallel-size", std::to_string(p.pp));
-  if (p.virtual_stages > 1)
-    s += arg("--num-layers-per-virtual-pipeline-stage", std::to_string(m.layers / (p.pp * p.virtual_stages)));
-  s += arg("--micro-batch-size", std::to_string(p.micro_batch));
-  s += arg("--global-batch-size", std::to_string(t.global_batch));
-  if (p.sequence_parallel) s += arg("--sequence-parallel");
-  if (p.overlap_grad_reduce) s += arg("--overlap-grad-reduce");
-  if (p.recompute == Recompute::selective) s += arg("--recompute-granularity", "selective");
+  std::vector<std::pair<std::string, std::string>> a;
+  auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
+  add("--tensor-model-parallel-size", whole(p.tp));
+  add("--pipeline-model-parallel-size", whole(p.pp));
+  if (p.virtual_stages > 1) add("--num-layers-per-virtual-pipeline-stage", whole(m.layers / (p.pp * p.virtual_stages)));
+  add("--micro-batch-size", whole(p.micro_batch));
+  add("--global-batch-size", whole(t.global_batch));
+  if (p.sequence_parallel) add("--sequence-parallel");
+  if (p.recompute == Recompute::selective) add("--recompute-granularity", "selective");
   if (p.recompute == Recompute::full) {
-    s += arg("--recompute-granularity", "full");
-    s += arg("--recompute-method", "uniform");
-    s += arg("--recompute-num-layers", "1");
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", "1");
   }
-  if (p.zero_stage == 1) s += arg("--use-distributed-optimizer");
-  if (t.dtype == DType::bf16) s += arg("--bf16");
-  if (t.dtype == DType::fp16) s += arg("--fp16");
-  s += arg("--num-layers", std::to_string(m.layers));
-  s += arg("--hidden-size", std::to_string(m.hidden));
-  s += arg("--num-attention-heads", std::to_string(m.heads));
+  if (p.zero_stage == 1) add("--use-distributed-optimizer");
+  if (p.overlap_grad_reduce) add("--overlap-grad-reduce");
+  // The distributed optimizer's param all-gather overlapped with the next forward, as the
+  // grads' reduce-scatter is with backward (arguments.py requires --overlap-grad-reduce).
+  if (p.overlap_grad_reduce && p.zero_stage == 1) add("--overlap-param-gather");
+  if (p.offload.optimizer == Tier::cpu) {
+    add("--optimizer-cpu-offload");
+    add("--use-precision-aware-optimizer");  // required by --optimizer-cpu-offload
+  }
+  // Precision: bf16 / fp16 mixed precision; fp8 runs TransformerEngine's fp8 GEMMs over bf16
+  // params (hybrid: e4m3 forward, e5m2 gradients). fp32/tf32 train without a flag.
+  if (t.dtype == DType::bf16 || t.dtype == DType::fp8) add("--bf16");
+  if (t.dtype == DType::fp16) add("--fp16");
+  if (t.dtype == DType::fp8) {
+    add("--fp8-format", "hybrid");
+    add("--fp8-recipe", "delayed");
+  }
+  // The attention kernel the plan was simulated with (TransformerEngine's backends).
+  add("--attention-backend", attention_kernel(p) == Attention::flash ? "flash" : "unfused");
+  add("--num-layers", whole(m.layers));
+  add("--hidden-size", whole(m.hidden));
+  add("--num-attention-heads", whole(m.heads));
   if (m.kv_heads != m.heads) {
-    s += arg("--group-query-attention");
-    s += arg("--num-query-groups", std::to_string(m.kv_heads));
+    add("--group-query-attention");
+    add("--num-query-groups", whole(m.kv_heads));
   }
-  s += arg("--ffn-hidden-size", std::to_string(m.ffn_hidden));
-  s += arg("--seq-length", std::to_string(m.seq_len));
-  s += arg("--max-position-embeddings", std::to_string(m.seq_len));
-  if (m.activation == Activation::swiglu) s += arg("--swiglu");
-  if (m.norm == Norm::rmsnorm) s += arg("--normalization", "RMSNorm");
-  if (m.position == PositionEmbedding::rope) s += arg("--position-embedding-type", "rope");
-  if (!m.tied_embeddings) s += arg("--untie-embeddings-and-output-weights");
-  if (!m.bias) s += arg("--disable-bias-linear");
-  s += arg("--optimizer", t.optimizer == Optimizer::sgd ? "sgd" : "adam");
-  s += arg("--lr", std::to_string(t.learning_rate));
-  s += arg("--weight-decay", std::to_string(t.weight_decay));
-  if (t.grad_clip > 0) s += arg("--clip-grad", std::to_string(t.grad_clip));
+  add("--ffn-hidden-size", whole(m.ffn_hidden));
+  add("--seq-length", whole(m.seq_len));
+  add("--max-position-embeddings", whole(m.seq_len));
+  // The model's vocabulary exactly (Megatron would otherwise pad it to a multiple of 128 x TP);
+  // the tokenizer is the user's: swap in --tokenizer-type HuggingFaceTokenizer --tokenizer-model.
+  add("--tokenizer-type", "NullTokenizer");
+  // (megatron/core/tokenizers/text/libraries/null_tokenizer.py: ids 0..vocab-1, the last one the
+  // end of document); Megatron still pads it to a multiple of TP for its vocab-parallel embedding.
+  add("--vocab-size", whole(m.vocab));
+  add("--make-vocab-size-divisible-by", "1");
+  if (m.activation == Activation::swiglu) add("--swiglu");
+  if (m.norm == Norm::rmsnorm) add("--normalization", "RMSNorm");
+  if (m.position == PositionEmbedding::rope) {
+    add("--position-embedding-type", "rope");
+    add("--rotary-base", units::format_number(m.rope_base));
+  }
+  if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
+  if (!m.bias) add("--disable-bias-linear");
+  if (!m.dropout) {  // Megatron's default is 0.1 for both
+    add("--attention-dropout", "0");
+    add("--hidden-dropout", "0");
+  }
+  add("--optimizer", t.optimizer == Optimizer::sgd ? "sgd" : "adam");  // Megatron's adam is AdamW
+  add("--lr", units::format_number(t.learning_rate));
+  add("--weight-decay", units::format_number(t.weight_decay));
+  add("--clip-grad", units::format_number(t.grad_clip));  // 0 turns clipping off
+  add("--seed", whole(static_cast<int64_t>(t.seed)));
+  return a;
+}
+
+std::string megatron_arguments(const Job& job) {
+  std::string s;
+  for (const auto& [name, value] : megatron_argument_list(job))
+    s += "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
   s.resize(s.size() - 3);  // the last line needs no continuation
   return s + "\n";
 }
 
-std::string deepspeed_config(const Job& job) {
+void write_deepspeed_config(JsonWriter& w, const Job& job, const ExportOptions& options) {
   if (const std::string why = deepspeed_unsupported(job); !why.empty()) throw SpecError("--deepspeed: " + why);
   const Plan& p = job.plan;
   const Training& t = job.training;
-  JsonWriter w(true);
   w.begin_object();
   w.field("train_batch_size", t.global_batch);
   w.field("train_micro_batch_size_per_gpu", p.micro_batch);
   w.field("gradient_accumulation_steps", job.micro_batches());
-  if (t.grad_clip > 0) w.field("gradient_clipping", t.grad_clip);
+  w.field("gradient_clipping", t.grad_clip);  // 0 turns clipping off, as DeepSpeed's default
   w.key("zero_optimization").begin_object();
   w.field("stage", p.zero_stage);
   w.field("overlap_comm", p.overlap_grad_reduce);
@@ -103,7 +194,7 @@ std::string deepspeed_config(const Job& job) {
     if (tier == Tier::gpu) return;
     w.key(key).begin_object();
     w.field("device", to_string(tier));
-    if (tier == Tier::nvme) w.field("nvme_path", "/local_nvme");
+    if (tier == Tier::nvme) w.field("nvme_path", options.nvme_path);
     w.field("pin_memory", true);
     w.end_object();
   };
@@ -121,13 +212,15 @@ std::string deepspeed_config(const Job& job) {
   w.field("type", t.optimizer == Optimizer::adamw ? "AdamW" : t.optimizer == Optimizer::sgd ? "SGD" : "Adam");
   w.key("params").begin_object().field("lr", t.learning_rate).field("weight_decay", t.weight_decay).end_object();
   w.end_object();
-  // Parallelism DeepSpeed itself does not configure: Megatron-DeepSpeed's launcher sets these.
-  w.key("starfish").begin_object();
-  w.field("tensor_parallel", p.tp).field("pipeline_parallel", p.pp).field("data_parallel", p.dp);
-  w.field("selective_recompute", p.recompute == Recompute::selective);
-  w.field("sequence_parallel", p.sequence_parallel);
+  // ZeRO asserts on an optimizer outside its tested list (deepspeed/runtime/zero/utils.py:
+  // Adam, AdamW, Adagrad, Lion and their fused/CPU forms) unless this is set (engine.py).
+  if (p.zero_stage > 0 && t.optimizer == Optimizer::sgd) w.field("zero_allow_untested_optimizer", true);
   w.end_object();
-  w.end_object();
+}
+
+std::string deepspeed_config(const Job& job, const ExportOptions& options) {
+  JsonWriter w(true);
+  write_deepspeed_config(w, job, options);
   return w.str() + "\n";
 }
 

@@ -70,22 +70,33 @@ bool better(const Row& a, const Row& b) {
 }
 
 struct Worker {
+  Plan plan;             // scratch, reused for every candidate
+  Estimate estimate;     // likewise
   std::vector<Row> top;  // a heap of at most `keep` rows, worst at the front
   std::map<FamilyKey, Rejections> rejected;
   std::map<BoundKey, BoundVerdict> bounds;
-  int64_t evaluated = 0, pruned = 0, fitting = 0;
+  int64_t evaluated = 0, pruned = 0, fitting = 0, not_admitted = 0;
 };
 
-// Runs work(t) for t in [0, threads) on threads of their own; the calling thread calls tick()
-// every interval_s until all have ended (the progress reports come from the caller's thread).
-void run_pool(int threads, const std::function<void(int)>& work, const std::function<void()>& tick, double interval_s) {
+// The one parallel loop of the search: body(worker, begin, end) over [0, n) in blocks of `block`,
+// each block claimed from a shared counter so fast and slow workers balance, on `threads`
+// threads of their own (worker in [0, threads)); a worker stops claiming once `cancelled()`.
+// The calling thread calls tick() every interval_s until all have ended, so the progress
+// reports come from the caller's thread.
+void parallel_for(int threads, int64_t n, int64_t block, const std::function<void(int, int64_t, int64_t)>& body,
+                  const std::function<bool()>& cancelled, const std::function<void()>& tick, double interval_s) {
+  std::atomic<int64_t> next{0};
   std::mutex mu;
   std::condition_variable cv;
   int finished = 0;
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      work(t);
+      while (!cancelled()) {
+        const int64_t begin = next.fetch_add(block);
+        if (begin >= n) break;
+        body(t, begin, std::min(n, begin + block));
+      }
       std::lock_guard<std::mutex> lock(mu);
       ++finished;
       cv.notify_all();
@@ -131,21 +142,18 @@ void refine_best(SearchResult& result, std::vector<Row>& rows, const SearchOptio
   while (fit < want && next < rows.size() && !cancelled()) {
     const size_t wave_begin = next, wave_end = std::min(rows.size(), next + static_cast<size_t>(want - fit));
     refine_total = static_cast<int64_t>(wave_end);
-    std::atomic<size_t> next_row{wave_begin};
     std::vector<std::string> errors(wave_end - wave_begin);
-    auto refine = [&](int) {
-      while (!cancelled()) {
-        const size_t i = next_row.fetch_add(1);
-        if (i >= wave_end) return;
-        try {
-          rows[i].refined = opt.refiner(result.job(rows[i]));
-        } catch (const std::exception& ex) {
-          if (!cancelled()) errors[i - wave_begin] = ex.what();  // else: stopped part-way, unrefined
-        }
-        refined_done.fetch_add(1);
+    auto refine = [&](int, int64_t k, int64_t) {
+      const size_t i = wave_begin + static_cast<size_t>(k);
+      try {
+        rows[i].refined = opt.refiner(result.job(rows[i]));
+      } catch (const std::exception& ex) {
+        if (!cancelled()) errors[i - wave_begin] = ex.what();  // else: stopped part-way, unrefined
       }
+      refined_done.fetch_add(1);
     };
-    run_pool(std::min<int>(threads, static_cast<int>(wave_end - wave_begin)), refine, report, opt.progress_interval_s);
+    const int64_t wave = static_cast<int64_t>(wave_end - wave_begin);
+    parallel_for(std::min<int>(threads, static_cast<int>(wave)), wave, 1, refine, cancelled, report, opt.progress_interval_s);
     for (size_t i = wave_begin; i < wave_end; ++i) {
       if (!errors[i - wave_begin].empty())
         throw std::runtime_error("search: the refiner failed on " + rows[i].label() + ": " + errors[i - wave_begin]);
@@ -186,6 +194,155 @@ void refine_best(SearchResult& result, std::vector<Row>& rows, const SearchOptio
   rows = std::move(kept);
   result.cancelled = cancelled();
 }
+
+// The first tier: every candidate through the family memory bound and the analytic model, on
+// `result.threads` workers, each keeping its own best rows and rejection summaries; run()
+// merges them (order-independent: rows by score then index, rejections by key) into `result`
+// and returns the rows kept: the top_k, and with a refiner its reserve.
+class AnalyticPass {
+ public:
+  AnalyticPass(SearchResult& result, const std::vector<Candidate>& candidates, const SearchOptions& opt)
+      : result_(result), candidates_(candidates), opt_(opt), evaluator_(result.model, result.cluster, result.training),
+        capacity_(usable_capacity(result.cluster)), workers_(result.threads) {
+    evaluator_.prepare(candidates);
+    // With a refiner, `refine_reserve` more rows stand by for the plans the refiner refuses.
+    keep_ = std::max({1, opt.top_k,
+                      opt.refiner ? (opt.refine_top > 0 ? opt.refine_top : opt.top_k) + opt.refine_reserve : 0});
+  }
+
+  std::vector<Row> run() {
+    constexpr int64_t kBlock = 256;
+    parallel_for(
+        result_.threads, result_.enumerated, kBlock, [&](int t, int64_t begin, int64_t end) { evaluate_block(workers_[t], begin, end); },
+        [&] { return cancelled(); }, [&] { report(); }, opt_.progress_interval_s);
+    result_.cancelled = cancelled();
+    report();
+    return merge();
+  }
+  int64_t done() const { return done_.load(); }
+
+ private:
+  bool cancelled() const { return opt_.cancel && opt_.cancel->load(std::memory_order_relaxed); }
+
+  void report() const {
+    if (!opt_.progress) return;
+    Progress p;
+    p.done = done_.load();
+    p.total = result_.enumerated;
+    p.fitting = fitting_.load();
+    p.best_tokens_per_s = best_tokens_per_s_.load();
+    p.phase = "analytic";
+    opt_.progress(p);
+  }
+
+  void evaluate_block(Worker& w, int64_t begin, int64_t end) {
+    const int64_t fitting_before = w.fitting;
+    for (int64_t i = begin; i < end; ++i) {
+      const Candidate& c = candidates_[i];
+      c.fill(w.plan);
+      if (opt_.framework) w.plan.framework = *opt_.framework;
+      if (opt_.admit && !opt_.admit(w.plan)) {
+        ++w.not_admitted;
+        continue;
+      }
+      if (opt_.prune && pruned_by_bound(w, c, i)) continue;
+      ++w.evaluated;
+      evaluator_.evaluate(w.plan, w.estimate, /*memory_only_if_rejected=*/true, /*explain=*/false);
+      const Estimate& e = w.estimate;
+      if (!e.fits) {
+        w.rejected[family_key(c, constraint_of(e.memory.tier))].add(e.memory.needed_bytes, e.memory.capacity_bytes, c, i);
+      } else if (opt_.max_iteration_s > 0 && e.time.iteration_s > opt_.max_iteration_s) {
+        w.rejected[family_key(c, Constraint::time)].add(e.time.iteration_s, opt_.max_iteration_s, c, i);
+      } else {
+        ++w.fitting;
+        offer_row(w, c, i);
+      }
+    }
+    done_.fetch_add(end - begin, std::memory_order_relaxed);
+    fitting_.fetch_add(w.fitting - fitting_before, std::memory_order_relaxed);
+  }
+
+  // The family memory bound's verdict, memoised per family; true when it rejects the plan.
+  bool pruned_by_bound(Worker& w, const Candidate& c, int64_t i) {
+    const BoundKey key{c.tp, c.pp, c.virtual_stages, c.zero_stage, static_cast<int>(c.params),
+                       static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements};
+    auto it = w.bounds.find(key);
+    if (it == w.bounds.end()) {
+      const AnalyticEvaluator::StatesBound b = evaluator_.states_lower_bound(w.plan);
+      const MemoryVerdict m = check_memory(TierBytes{b.gpu_bytes, b.cpu_bytes, b.nvme_bytes}, capacity_);
+      it = w.bounds.emplace(key, BoundVerdict{!m.fits, constraint_of(m.tier), m.needed_bytes, m.capacity_bytes}).first;
+    }
+    if (!it->second.reject) return false;
+    ++w.pruned;
+    w.rejected[family_key(c, it->second.why)].add(it->second.needed, it->second.capacity, c, i);
+    return true;
+  }
+
+  // A fitting plan into the worker's heap of the `keep` best (front: the worst kept).
+  void offer_row(Worker& w, const Candidate& c, int64_t i) {
+    const Estimate& e = w.estimate;
+    const bool full = static_cast<int>(w.top.size()) >= keep_;
+    if (full) {
+      const Row& worst = w.top.front();
+      if (e.tokens_per_s < worst.tokens_per_s || (e.tokens_per_s == worst.tokens_per_s && i > worst.index)) return;
+    }
+    Row r;
+    r.index = i;
+    r.candidate = c;
+    r.plan = w.plan;
+    r.analytic = e;
+    r.tokens_per_s = e.tokens_per_s;
+    const double price = result_.cluster.price_per_gpu_hour;
+    if (price > 0) r.cost_per_million_tokens = price * result_.cluster.total_gpus() / 3600.0 / e.tokens_per_s * 1e6;
+    if (full) {
+      std::pop_heap(w.top.begin(), w.top.end(), better);
+      w.top.back() = std::move(r);
+    } else {
+      w.top.push_back(std::move(r));
+    }
+    std::push_heap(w.top.begin(), w.top.end(), better);
+    double seen = best_tokens_per_s_.load(std::memory_order_relaxed);
+    while (e.tokens_per_s > seen && !best_tokens_per_s_.compare_exchange_weak(seen, e.tokens_per_s)) {
+    }
+  }
+
+  std::vector<Row> merge() {
+    std::vector<Row> rows;
+    std::map<FamilyKey, Rejections> rejected;
+    for (Worker& w : workers_) {
+      result_.evaluated += w.evaluated;
+      result_.pruned += w.pruned;
+      result_.not_admitted += w.not_admitted;
+      result_.fitting += w.fitting;
+      for (Row& r : w.top) rows.push_back(std::move(r));
+      for (const auto& [k, v] : w.rejected) rejected[k].merge(v);
+    }
+    std::sort(rows.begin(), rows.end(), better);
+    if (static_cast<int>(rows.size()) > keep_) rows.resize(keep_);
+    for (const auto& [k, v] : rejected) {
+      RejectedFamily f;
+      f.family = family_label(v.example);
+      f.constraint = constraint_text(static_cast<Constraint>(std::get<7>(k)));
+      f.needed = v.needed;
+      f.capacity = v.capacity;
+      f.plans = v.plans;
+      result_.rejected.push_back(std::move(f));
+    }
+    std::stable_sort(result_.rejected.begin(), result_.rejected.end(),
+                     [](const RejectedFamily& a, const RejectedFamily& b) { return a.plans > b.plans; });
+    return rows;
+  }
+
+  SearchResult& result_;
+  const std::vector<Candidate>& candidates_;
+  const SearchOptions& opt_;
+  AnalyticEvaluator evaluator_;
+  const TierBytes capacity_;
+  std::vector<Worker> workers_;
+  int keep_ = 1;
+  std::atomic<int64_t> done_{0}, fitting_{0};
+  std::atomic<double> best_tokens_per_s_{0};
+};
 
 }  // namespace
 
@@ -264,142 +421,20 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
                     " layers is more than a search evaluates (" + std::to_string(limits::kMaxSearchPlanLayers) +
                     " plan-layers, Starfish's limit): search a model with fewer layers, or narrow the space (--max-tp, "
                     "--batch, or a fixed plan with `estimate`)");
+  result.threads = std::max(1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
 
-  AnalyticEvaluator evaluator(model, cluster, training);
-  evaluator.prepare(candidates);
-  // With a refiner, `refine_reserve` more rows stand by for the plans the refiner refuses.
-  const int keep = std::max({1, opt.top_k,
-                             opt.refiner ? (opt.refine_top > 0 ? opt.refine_top : opt.top_k) + opt.refine_reserve : 0});
-  const int threads = std::max(1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  result.threads = threads;
-  const double price = cluster.price_per_gpu_hour;
-  const double gpus = cluster.total_gpus();
-
-  constexpr int64_t kBlock = 256;
-  std::atomic<int64_t> next{0}, done{0}, fitting{0};
-  std::atomic<double> best_tps{0};
-  std::vector<Worker> workers(threads);
-  auto cancelled = [&] { return opt.cancel && opt.cancel->load(std::memory_order_relaxed); };
-
-  auto work = [&](Worker& w) {
-    Plan plan;
-    Estimate e;
-    const TierBytes capacity = usable_capacity(cluster);
-    for (;;) {
-      if (cancelled()) return;
-      const int64_t begin = next.fetch_add(kBlock);
-      if (begin >= result.enumerated) return;
-      const int64_t end = std::min(result.enumerated, begin + kBlock);
-      int64_t block_fitting = 0;
-      for (int64_t i = begin; i < end; ++i) {
-        const Candidate& c = candidates[i];
-        c.fill(plan);
-        if (opt.prune) {
-          const BoundKey key{c.tp, c.pp, c.virtual_stages, c.zero_stage, static_cast<int>(c.params),
-                             static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements};
-          auto it = w.bounds.find(key);
-          if (it == w.bounds.end()) {
-            const AnalyticEvaluator::StatesBound b = evaluator.states_lower_bound(plan);
-            const MemoryVerdict m = check_memory(TierBytes{b.gpu_bytes, b.cpu_bytes, b.nvme_bytes}, capacity);
-            const BoundVerdict v{!m.fits, constraint_of(m.tier), m.needed_bytes, m.capacity_bytes};
-            it = w.bounds.emplace(key, v).first;
-          }
-          if (it->second.reject) {
-            ++w.pruned;
-            w.rejected[family_key(c, it->second.why)].add(it->second.needed, it->second.capacity, c, i);
-            continue;
-          }
-        }
-        ++w.evaluated;
-        evaluator.evaluate(plan, e, /*memory_only_if_rejected=*/true, /*explain=*/false);
-        if (!e.fits) {
-          w.rejected[family_key(c, constraint_of(e.memory.tier))].add(e.memory.needed_bytes, e.memory.capacity_bytes, c, i);
-          continue;
-        }
-        if (opt.max_iteration_s > 0 && e.time.iteration_s > opt.max_iteration_s) {
-          w.rejected[family_key(c, Constraint::time)].add(e.time.iteration_s, opt.max_iteration_s, c, i);
-          continue;
-        }
-        ++w.fitting;
-        ++block_fitting;
-        // w.top is a heap whose front is the worst row kept (comparator `better`).
-        const bool full = static_cast<int>(w.top.size()) >= keep;
-        if (full) {
-          const Row& worst = w.top.front();
-          if (e.tokens_per_s < worst.tokens_per_s || (e.tokens_per_s == worst.tokens_per_s && i > worst.index))
-            continue;
-        }
-        Row r;
-        r.index = i;
-        r.candidate = c;
-        r.plan = plan;
-        r.analytic = e;
-        r.tokens_per_s = e.tokens_per_s;
-        if (price > 0) r.cost_per_million_tokens = price * gpus / 3600.0 / e.tokens_per_s * 1e6;
-        if (full) {
-          std::pop_heap(w.top.begin(), w.top.end(), better);
-          w.top.back() = std::move(r);
-        } else {
-          w.top.push_back(std::move(r));
-        }
-        std::push_heap(w.top.begin(), w.top.end(), better);
-        double seen = best_tps.load(std::memory_order_relaxed);
-        while (e.tokens_per_s > seen && !best_tps.compare_exchange_weak(seen, e.tokens_per_s)) {
-        }
-      }
-      done.fetch_add(end - begin, std::memory_order_relaxed);
-      fitting.fetch_add(block_fitting, std::memory_order_relaxed);
-    }
-  };
-
-  auto report = [&](const char* phase) {
-    if (!opt.progress) return;
-    Progress p;
-    p.done = done.load();
-    p.total = result.enumerated;
-    p.fitting = fitting.load();
-    p.best_tokens_per_s = best_tps.load();
-    p.phase = phase;
-    opt.progress(p);
-  };
-
-  run_pool(threads, [&](int t) { work(workers[t]); }, [&] { report("analytic"); }, opt.progress_interval_s);
-  result.cancelled = cancelled();
-  report("analytic");
+  AnalyticPass pass(result, candidates, opt);
+  std::vector<Row> rows = pass.run();
   result.analytic_s = std::chrono::duration<double>(Clock::now() - start).count();
 
-  // ---- merge (order-independent: rows by score then index, rejections by key)
-  std::vector<Row> rows;
-  std::map<FamilyKey, Rejections> rejected;
-  for (Worker& w : workers) {
-    result.evaluated += w.evaluated;
-    result.pruned += w.pruned;
-    result.fitting += w.fitting;
-    for (Row& r : w.top) rows.push_back(std::move(r));
-    for (const auto& [k, v] : w.rejected) rejected[k].merge(v);
-  }
-  std::sort(rows.begin(), rows.end(), better);
-  if (static_cast<int>(rows.size()) > keep) rows.resize(keep);
-  for (const auto& [k, v] : rejected) {
-    RejectedFamily f;
-    f.family = family_label(v.example);
-    f.constraint = constraint_text(static_cast<Constraint>(std::get<7>(k)));
-    f.needed = v.needed;
-    f.capacity = v.capacity;
-    f.plans = v.plans;
-    result.rejected.push_back(std::move(f));
-  }
-  std::stable_sort(result.rejected.begin(), result.rejected.end(),
-                   [](const RejectedFamily& a, const RejectedFamily& b) { return a.plans > b.plans; });
-
-  // ---- second tier: refine the best with the simulator, several at a time
-  if (opt.refiner && !result.cancelled && !rows.empty()) refine_best(result, rows, opt, threads, done.load());
+  // Second tier: refine the best with the simulator, several at a time.
+  if (opt.refiner && !result.cancelled && !rows.empty()) refine_best(result, rows, opt, result.threads, pass.done());
   if (static_cast<int>(rows.size()) > opt.top_k) rows.resize(std::max(0, opt.top_k));
   result.rows = std::move(rows);
   result.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (opt.progress) {
     Progress p;
-    p.done = done.load();
+    p.done = pass.done();
     p.total = result.enumerated;
     p.fitting = result.fitting;
     p.best_tokens_per_s = result.rows.empty() ? 0 : result.rows.front().tokens_per_s;

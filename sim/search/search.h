@@ -70,6 +70,12 @@ struct SearchOptions {
   double max_iteration_s = 0;    // > 0: a plan with a longer iteration is rejected ("time")
   bool prune = true;             // family-level memory lower bound before evaluating (never
                                  // drops a plan that fits; off only to test exactly that)
+  // Every plan runs on this framework (its costs are that framework's, sim/cost/framework.h);
+  // unset: the Plan's default.
+  std::optional<Framework> framework;
+  // Only plans `admit` accepts are evaluated (the exports search for the best plan their
+  // framework can run); the others count in SearchResult::not_admitted.
+  std::function<bool(const Plan&)> admit;
 };
 
 struct Row {
@@ -110,6 +116,7 @@ struct SearchResult {
   int64_t pruned = 0;                    // plans dropped by the family memory bound
   int64_t chunked_accumulation_left_out = 0;  // chunked plans with several micro-batches per rank
                                               // (not in `enumerated`: make_job refuses them)
+  int64_t not_admitted = 0;              // plans SearchOptions::admit turned away
   int64_t fitting = 0;
   int64_t refined = 0;
   bool cancelled = false;

@@ -4,13 +4,38 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "sim/spec/error.h"
 
 namespace starfish {
+namespace {
+
+// Standard input, bounded like a file; it can be read once per process (a second "-" would
+// silently read nothing).
+std::string read_stdin() {
+  static bool consumed = false;
+  if (consumed) throw InputFileError(kStdinName, "already read: only one input can be '-'");
+  consumed = true;
+  std::string text;
+  char buf[1 << 16];
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(std::cin.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxInputFileBytes)
+      throw InputFileError(kStdinName, "more than " + std::to_string(kMaxInputFileBytes >> 20) +
+                                           " MiB, larger than any input Starfish reads");
+  }
+  if (std::cin.bad()) throw InputFileError(kStdinName, std::string("cannot read: ") + std::strerror(errno));
+  return text;
+}
+
+}  // namespace
+
+std::string input_name(const std::string& path) { return path == "-" ? kStdinName : path; }
 
 std::string read_input_file(const std::string& path) {
+  if (path == "-") return read_stdin();
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);

@@ -22,9 +22,13 @@ class InputFileError : public SpecError {
   std::string why_;
 };
 
-// The whole file. Throws InputFileError "path: <why>" when it does not exist, is a folder or not a
-// regular file (a FIFO or a device would block or never end), cannot be read, or is larger
-// than kMaxInputFileBytes.
+// The whole file; "-" is standard input (read once per process, bounded the same way). Throws
+// InputFileError "path: <why>" when it does not exist, is a folder or not a regular file (a FIFO
+// or a device would block or never end), cannot be read, or is larger than kMaxInputFileBytes.
 std::string read_input_file(const std::string& path);
+
+// How errors name an input: "<stdin>" for "-", else the path.
+inline constexpr const char* kStdinName = "<stdin>";
+std::string input_name(const std::string& path);
 
 }  // namespace starfish

@@ -194,6 +194,6 @@ std::optional<std::string> JsonValue::string_at(const std::string& path) const {
 
 JsonValue parse_json(const std::string& text, const std::string& source) { return Parser(text, source).document(); }
 
-JsonValue read_json_file(const std::string& path) { return parse_json(read_input_file(path), path); }
+JsonValue read_json_file(const std::string& path) { return parse_json(read_input_file(path), input_name(path)); }
 
 }  // namespace starfish

@@ -1,5 +1,7 @@
 #include "sim/spec/json_writer.h"
 
+#include "sim/spec/units.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -97,12 +99,7 @@ JsonWriter& JsonWriter::value(double v) {
     out_ += "null";
     return *this;
   }
-  char buf[40];
-  for (int p = 6; p <= 17; ++p) {
-    std::snprintf(buf, sizeof buf, "%.*g", p, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  out_ += buf;
+  out_ += units::format_number(v);
   return *this;
 }
 

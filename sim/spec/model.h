@@ -24,6 +24,9 @@ struct Model {
   Activation activation = Activation::gelu;
   Norm norm = Norm::layernorm;
   PositionEmbedding position = PositionEmbedding::learned;
+  // RoPE's base frequency theta (Su et al. 2021: 10000; Llama 3: 500000). It changes no cost,
+  // but an export must carry it (Megatron's --rotary-base) or the run trains another model.
+  double rope_base = 10000;
   bool tied_embeddings = true;  // output projection shares the input embedding
   bool bias = true;             // linear layers carry biases (GPT) or not (LLaMA)
   // Dropout after attention's softmax and on both residual branches (GPT-2/3, Megatron's GPT:

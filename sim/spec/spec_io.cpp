@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/spec/input_file.h"
 #include "sim/spec/limits.h"
 #include "sim/spec/units.h"
 #include "sim/spec/yaml_reader.h"
@@ -254,6 +255,10 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("norm")) m.norm = r.choice<Norm>("norm", {{"layernorm", Norm::layernorm}, {"rmsnorm", Norm::rmsnorm}});
   if (r.has("position"))
     m.position = r.choice<PositionEmbedding>("position", {{"learned", PositionEmbedding::learned}, {"rope", PositionEmbedding::rope}});
+  if (r.has("rope_base")) {
+    if (m.position != PositionEmbedding::rope) r.fail("rope_base", "applies only with position: rope");
+    m.rope_base = r.real("rope_base", 1, 1e12);
+  }
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
@@ -339,9 +344,9 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   return p;
 }
 
-Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_file(path), path); }
-Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), path); }
-PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), path); }
+Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_file(path), input_name(path)); }
+Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), input_name(path)); }
+PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), input_name(path)); }
 
 
 Cluster parse_cluster_text(const std::string& yaml, const std::string& file) { return parse_cluster(parse_yaml_text(yaml, file), file); }
@@ -460,6 +465,7 @@ std::string to_yaml(const Model& m) {
   emit_kv(e, "activation", m.activation == Activation::gelu ? "gelu" : "swiglu");
   emit_kv(e, "norm", m.norm == Norm::layernorm ? "layernorm" : "rmsnorm");
   emit_kv(e, "position", m.position == PositionEmbedding::learned ? "learned" : "rope");
+  if (m.position == PositionEmbedding::rope) emit_kv(e, "rope_base", units::format_number(m.rope_base));
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   e << YAML::Key << "bias" << YAML::Value << m.bias;
   e << YAML::Key << "dropout" << YAML::Value << m.dropout;

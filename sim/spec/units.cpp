@@ -263,4 +263,15 @@ std::string human_count(double c) {
   return human(c, {{{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}, {1, ""}}});
 }
 
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+  char buf[40];
+  // Whole numbers as integers (a program may read an int: Megatron's --rotary-base 500000),
+  // others in the shortest round-trip form (std::to_chars: fixed or scientific): 0.1, 3e-07.
+  if (value == std::floor(value) && std::fabs(value) < 1e15)
+    return std::to_string(static_cast<int64_t>(value));
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, ec == std::errc() ? end : buf);
+}
+
 }  // namespace starfish::units

@@ -24,6 +24,10 @@ std::string format_flops(double flop_per_s);
 std::string format_flop_count(double flop);
 std::string format_seconds(double seconds);
 std::string format_count(int64_t count);
+// A plain number (no suffix) in the shortest text that parses back to exactly `value`: 3e-07,
+// 0.1, and whole numbers as integers (500000). For what other programs read (JSON, YAML,
+// command lines).
+std::string format_number(double value);
 
 // Human-friendly, rounded renderings for tables (not for files): "74.5 GiB", "1.23 ms".
 std::string human_bytes(double bytes);

@@ -114,7 +114,9 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
   return root;
 }
 
-YAML::Node load_yaml_file(const std::string& path) { return parse_yaml_text(read_input_file(path), path); }
+YAML::Node load_yaml_file(const std::string& path) {
+  return parse_yaml_text(read_input_file(path), input_name(path));
+}
 
 MapReader::MapReader(const YAML::Node& node, Provenance& provenance, std::string path)
     : node_(node), provenance_(provenance), path_(std::move(path)) {

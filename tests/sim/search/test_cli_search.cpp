@@ -80,10 +80,19 @@ TEST(CliSearch, EmitWritesALoadablePlanAndRefusesToOverwrite) {
   EXPECT_EQ(run(args + " --force").code, 0);
 }
 
-TEST(CliSearch, MegatronAndJsonCannotBeCombined) {
+TEST(CliSearch, JsonCarriesTheExports) {
+  const CliRun r = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                       " --top 3 --json --megatron --deepspeed --nvme-path /scratch");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key : {"\"exports\": {", "\"megatron\": {", "\"arguments\": [", "\"--tensor-model-parallel-size\"",
+                          "\"deepspeed\": {", "\"config\": {", "\"train_micro_batch_size_per_gpu\""})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in\n" << r.out;
+}
+
+TEST(CliSearch, NvmePathWithoutDeepSpeedIsAUsageError) {
   expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
-                            " --json --megatron"),
-                        2, "starfish search: --json cannot be combined with --megatron or --deepspeed");
+                            " --megatron --nvme-path /scratch"),
+                        2, "starfish search: --nvme-path only applies to --deepspeed");
 }
 
 TEST(CliSearch, MegatronArgumentsForTheBestExpressiblePlan) {

@@ -1,8 +1,19 @@
-// Exporters: Megatron-LM arguments, DeepSpeed config and the plan file, for known plans.
+// Exporters: Megatron-LM arguments, DeepSpeed config and the plan file. Every argument and key
+// written is checked against the framework's own schema, extracted from its source into
+// configs/frameworks/ (scripts/extract-*.py); every combination a framework refuses gives a
+// one-line reason naming the plan field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
 #include "sim/search/plan_export.h"
+#include "sim/search/search.h"
 #include "sim/spec/error.h"
+#include "sim/spec/json_reader.h"
 #include "sim/spec/spec_io.h"
 #include "support.h"
 
@@ -12,6 +23,87 @@ namespace {
 Job job_with(const Plan& p, int64_t batch = 64) {
   Model m = search_test::small_gpt(8, 512, 8);
   return make_job(m, search_test::small_cluster(4), search_test::fp16_training(batch), p);  // 16 GPUs
+}
+
+Plan deepspeed_plan() {
+  Plan p;
+  p.framework = Framework::deepspeed;
+  return p;
+}
+
+std::string framework_file(const std::string& name) {
+  return std::string(STARFISH_SOURCE_DIR) + "/configs/frameworks/" + name;
+}
+
+// configs/frameworks/megatron-lm-arguments.txt: "--name flag" or "--name value [choices]".
+struct MegatronArgument {
+  bool flag = false;
+  std::set<std::string> choices;  // empty: any value
+};
+const std::map<std::string, MegatronArgument>& megatron_schema() {
+  static const std::map<std::string, MegatronArgument> schema = [] {
+    std::map<std::string, MegatronArgument> s;
+    std::ifstream in(framework_file("megatron-lm-arguments.txt"));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream words(line);
+      std::string name, kind, choices;
+      words >> name >> kind >> choices;
+      MegatronArgument a;
+      a.flag = kind == "flag";
+      std::istringstream list(choices);
+      for (std::string c; std::getline(list, c, ',');) a.choices.insert(c);
+      s[name] = a;
+    }
+    return s;
+  }();
+  return schema;
+}
+
+const std::set<std::string>& deepspeed_schema() {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> k;
+    std::ifstream in(framework_file("deepspeed-config-keys.txt"));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty() && line[0] != '#') k.insert(line);
+    return k;
+  }();
+  return keys;
+}
+
+void expect_megatron_accepts(const Job& job) {
+  ASSERT_GT(megatron_schema().size(), 500u) << "configs/frameworks/megatron-lm-arguments.txt unreadable";
+  for (const auto& [name, value] : megatron_argument_list(job)) {
+    const auto it = megatron_schema().find(name);
+    ASSERT_NE(it, megatron_schema().end()) << name << " is no Megatron-LM argument";
+    EXPECT_EQ(it->second.flag, value.empty()) << name << (it->second.flag ? " takes no value" : " needs a value");
+    if (!it->second.choices.empty()) {
+      EXPECT_TRUE(it->second.choices.count(value)) << name << " " << value;
+    }
+  }
+}
+
+void expect_keys_in_schema(const JsonValue& v, const std::string& path) {
+  for (const auto& [key, child] : v.object) {
+    const std::string dotted = path.empty() ? key : path + "." + key;
+    if (deepspeed_schema().count(path + ".*")) continue;  // free-form (optimizer params)
+    EXPECT_TRUE(deepspeed_schema().count(dotted)) << dotted << " is no DeepSpeed config key";
+    if (child.type == JsonValue::Type::object) {
+      expect_keys_in_schema(child, dotted);
+    }
+  }
+}
+
+void expect_deepspeed_accepts(const Job& job) {
+  ASSERT_GT(deepspeed_schema().size(), 100u) << "configs/frameworks/deepspeed-config-keys.txt unreadable";
+  expect_keys_in_schema(parse_json(deepspeed_config(job)), "");
+}
+
+bool has_argument(const Job& job, const std::string& name, const std::string& value = "") {
+  for (const auto& [n, v] : megatron_argument_list(job))
+    if (n == name && v == value) return true;
+  return false;
 }
 
 TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
@@ -30,47 +122,231 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
        {"  --tensor-model-parallel-size 2 \\\n", "  --pipeline-model-parallel-size 2 \\\n",
         "  --num-layers-per-virtual-pipeline-stage 2 \\\n", "  --micro-batch-size 2 \\\n",
         "  --global-batch-size 64 \\\n", "  --sequence-parallel \\\n", "  --recompute-granularity full \\\n",
-        "  --recompute-method uniform \\\n", "  --use-distributed-optimizer \\\n", "  --overlap-grad-reduce \\\n", "  --fp16 \\\n",
-        "  --num-layers 8 \\\n", "  --hidden-size 512 \\\n", "  --seq-length 512 \\\n"})
+        "  --recompute-method uniform \\\n", "  --use-distributed-optimizer \\\n", "  --overlap-grad-reduce \\\n",
+        "  --overlap-param-gather \\\n", "  --fp16 \\\n", "  --num-layers 8 \\\n", "  --hidden-size 512 \\\n",
+        "  --seq-length 512 \\\n", "  --vocab-size 8000 \\\n"})
     EXPECT_NE(a.find(expected), std::string::npos) << expected << " missing in\n" << a;
   EXPECT_EQ(a.find("--bf16"), std::string::npos);
-  EXPECT_EQ(a.substr(a.size() - 2), "0\n");  // the last line has no continuation
+  EXPECT_EQ(a.substr(a.size() - 2), "4\n");  // the last line (--seed 1234) has no continuation
+  expect_megatron_accepts(job_with(p));
 }
 
-TEST(Export, MegatronRefusesZero3AndOffload) {
+TEST(Export, NumbersAreWrittenExactly) {
+  Job job = job_with(Plan{});
+  job.training.learning_rate = 3e-7;
+  job.training.weight_decay = 0.1;
+  job.training.grad_clip = 0;
+  EXPECT_TRUE(has_argument(job, "--lr", "3e-07"));
+  EXPECT_TRUE(has_argument(job, "--weight-decay", "0.1"));
+  EXPECT_TRUE(has_argument(job, "--clip-grad", "0"));  // clipping off, not Megatron's default 1.0
+  job.plan.framework = Framework::deepspeed;
+  const JsonValue c = parse_json(deepspeed_config(job));
+  EXPECT_EQ(c.number_at("optimizer.params.lr").value_or(0), 3e-7);
+}
+
+TEST(Export, PrecisionFlagsForEveryMixedPrecision) {
+  Job job = job_with(Plan{});
+  job.training.dtype = DType::fp8;
+  EXPECT_TRUE(has_argument(job, "--bf16"));
+  EXPECT_TRUE(has_argument(job, "--fp8-format", "hybrid"));
+  expect_megatron_accepts(job);
+  job.training.dtype = DType::bf16;
+  job.plan.framework = Framework::deepspeed;
+  const JsonValue c = parse_json(deepspeed_config(job));
+  EXPECT_TRUE(c.find("bf16")->find("enabled")->boolean);
+  EXPECT_FALSE(c.find("fp16")->find("enabled")->boolean);
+}
+
+TEST(Export, ModelDetailsTheRunNeeds) {
+  Job job = job_with(Plan{});
+  job.model.position = PositionEmbedding::rope;
+  job.model.rope_base = 500000;
+  job.model.dropout = false;
+  EXPECT_TRUE(has_argument(job, "--rotary-base", "500000"));
+  EXPECT_TRUE(has_argument(job, "--attention-dropout", "0"));
+  EXPECT_TRUE(has_argument(job, "--tokenizer-type", "NullTokenizer"));
+  // The attention kernel the plan was simulated with: megatron-lm's default is unfused,
+  // megatron-core's (TransformerEngine) flash, and a plan's own choice wins.
+  EXPECT_TRUE(has_argument(job, "--attention-backend", "unfused"));
+  job.plan.framework = Framework::megatron_core;
+  EXPECT_TRUE(has_argument(job, "--attention-backend", "flash"));
+  job.plan.attention = Attention::unfused;
+  EXPECT_TRUE(has_argument(job, "--attention-backend", "unfused"));
+  expect_megatron_accepts(job);
+}
+
+TEST(Export, MegatronOffloadsTheOptimizerToTheCpuUnderItsDistributedOptimizer) {
   Plan p;
-  p.zero_stage = 3;
-  try {
-    megatron_arguments(job_with(p));
-    FAIL();
-  } catch (const SpecError& e) {
-    EXPECT_STREQ(e.what(), "--megatron: Megatron-LM has no ZeRO stage 3 (its distributed optimizer is ZeRO-1)");
-  }
   p.zero_stage = 1;
   p.offload.optimizer = Tier::cpu;
-  EXPECT_EQ(megatron_unsupported(job_with(p)), "Megatron-LM does not offload model states to CPU or NVMe");
+  const Job job = job_with(p);
+  EXPECT_TRUE(has_argument(job, "--optimizer-cpu-offload"));
+  EXPECT_TRUE(has_argument(job, "--use-precision-aware-optimizer"));
+  expect_megatron_accepts(job);
+}
+
+// Each combination Megatron-LM cannot run as planned: one line naming the field.
+TEST(Export, MegatronRefusalsNameTheField) {
+  struct Case {
+    const char* field;
+    Plan plan;
+    Optimizer optimizer = Optimizer::adam;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* field, auto change, Optimizer o = Optimizer::adam) {
+    Plan p;
+    change(p);
+    cases.push_back({field, p, o});
+  };
+  add("plan.zero_stage", [](Plan& p) { p.zero_stage = 2; });
+  add("plan.zero_stage", [](Plan& p) { p.zero_stage = 3; });
+  add("plan.offload.params", [](Plan& p) { p.zero_stage = 1, p.offload = {Tier::cpu, Tier::cpu, Tier::cpu}; });
+  add("plan.offload.grads", [](Plan& p) { p.zero_stage = 1, p.offload = {Tier::gpu, Tier::cpu, Tier::cpu}; });
+  add("plan.offload.optimizer", [](Plan& p) { p.zero_stage = 1, p.offload.optimizer = Tier::nvme; });
+  add("plan.offload.optimizer", [](Plan& p) { p.offload.optimizer = Tier::cpu; });
+  add("plan.chunk_size", [](Plan& p) { p.chunk_elements = 1 << 20, p.micro_batch = 4; });
+  add("plan.schedule", [](Plan& p) { p.pp = 2, p.schedule = Schedule::gpipe; });
+  add("plan.framework", [](Plan& p) { p.framework = Framework::deepspeed; });
+  add("training.optimizer", [](Plan& p) { p.zero_stage = 1; }, Optimizer::sgd);
+  for (const Case& c : cases) {
+    Job job = job_with(c.plan);
+    job.training.optimizer = c.optimizer;
+    const std::string why = megatron_unsupported(job);
+    EXPECT_EQ(why.rfind(std::string("field '") + c.field + "': ", 0), 0u) << c.field << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    try {
+      megatron_arguments(job);
+      ADD_FAILURE() << c.field << " exported";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(std::string(e.what()), "--megatron: " + why);
+    }
+  }
 }
 
 TEST(Export, DeepSpeedConfigOfZeroInfinity) {
-  Plan p;
+  Plan p = deepspeed_plan();
   p.zero_stage = 3;
   p.micro_batch = 2;
   p.offload = Offload{Tier::cpu, Tier::nvme, Tier::nvme};
   const Job job = job_with(p);
   ASSERT_EQ(job.micro_batches(), 2);  // 64 / (2 x 16)
-  const std::string c = deepspeed_config(job);
-  for (const char* expected :
-       {"\"train_batch_size\": 64", "\"train_micro_batch_size_per_gpu\": 2", "\"gradient_accumulation_steps\": 2",
-        "\"stage\": 3", "\"offload_optimizer\": {\n      \"device\": \"nvme\"", "\"offload_param\": {\n      \"device\": \"cpu\"",
-        "\"fp16\": {\n    \"enabled\": true"})
-    EXPECT_NE(c.find(expected), std::string::npos) << expected << " missing in\n" << c;
+  ExportOptions options;
+  options.nvme_path = "/scratch/nvme0";
+  const JsonValue c = parse_json(deepspeed_config(job, options));
+  EXPECT_EQ(c.number_at("train_batch_size").value_or(0), 64);
+  EXPECT_EQ(c.number_at("train_micro_batch_size_per_gpu").value_or(0), 2);
+  EXPECT_EQ(c.number_at("gradient_accumulation_steps").value_or(0), 2);
+  EXPECT_EQ(c.number_at("zero_optimization.stage").value_or(0), 3);
+  EXPECT_EQ(c.string_at("zero_optimization.offload_optimizer.device").value_or(""), "nvme");
+  EXPECT_EQ(c.string_at("zero_optimization.offload_optimizer.nvme_path").value_or(""), "/scratch/nvme0");
+  EXPECT_EQ(c.string_at("zero_optimization.offload_param.device").value_or(""), "cpu");
+  EXPECT_TRUE(c.find("fp16")->find("enabled")->boolean);
+  EXPECT_EQ(c.find("starfish"), nullptr);  // no invented block: DeepSpeed ignores unknown keys silently
+  expect_deepspeed_accepts(job);
 }
 
-TEST(Export, DeepSpeedRefusesChunks) {
-  Plan p;
-  p.chunk_elements = 1 << 20;
-  p.micro_batch = 4;  // 64 sequences over 16 ranks: the chunk runtime's one micro-batch
-  EXPECT_EQ(deepspeed_unsupported(job_with(p)), "DeepSpeed has no chunk runtime (PatrickStar-style chunks)");
+TEST(Export, DeepSpeedZeroWithAnUntestedOptimizerIsAllowedExplicitly) {
+  Plan p = deepspeed_plan();
+  p.zero_stage = 1;
+  Job job = job_with(p);
+  job.training.optimizer = Optimizer::sgd;
+  EXPECT_TRUE(parse_json(deepspeed_config(job)).find("zero_allow_untested_optimizer")->boolean);
+  job.training.optimizer = Optimizer::adamw;
+  EXPECT_EQ(parse_json(deepspeed_config(job)).find("zero_allow_untested_optimizer"), nullptr);
+}
+
+TEST(Export, DeepSpeedRefusalsNameTheField) {
+  std::vector<std::pair<const char*, Plan>> cases;
+  auto add = [&](const char* field, auto change) {
+    Plan p = deepspeed_plan();
+    change(p);
+    cases.emplace_back(field, p);
+  };
+  add("plan.chunk_size", [](Plan& p) { p.chunk_elements = 1 << 20, p.micro_batch = 4; });
+  add("plan.schedule", [](Plan& p) { p.pp = 2, p.virtual_stages = 2, p.schedule = Schedule::interleaved; });
+  add("plan.schedule", [](Plan& p) { p.pp = 2, p.schedule = Schedule::gpipe; });
+  add("plan.zero_stage", [](Plan& p) { p.pp = 2, p.zero_stage = 2; });
+  add("plan.zero_stage", [](Plan& p) { p.pp = 2, p.zero_stage = 3; });
+  add("plan.offload.params", [](Plan& p) { p.zero_stage = 2, p.offload = {Tier::cpu, Tier::cpu, Tier::cpu}; });
+  add("plan.offload.optimizer", [](Plan& p) { p.offload.optimizer = Tier::cpu; });
+  add("plan.offload.optimizer", [](Plan& p) { p.zero_stage = 2, p.offload.optimizer = Tier::nvme; });
+  add("plan.offload.grads", [](Plan& p) { p.zero_stage = 3, p.offload = {Tier::gpu, Tier::cpu, Tier::nvme}; });
+  add("plan.framework", [](Plan& p) { p.framework = Framework::megatron_lm; });
+  for (const auto& [field, plan] : cases) {
+    const std::string why = deepspeed_unsupported(job_with(plan));
+    EXPECT_EQ(why.rfind(std::string("field '") + field + "': ", 0), 0u) << field << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    EXPECT_THROW(deepspeed_config(job_with(plan)), SpecError) << field;
+  }
+  Job fp8 = job_with(deepspeed_plan());
+  fp8.training.dtype = DType::fp8;
+  EXPECT_EQ(deepspeed_unsupported(fp8).rfind("field 'training.dtype': ", 0), 0u) << deepspeed_unsupported(fp8);
+}
+
+// A plan read from a file: the reason starts with the field's file:line:column.
+TEST(Export, RefusalOfAPlanFileNamesItsLine) {
+  const std::string dir = std::string(STARFISH_SOURCE_DIR) + "/configs/plans/";
+  const PlanFile f = load_plan_file(dir + "consumer-gpt2-xl-zero3-offload.yaml");
+  const Model m = load_model(std::filesystem::path(dir) / *f.model_path);
+  Cluster c = load_cluster(std::filesystem::path(dir) / *f.hardware_path);
+  if (f.nodes) c.nodes = *f.nodes;
+  const Job job = make_job(m, c, f.training, f.plan);
+  const std::string why = megatron_unsupported(job);
+  EXPECT_EQ(why.rfind(dir + "consumer-gpt2-xl-zero3-offload.yaml:", 0), 0u) << why;
+  EXPECT_NE(why.find(": field 'plan.zero_stage': "), std::string::npos) << why;
+}
+
+// The bundled plans, and the search's top plans for bundled models, each as the framework runs
+// it: every export is in the framework's schema, or refused in one line naming the field.
+TEST(Export, BundledPlansExportInTheFrameworksSchemaOrAreRefused) {
+  const std::string dir = std::string(STARFISH_SOURCE_DIR) + "/configs/plans/";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const PlanFile f = load_plan_file(entry.path().string());
+    const Model m = load_model(entry.path().parent_path() / *f.model_path);
+    Cluster c = load_cluster(entry.path().parent_path() / *f.hardware_path);
+    if (f.nodes) c.nodes = *f.nodes;
+    for (Framework fw : {Framework::megatron_core, Framework::deepspeed}) {
+      Plan p = f.plan;
+      p.framework = fw;
+      const Job job = make_job(m, c, f.training, p);
+      SCOPED_TRACE(entry.path().filename().string() + " as " + to_string(fw));
+      const std::string why = fw == Framework::deepspeed ? deepspeed_unsupported(job) : megatron_unsupported(job);
+      if (!why.empty()) {
+        EXPECT_NE(why.find("field '"), std::string::npos) << why;
+        continue;
+      }
+      if (fw == Framework::deepspeed) expect_deepspeed_accepts(job);
+      else expect_megatron_accepts(job);
+    }
+  }
+}
+
+TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
+  for (const char* name : {"gpt2-small", "llama2-7b", "llama2-70b"}) {
+    const Model m = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/" + name + ".yaml");
+    Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+    c.nodes = 4;
+    const Training t = default_search_training(m, c);
+    for (Framework fw : {Framework::megatron_lm, Framework::deepspeed}) {
+      SearchOptions o;
+      o.top_k = 8;
+      o.threads = 2;
+      o.framework = fw;
+      const bool deepspeed = fw == Framework::deepspeed;
+      o.admit = [&](const Plan& p) {
+        return (deepspeed ? deepspeed_unsupported(p, t) : megatron_unsupported(p, t)).empty();
+      };
+      const SearchResult r = search(m, c, t, o);
+      SCOPED_TRACE(std::string(name) + " as " + to_string(fw));
+      ASSERT_FALSE(r.rows.empty());
+      EXPECT_GT(r.not_admitted, 0);
+      for (const Row& row : r.rows) {
+        EXPECT_EQ(row.plan.framework, fw);
+        if (deepspeed) expect_deepspeed_accepts(r.job(row));
+        else expect_megatron_accepts(r.job(row));
+      }
+    }
+  }
 }
 
 TEST(Export, PlanFileRoundTrips) {

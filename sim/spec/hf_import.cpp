@@ -1,0 +1,368 @@
+#include "sim/spec/hf_import.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/spec/error.h"
+#include "sim/spec/input_file.h"
+#include "sim/spec/limits.h"
+#include "sim/spec/yaml_reader.h"
+
+namespace starfish {
+namespace {
+
+constexpr const char* kFamilies =
+    "llama, mistral, qwen2, qwen3, gemma, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode";
+
+[[noreturn]] void fail_file(const SourceLoc& loc, const std::string& message) {
+  throw SpecError(loc.to_string() + ": " + message);
+}
+
+class JsonFields {
+ public:
+  JsonFields(const YAML::Node& root, std::string file) : root_(root), file_(std::move(file)) {}
+
+  bool has(const char* key) const { return root_[key] && !root_[key].IsNull(); }
+
+  // A positive integer up to `max` (the Model field's limit, limits.h).
+  int integer(const char* key, int64_t max) const {
+    if (!has(key)) fail_at(where(), key, "missing (required for this model_type)");
+    const YAML::Node n = root_[key];
+    long long v = 0;
+    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < 1)
+      fail_at(where(n), key, "expected a positive integer, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
+    if (v > max) fail_at(where(n), key, "must be at most " + std::to_string(max) + " (Starfish's limit), got " + quote_value(n.Scalar()));
+    return static_cast<int>(v);
+  }
+  int integer_or(const char* key, int64_t max, int fallback) const { return has(key) ? integer(key, max) : fallback; }
+
+  bool boolean_or(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const YAML::Node n = root_[key];
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
+      fail_at(where(n), key, "expected true or false, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
+    return v;
+  }
+
+  bool is_integer(const char* key) const {
+    long long v = 0;
+    return has(key) && root_[key].IsScalar() && YAML::convert<long long>::decode(root_[key], v);
+  }
+  long long integer_value(const char* key) const { return root_[key].as<long long>(); }
+
+  // A number (rope_theta: 500000.0); a fallback when absent.
+  double real_or(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    const YAML::Node n = root_[key];
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v) || v < 0)
+      fail_at(where(n), key, "expected a non-negative number, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
+    return v;
+  }
+
+  std::string text_or(const char* key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const YAML::Node n = root_[key];
+    if (!n.IsScalar()) fail_at(where(n), key, "expected a string");
+    return n.Scalar();
+  }
+
+  SourceLoc where(const YAML::Node& n) const { return SourceLoc{file_, n.Mark().line + 1, n.Mark().column + 1}; }
+  SourceLoc where(const char* key) const { return has(key) ? where(root_[key]) : where(); }
+  SourceLoc where() const { return SourceLoc{file_, 1, 1}; }  // a field the file lacks: its top
+
+ private:
+  YAML::Node root_;
+  std::string file_;
+};
+
+// "meta-llama/Llama-2-7b-hf" -> "llama-2-7b-hf": Starfish names are file-name friendly.
+std::string model_name(const JsonFields& f, const std::string& fallback) {
+  std::string name = f.text_or("_name_or_path", "");
+  if (const auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  if (name.empty()) name = fallback;
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else
+      out += '-';
+  }
+  return out.empty() ? "imported" : out;
+}
+
+void refuse_moe(const JsonFields& f, const std::string& type) {
+  static const char* const kMoeTypes[] = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+                                          "dbrx", "olmoe", "jamba", "phimoe", "granitemoe", "gpt_oss"};
+  for (const char* t : kMoeTypes)
+    if (type == t)
+      fail_at(f.where("model_type"), "model_type",
+              "'" + type + "' is a mixture-of-experts model, which import-hf does not import yet (dense models only)");
+  static const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
+                                            "num_experts_per_tok"};
+  for (const char* key : kExpertKeys)
+    if (f.has(key) && !(f.is_integer(key) && f.integer_value(key) <= 1))
+      fail_at(f.where(key), key, "a mixture-of-experts key: import-hf imports dense models only");
+}
+
+// Starfish's attention has head_dim = hidden / heads; a config that says otherwise (Gemma 7B:
+// 16 x 256 = 4096 against hidden 3072) would be a different model.
+void check_head_dim(const JsonFields& f, const Model& m, const char* heads_key) {
+  if (m.hidden % m.heads != 0)
+    fail_at(f.where(heads_key), heads_key, std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
+  if (f.has("head_dim") && f.integer("head_dim", limits::kMaxHidden) != m.hidden / m.heads)
+    fail_at(f.where("head_dim"), "head_dim",
+            std::to_string(f.integer("head_dim", limits::kMaxHidden)) + " is not hidden / heads = " +
+                std::to_string(m.hidden / m.heads) + ", which Starfish's model format assumes");
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    fail_at(f.where("num_key_value_heads"), "num_key_value_heads",
+            std::to_string(m.kv_heads) + " must divide heads " + std::to_string(m.heads));
+}
+
+// LLaMA's layer: RMSNorm, RoPE, a gated MLP (SwiGLU; Gemma's GeGLU has the same three matrices
+// and is costed as SwiGLU), no dropout. llama, mistral, qwen2, qwen3, gemma, phi3.
+Model import_gated(const JsonFields& f, const std::string& type, std::vector<std::string>& notes) {
+  Model m;
+  m.family = "llama";
+  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
+  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
+  m.heads = f.integer("num_attention_heads", limits::kMaxHeads);
+  m.kv_heads = f.integer_or("num_key_value_heads", limits::kMaxHeads, m.heads);
+  m.ffn_hidden = f.integer("intermediate_size", limits::kMaxFfnHidden);
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  const bool gemma = type == "gemma";
+  const char* act_key = gemma && f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  const std::string act = f.text_or(act_key, gemma ? "gelu_pytorch_tanh" : "silu");
+  const bool gated_gelu = gemma && act.rfind("gelu", 0) == 0;
+  if (act != "silu" && act != "swiglu" && !gated_gelu)
+    fail_at(f.where(act_key), act_key, "'" + act + "' is not supported for a LLaMA-style model (expected silu)");
+  m.activation = Activation::swiglu;
+  m.norm = Norm::rmsnorm;
+  m.position = PositionEmbedding::rope;
+  m.rope_base = f.real_or("rope_theta", 10000);
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", gemma);  // Gemma ties; the others' configs say false
+  m.bias = f.boolean_or("attention_bias", false) || f.boolean_or("mlp_bias", false);
+  if (type == "qwen2") {
+    m.bias = true;  // qkv biases; Starfish's one bias flag adds the others' too: never under-counted
+    notes.push_back("qwen2 has biases on q/k/v only; Starfish counts biases on every linear (" +
+                    std::to_string(int64_t{m.layers} * (2 * m.hidden + 2 * m.ffn_hidden)) + " parameters over)");
+  }
+  if (type == "qwen3")
+    notes.push_back("qwen3's q/k RMSNorm weights are not in Starfish's layer (" +
+                    std::to_string(int64_t{m.layers} * 2 * (m.hidden / m.heads)) + " parameters under)");
+  if (f.has("rope_scaling")) notes.push_back("rope_scaling accepted: it changes no shape or cost");
+  m.dropout = false;  // none of these families trains with dropout (attention_dropout 0.0)
+  check_head_dim(f, m, "num_attention_heads");
+  return m;
+}
+
+// The shape most families name alike: hidden_size, num_hidden_layers, num_attention_heads (as
+// many KV heads), the FFN width under `ffn_key`, vocab_size.
+Model standard_shape(const JsonFields& f, const char* ffn_key) {
+  Model m;
+  m.family = "gpt";
+  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
+  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
+  m.heads = m.kv_heads = f.integer("num_attention_heads", limits::kMaxHeads);
+  m.ffn_hidden = f.integer(ffn_key, limits::kMaxFfnHidden);
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  return m;
+}
+
+// GPT-2 and GPT-NeoX name a GELU variant (gelu_new, gelu_fast, gelu_pytorch_tanh); the cost is one.
+void require_gelu(const JsonFields& f, const char* key, const char* fallback) {
+  const std::string act = f.text_or(key, fallback);
+  if (act.rfind("gelu", 0) != 0) fail_at(f.where(key), key, "'" + act + "' is not supported (expected a gelu variant)");
+}
+
+// GPT-2's layer (LayerNorm, GELU, learned positions, biases, tied); gpt_bigcode adds multi-query
+// attention (one KV head).
+Model import_gpt2(const JsonFields& f, const std::string& type) {
+  Model m;
+  m.family = "gpt";
+  m.hidden = f.integer("n_embd", limits::kMaxHidden);
+  m.layers = f.integer("n_layer", limits::kMaxLayers);
+  m.heads = f.integer("n_head", limits::kMaxHeads);
+  m.kv_heads = type == "gpt_bigcode" && f.boolean_or("multi_query", true) ? 1 : m.heads;
+  m.ffn_hidden = f.integer_or("n_inner", limits::kMaxFfnHidden, 4 * m.hidden);  // null: 4 x n_embd
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  require_gelu(f, "activation_function", "gelu_new");
+  m.activation = Activation::gelu;
+  m.norm = Norm::layernorm;
+  m.position = PositionEmbedding::learned;
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
+  m.bias = true;
+  m.dropout = true;  // resid_pdrop, embd_pdrop and attn_pdrop 0.1
+  check_head_dim(f, m, "n_head");
+  return m;
+}
+
+// The GPT-NeoX / Pythia layer: LayerNorm, GELU, rotary (on a fraction of each head: no
+// parameters), biases, untied head; the parallel residual changes no shape.
+Model import_gpt_neox(const JsonFields& f) {
+  Model m = standard_shape(f, "intermediate_size");
+  require_gelu(f, "hidden_act", "gelu");
+  m.position = PositionEmbedding::rope;
+  m.rope_base = f.real_or("rotary_emb_base", 10000);
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", false);
+  m.dropout = f.real_or("hidden_dropout", 0) > 0 || f.real_or("attention_dropout", 0) > 0;
+  check_head_dim(f, m, "num_attention_heads");
+  return m;
+}
+
+// ALiBi (BLOOM, some Falcons) adds a per-head bias to the scores and has no parameters; the
+// model format knows learned and rotary positions, and RoPE is the one without parameters.
+void alibi_as_rope(Model& m, std::vector<std::string>& notes) {
+  m.position = PositionEmbedding::rope;
+  notes.push_back("ALiBi positions modelled as RoPE (neither has parameters); an export writes rope");
+}
+
+Model import_falcon(const JsonFields& f, std::vector<std::string>& notes) {
+  Model m;
+  m.family = "gpt";
+  m.hidden = f.integer("hidden_size", limits::kMaxHidden);
+  m.layers = f.integer("num_hidden_layers", limits::kMaxLayers);
+  m.heads = f.integer("num_attention_heads", limits::kMaxHeads);
+  const bool new_arch = f.boolean_or("new_decoder_architecture", false);
+  m.kv_heads = new_arch ? f.integer_or("num_kv_heads", limits::kMaxHeads, m.heads)
+                        : f.boolean_or("multi_query", true) ? 1 : m.heads;
+  m.ffn_hidden = f.integer_or("ffn_hidden_size", limits::kMaxFfnHidden, 4 * m.hidden);
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  m.position = PositionEmbedding::rope;
+  m.rope_base = f.real_or("rope_theta", 10000);
+  if (f.boolean_or("alibi", false)) alibi_as_rope(m, notes);
+  m.bias = f.boolean_or("bias", false);
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
+  m.dropout = f.real_or("hidden_dropout", 0) > 0 || f.real_or("attention_dropout", 0) > 0;
+  if (f.boolean_or("parallel_attn", true) && !new_arch)
+    notes.push_back("falcon's parallel attention has one LayerNorm per layer; Starfish counts two (" +
+                    std::to_string(int64_t{m.layers} * 2 * m.hidden) + " parameters over)");
+  check_head_dim(f, m, "num_attention_heads");
+  return m;
+}
+
+Model import_opt(const JsonFields& f, std::vector<std::string>& notes) {
+  Model m = standard_shape(f, "ffn_dim");
+  if (f.has("word_embed_proj_dim") && f.integer("word_embed_proj_dim", limits::kMaxHidden) != m.hidden)
+    fail_at(f.where("word_embed_proj_dim"), "word_embed_proj_dim",
+            "an embedding projected to another width (OPT-350m) is not in Starfish's model format");
+  const std::string act = f.text_or("activation_function", "relu");
+  if (act != "relu" && act.rfind("gelu", 0) != 0)
+    fail_at(f.where("activation_function"), "activation_function", "'" + act + "' is not supported (relu or gelu)");
+  if (act == "relu") notes.push_back("OPT's ReLU MLP costed as GELU (same matrices; elementwise work differs)");
+  notes.push_back("OPT's 2 extra learned-position rows (its offset) are not counted (" +
+                  std::to_string(2 * int64_t{m.hidden}) + " parameters under)");
+  m.bias = f.boolean_or("enable_bias", true);
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
+  m.dropout = f.real_or("dropout", 0.1) > 0 || f.real_or("attention_dropout", 0) > 0;
+  check_head_dim(f, m, "num_attention_heads");
+  return m;
+}
+
+Model import_bloom(const JsonFields& f, std::vector<std::string>& notes) {
+  Model m;
+  m.family = "gpt";
+  const char* hidden_key = f.has("n_embed") ? "n_embed" : "hidden_size";
+  const char* heads_key = f.has("num_attention_heads") ? "num_attention_heads" : "n_head";
+  m.hidden = f.integer(hidden_key, limits::kMaxHidden);
+  m.layers = f.integer(f.has("num_hidden_layers") ? "num_hidden_layers" : "n_layer", limits::kMaxLayers);
+  m.heads = m.kv_heads = f.integer(heads_key, limits::kMaxHeads);
+  m.ffn_hidden = 4 * m.hidden;
+  m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  alibi_as_rope(m, notes);
+  notes.push_back("BLOOM's LayerNorm after the word embedding is not in Starfish's model (" +
+                  std::to_string(2 * int64_t{m.hidden}) + " parameters under)");
+  m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
+  m.dropout = f.real_or("hidden_dropout", 0) > 0 || f.real_or("attention_dropout", 0) > 0;
+  check_head_dim(f, m, heads_key);
+  return m;
+}
+
+// The layout of `type`, and the key of its learned-position table ("" for rotary models).
+Model import_layout(const JsonFields& f, const std::string& type, std::vector<std::string>& notes, const char*& table_key) {
+  table_key = "";
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "gemma" || type == "phi3")
+    return import_gated(f, type, notes);
+  if (type == "gpt2" || type == "gpt_bigcode") {
+    table_key = f.has("n_positions") ? "n_positions" : "n_ctx";
+    return import_gpt2(f, type);
+  }
+  if (type == "gpt_neox") return import_gpt_neox(f);
+  if (type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel") return import_falcon(f, notes);
+  if (type == "opt") {
+    table_key = "max_position_embeddings";
+    return import_opt(f, notes);
+  }
+  if (type == "bloom") return import_bloom(f, notes);
+  if (type == "gemma2")
+    fail_at(f.where("model_type"), "model_type",
+            "'gemma2' has norms after attention and MLP and head_dim 256 beside hidden/heads, which Starfish's model "
+            "format does not hold yet");
+  if (type.empty())
+    fail_at(f.where(), "model_type", "missing (needed to know the layout: " + std::string(kFamilies) + ")");
+  fail_at(f.where("model_type"), "model_type", "'" + type + "' is not supported (" + std::string(kFamilies) + ")");
+}
+
+// The training sequence: the user's, else 4096 -- capped by a learned-position table.
+int training_seq_len(const JsonFields& f, const char* table_key, const HfImportOptions& options,
+                     std::vector<std::string>& notes) {
+  const int table = *table_key ? f.integer(table_key, limits::kMaxSeqLen) : 0;
+  if (options.seq_len) {
+    if (*options.seq_len < 1 || *options.seq_len > limits::kMaxSeqLen)
+      throw SpecError("--seq: expected 1 to " + std::to_string(limits::kMaxSeqLen) + ", got " + std::to_string(*options.seq_len));
+    if (table > 0 && *options.seq_len > table)
+      fail_at(f.where(table_key), table_key,
+              "the model's learned positions end at " + std::to_string(table) + " tokens, below --seq " +
+                  std::to_string(*options.seq_len));
+    return *options.seq_len;
+  }
+  if (table > 0 && table < kDefaultImportSeqLen) {
+    notes.push_back("seq_len " + std::to_string(table) + ": the default " + std::to_string(kDefaultImportSeqLen) +
+                    " capped by the learned positions (" + table_key + "); --seq sets it");
+    return table;
+  }
+  notes.push_back("seq_len " + std::to_string(kDefaultImportSeqLen) +
+                  ": the default training sequence (not the model's maximum context); --seq sets it");
+  return kDefaultImportSeqLen;
+}
+
+}  // namespace
+
+HfImport import_hf_config(const std::string& json, const std::string& file, const std::string& fallback_name,
+                          const HfImportOptions& options) {
+  require_utf8_text(json, file);  // JSON is Unicode text; yaml-cpp can loop on invalid bytes
+  YAML::Node root;
+  try {
+    root = YAML::Load(json);
+  } catch (const YAML::Exception& e) {
+    fail_file(SourceLoc{file, std::max(1, e.mark.line + 1), std::max(1, e.mark.column + 1)}, "not valid JSON: " + e.msg);
+  }
+  if (!root.IsMap()) fail_file(SourceLoc{file, 1, 1}, "expected a JSON object (a Hugging Face config.json)");
+  const JsonFields f(root, file);
+  const std::string type = f.text_or("model_type", "");
+  refuse_moe(f, type);
+  HfImport r;
+  const char* table_key = "";
+  r.model = import_layout(f, type, r.notes, table_key);
+  r.model.seq_len = training_seq_len(f, table_key, options, r.notes);
+  r.model.name = model_name(f, fallback_name);
+  r.model.provenance.file = file;
+  return r;
+}
+
+HfImport import_hf_config_file(const std::string& path, const HfImportOptions& options) {
+  if (path == "-") return import_hf_config(read_input_file(path), input_name(path), "imported", options);
+  const std::string text = read_input_file(path);
+  const std::filesystem::path p(path);
+  // A downloaded model's folder names it (Llama-2-7b-hf/config.json); a renamed file its stem.
+  std::string fallback = p.filename() == "config.json" ? p.parent_path().filename().string() : "";
+  if (fallback.empty()) fallback = p.stem().string();
+  return import_hf_config(text, path, fallback, options);
+}
+
+}  // namespace starfish

@@ -1,0 +1,48 @@
+#pragma once
+// A Hugging Face `config.json` as a Starfish Model: the one home of this conversion, used by
+// `starfish import-hf` and the GUI's model editor. Plain spec conversion (yaml-cpp reads JSON,
+// a subset of YAML's flow style, and keeps line:column for errors).
+//
+// Dense families (model_type): llama (1-3.x, rope_scaling accepted: it changes no shape or
+// cost), mistral, qwen2, qwen3, gemma, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode.
+// Mixture-of-experts configs (mixtral, qwen2_moe, ... or any expert-count key) and families whose
+// layers the model format cannot hold yet (gemma2's extra norms, a head_dim other than
+// hidden/heads) are refused in one line naming the field, never approximated silently. Where a
+// family differs from Starfish's layer by a few parameters the result says so in `notes`
+// (Qwen2's qkv-only biases counted on every linear: over; Qwen3's q/k norms: 256 per layer under).
+//
+// The training sequence length is the user's (`seq_len`), 4096 by default -- never the model's
+// max_position_embeddings (an imported Llama-3.1 would train at 131072 tokens). A model with
+// learned position embeddings cannot train beyond its table: the default is capped there (and
+// said in `notes`), a larger `seq_len` is refused.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/spec/model.h"
+
+namespace starfish {
+
+inline constexpr int kDefaultImportSeqLen = 4096;
+
+struct HfImportOptions {
+  std::optional<int> seq_len;  // none: kDefaultImportSeqLen (capped by learned positions)
+};
+
+struct HfImport {
+  Model model;
+  std::vector<std::string> notes;  // what the user should know: the sequence length chosen, ...
+};
+
+// `json` is the file's text; `file` names it in errors ("config.json:3:5: field
+// 'num_attention_heads': ..."); `fallback_name` is used when the file has no _name_or_path.
+// Throws SpecError for malformed JSON, a missing or non-integer field, an unsupported
+// model_type, activation or layout, or shapes that do not divide.
+HfImport import_hf_config(const std::string& json, const std::string& file, const std::string& fallback_name,
+                          const HfImportOptions& options = {});
+
+// Reads the file ("-": standard input) and imports it; the fallback name is the folder of a
+// config.json ("Llama-2-7b-hf"), else the file's stem.
+HfImport import_hf_config_file(const std::string& path, const HfImportOptions& options = {});
+
+}  // namespace starfish
