@@ -85,11 +85,14 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {
   return {boundary_bytes, false};
 }
 
-LossKernel loss_kernel(const Plan& plan) {
+Loss loss_kernel_of(const Plan& plan) {
   // A chunked plan runs in Starfish's executor, whatever framework it names.
   const Framework f = plan.chunked() ? Framework::starfish : plan.framework;
-  const Loss loss = plan.loss == Loss::framework_default ? framework_traits(f).loss : plan.loss;
-  switch (loss) {
+  return plan.loss == Loss::framework_default ? framework_traits(f).loss : plan.loss;
+}
+
+LossKernel loss_kernel(const Plan& plan) {
+  switch (loss_kernel_of(plan)) {
     case Loss::vocab_parallel: return {38.0 + 14.0, 6.0};
     case Loss::pytorch: return {14.0 + 22.0, 12.0};
     case Loss::fused: return {2.0 + 4.0, 4.0};

@@ -93,6 +93,8 @@ struct LossKernel {
   double peak_bytes_per_logit = 0;
 };
 LossKernel loss_kernel(const Plan& plan);
+// The loss a plan runs: its own choice, else its framework's (Starfish's for chunked plans).
+Loss loss_kernel_of(const Plan& plan);
 
 // HBM bytes per parameter of this GPU's optimizer shard that one optimizer step on the GPU
 // moves, kernel by kernel as Megatron's mixed-precision optimizer runs them (megatron/optimizer/

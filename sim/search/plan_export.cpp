@@ -54,6 +54,10 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
     return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
   if (t.dtype == DType::fp8 && t.optimizer == Optimizer::sgd)
     return refuse("training.optimizer", "Megatron-LM's fp8 training (TransformerEngine) is set up with adam");
+  if (attention_kernel(p) == Attention::flash1)
+    return refuse("plan.attention", "Megatron-LM has no FlashAttention-1 kernel (its --attention-backend flash is FlashAttention-2 class)");
+  if (loss_kernel_of(p) == Loss::pytorch)
+    return refuse("plan.loss", "Megatron-LM computes the loss with its vocab-parallel cross-entropy, not PyTorch's cross_entropy");
   return {};
 }
 
@@ -133,6 +137,7 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   }
   // The attention kernel the plan was simulated with (TransformerEngine's backends).
   add("--attention-backend", attention_kernel(p) == Attention::flash ? "flash" : "unfused");
+  if (loss_kernel_of(p) == Loss::fused) add("--cross-entropy-loss-fusion");
   add("--num-layers", whole(m.layers));
   add("--hidden-size", whole(m.hidden));
   add("--num-attention-heads", whole(m.heads));

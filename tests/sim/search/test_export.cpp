@@ -208,6 +208,8 @@ TEST(Export, MegatronRefusalsNameTheField) {
   add("plan.schedule", [](Plan& p) { p.pp = 2, p.schedule = Schedule::gpipe; });
   add("plan.framework", [](Plan& p) { p.framework = Framework::deepspeed; });
   add("training.optimizer", [](Plan& p) { p.zero_stage = 1; }, Optimizer::sgd);
+  add("plan.attention", [](Plan& p) { p.attention = Attention::flash1; });
+  add("plan.loss", [](Plan& p) { p.loss = Loss::pytorch; });
   for (const Case& c : cases) {
     Job job = job_with(c.plan);
     job.training.optimizer = c.optimizer;
@@ -221,6 +223,14 @@ TEST(Export, MegatronRefusalsNameTheField) {
       EXPECT_EQ(std::string(e.what()), "--megatron: " + why);
     }
   }
+}
+
+TEST(Export, MegatronFusesTheLossWhenThePlanDoes) {
+  Plan p;
+  p.loss = Loss::fused;
+  const std::string args = megatron_arguments(job_with(p));
+  EXPECT_NE(args.find("--cross-entropy-loss-fusion"), std::string::npos) << args;
+  EXPECT_EQ(megatron_arguments(job_with(Plan{})).find("--cross-entropy-loss-fusion"), std::string::npos);
 }
 
 TEST(Export, DeepSpeedConfigOfZeroInfinity) {
