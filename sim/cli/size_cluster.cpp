@@ -38,14 +38,7 @@ int run_size_cluster(const std::vector<std::string>& argv) {
     throw UsageError(std::string("--tokens: ") + e.what());
   }
   const std::string days = args.required("days");
-  try {
-    size_t used = 0;
-    o.days = std::stod(days, &used);
-    if (used != days.size()) throw std::invalid_argument("trailing text");
-  } catch (const std::exception&) {
-    throw UsageError("--days expects a number of days, got '" + days + "'");
-  }
-  if (!(o.days > 0)) throw UsageError("--days must be positive, got '" + days + "'");
+  o.days = parse_positive_number("days", days, "a number of days");
   if (auto b = args.get("batch")) o.global_batch = parse_positive("batch", *b);
   if (auto n = args.get("max-nodes")) o.max_nodes = parse_positive("max-nodes", *n);
   if (auto t = args.get("threads")) o.search.threads = parse_positive("threads", *t);

@@ -283,6 +283,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
 
   auto work = [&](Worker& w) {
     Plan plan;
+    plan.framework = opt.space.framework;
     Estimate e;
     const TierBytes capacity = usable_capacity(cluster);
     for (;;) {
