@@ -10,6 +10,7 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/plan_export.h"
 #include "sim/cli/plan_text.h"
+#include "sim/cost/energy.h"
 #include "sim/search/maxsize.h"
 #include "sim/search/size_cluster.h"
 #include "sim/search/variants.h"
@@ -26,10 +27,21 @@ struct Variant {
   search::MaxSizeResult capacity;  // memory alone (found == false and probes == 0 under --no-budget)
 };
 
+// What training an answer costs: the price per GPU-hour (--price, else the profile's) and the
+// energy assumptions (energy.h), for the hardware searched.
+struct CostInputs {
+  const Cluster* cluster = nullptr;
+  double price_per_gpu_hour = 0;
+  EnergyAssumptions energy;
+  TrainingCost of(const search::MaxSizeResult& r) const {
+    return training_cost(cluster->node, cluster->total_gpus(), r.days_to_train, price_per_gpu_hour, energy);
+  }
+};
+
 // A found answer passed the simulator (max_model_size's rule): its numbers are the simulated ones.
 const search::Evaluation& simulated(const search::MaxSizeResult& r) { return *r.best.rows.front().refined; }
 
-void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r) {
+void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r, const CostInputs& costs) {
   w.begin_object();
   w.field("found", r.found);
   if (r.found) {
@@ -43,6 +55,10 @@ void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r) {
     w.field("tier", simulated(r).source).field("tokens_per_s", simulated(r).tokens_per_s).field("mfu", simulated(r).mfu);
     w.field("iteration_s", simulated(r).iteration_s);
     w.field("tokens", r.tokens).field("days_to_train", r.days_to_train);
+    const TrainingCost c = costs.of(r);
+    w.key("cost").begin_object();
+    w.field("gpu_hours", c.gpu_hours).field("dollars", c.dollars).field("kwh", c.kwh).field("tonnes_co2e", c.tonnes_co2e);
+    w.end_object();
     w.key("analytic").begin_object();
     w.field("tokens_per_s", best.analytic.tokens_per_s).field("iteration_s", best.analytic.time.iteration_s);
     w.end_object();
@@ -52,14 +68,14 @@ void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r) {
   w.end_object();
 }
 
-void write_variant_json(JsonWriter& w, const Variant& v) {
+void write_variant_json(JsonWriter& w, const Variant& v, const CostInputs& costs) {
   w.begin_object();
   w.field("variant", v.system.name).field("key", v.system.key);
   w.key("within_budget");
-  write_answer_json(w, v.result);
+  write_answer_json(w, v.result, costs);
   if (v.capacity.probes > 0) {
     w.key("memory_bound");
-    write_answer_json(w, v.capacity);
+    write_answer_json(w, v.capacity, costs);
   }
   w.end_object();
 }
@@ -131,8 +147,16 @@ void print_table(const std::vector<Variant>& variants, bool memory_bound) {
   print_ratio_line(variants, memory_bound);
 }
 
+void print_costs(const std::vector<Variant>& variants, const CostInputs& costs) {
+  std::printf("\ncost to train each answer within the budget (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n",
+              costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
+  for (const Variant& v : variants)
+    if (v.result.found) std::printf("  %-24s %s\n", v.system.name, describe(costs.of(v.result)).c_str());
+  if (costs.price_per_gpu_hour <= 0) std::printf("  (no price: the profile has no price_per_gpu_hour; --price sets one)\n");
+}
+
 void print_text(const std::vector<Variant>& variants, const Cluster& cluster, const search::MaxSizeOptions& base,
-                bool budget_given) {
+                bool budget_given, const CostInputs& costs) {
   std::printf("largest %s model on %d x %s (%d GPUs)\n", base.family.c_str(), cluster.nodes, cluster.name.c_str(),
               cluster.total_gpus());
   std::printf("rule: hidden = 128 x heads, layers = heads (heads in steps of %d), then extra layers\n",
@@ -153,6 +177,7 @@ void print_text(const std::vector<Variant>& variants, const Cluster& cluster, co
   } else {
     print_table(variants, false);
   }
+  print_costs(variants, costs);
   const search::MaxSizeResult& any = variants[0].result;
   if (any.found) {
     std::printf("\nbest plan at %s: %s\n", any.model.name.c_str(), plan_summary(any.best.job(any.best.rows.front())).c_str());
@@ -201,13 +226,14 @@ search::TrainingBudget parse_budget(const Args& args) {
 
 int run_maxsize(const std::vector<std::string>& argv) {
   Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "tokens", "days", "min-tokens-per-s",
-                   "max-iteration", "threads", "emit"},
+                   "max-iteration", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
             {"json", "force", "chunk-nvme", "no-budget", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S]\n"
         "                        [--batch B] [--tokens N] [--days D] [--min-tokens-per-s R]\n"
         "                        [--max-iteration T] [--no-budget] [--chunk-nvme]\n"
+        "                        [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
         "                        [--emit DIR [--force]] [--json]\n"
         "  the largest model of the family (hidden = 128 x heads, layers = heads, then more layers\n"
         "  at that hidden size) that some plan trains on H; binary search over size. Each size's\n"
@@ -224,6 +250,9 @@ int run_maxsize(const std::vector<std::string>& argv) {
         "    --chunk-nvme); DeepSpeed ZeRO-Offload (ZeRO-2, grads and optimizer on the CPU, CPU\n"
         "    Adam, TP allowed); DeepSpeed ZeRO-Infinity (ZeRO-3, GPU/CPU/NVMe); Megatron 3D\n"
         "    (TP/PP/DP, distributed optimizer, everything on the GPU).\n"
+        "  Cost per answer: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy\n"
+        "  (GPU TDP x U (default 1) + the node's non-GPU share, x PUE P (default 1.1)) and tCO2e\n"
+        "  (KG per kWh, default 0.429: US average, Patterson et al. 2021).\n"
         "  --emit DIR writes each answer as DIR/<variant>-plan.yaml with its model file beside it,\n"
         "  for simulate --plan / estimate --plan (no overwrite without --force).\n");
     return 0;
@@ -257,6 +286,15 @@ int run_maxsize(const std::vector<std::string>& argv) {
     }
     variants.push_back(std::move(v));
   }
+  CostInputs costs;
+  costs.cluster = &cluster;
+  costs.price_per_gpu_hour = cluster.price_per_gpu_hour;
+  if (auto p = args.get("price")) costs.price_per_gpu_hour = parse_positive_number("price", *p, "dollars per GPU-hour");
+  if (auto u = args.get("gpu-utilisation"))
+    costs.energy.gpu_utilisation = parse_positive_number("gpu-utilisation", *u, "a fraction of the GPU's TDP");
+  if (auto p = args.get("pue")) costs.energy.pue = parse_positive_number("pue", *p, "a power usage effectiveness like 1.1");
+  if (auto g = args.get("grid"))
+    costs.energy.grid_kg_co2e_per_kwh = parse_positive_number("grid", *g, "kgCO2e per kWh like 0.429");
   if (auto dir = args.get("emit")) emit_variants(*dir, variants, cluster, base.family, hw_path, args.flag("force"));
   if (args.flag("json")) {
     JsonWriter w(true);
@@ -265,14 +303,14 @@ int run_maxsize(const std::vector<std::string>& argv) {
     w.field("gpus", cluster.total_gpus()).field("family", base.family);
     w.field("budget", search::describe(base.budget));
     w.key("variants").begin_array();
-    for (const Variant& v : variants) write_variant_json(w, v);
+    for (const Variant& v : variants) write_variant_json(w, v, costs);
     w.end_array();
     w.end_object();
     std::fputs((w.str() + "\n").c_str(), stdout);
     return variants[0].result.found ? 0 : 1;
   }
   print_text(variants, cluster, base,
-             args.get("tokens") || args.get("days") || args.get("min-tokens-per-s") || args.get("max-iteration"));
+             args.get("tokens") || args.get("days") || args.get("min-tokens-per-s") || args.get("max-iteration"), costs);
   const search::MaxSizeResult& any = variants[0].result;
   return any.found ? 0 : 1;
 }

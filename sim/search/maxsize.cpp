@@ -22,6 +22,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   MaxSizeOptions o = options;
   if (!o.search.refiner) o.search.refiner = des_refiner();  // every answer is simulated
   MaxSizeResult out;
+  out.budget = o.budget;
   int step = o.heads_step;
   if (step <= 0) {
     step = 1;

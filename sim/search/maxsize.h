@@ -38,6 +38,7 @@ struct MaxSizeResult {
   SearchResult best;            // the search at that size (rows: its best plans)
   Model next_model;             // the smallest that does not fit
   std::string binding;          // what stops next_model: "GPU memory", "CPU memory", "NVMe", "time"
+  TrainingBudget budget{false}; // the budget it was found within
   double tokens = 0;            // the budget's tokens for the answer (the default count without a budget)
   double days_to_train = 0;     // those tokens at its simulated throughput
   std::string binding_detail;   // its closest family's summary line
