@@ -82,6 +82,7 @@ WhatIfResult evaluate_whatif(const Cluster& base, const Model& model, const Trai
   mo.seq_len = model.seq_len;
   mo.heads_step = r.cluster.node.gpus;
   mo.search = opt;
+  mo.budget = s.budget;
   r.max_size = search::max_model_size(r.cluster, mo);
   if (cancel && cancel->load()) r.cancelled = true;
   return r;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/cost/estimate.h"
+#include "sim/search/budget.h"
 #include "sim/search/maxsize.h"
 
 namespace starfish::gui {
@@ -19,6 +20,9 @@ struct WhatIfSettings {
   bool nvlink = false;
   int64_t host_memory_bytes = 0;
   int64_t chunk_elements = int64_t{64} << 20;
+  // The largest model is the largest that trains within it (as `starfish maxsize`): by default
+  // 20 tokens per parameter within 90 days.
+  search::TrainingBudget budget;
 };
 
 // The settings a cluster already has (chunk size: the plan's when chunked, else 64Mi).

@@ -1,9 +1,12 @@
 #include "gui/whatif_panel.h"
 
 #include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSlider>
 #include <QVBoxLayout>
@@ -12,6 +15,7 @@
 #include <cmath>
 
 #include "sim/search/plan_space.h"
+#include "sim/search/size_cluster.h"
 #include "sim/spec/units.h"
 
 namespace starfish::gui {
@@ -75,6 +79,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
   add("Chunk size", chunk_, chunk_value_);
   chunk_->setToolTip("Elements per chunk of the chunk runtime (the chunk sizes the search may use)");
   layout->addWidget(box);
+  layout->addWidget(makeBudgetBox());
 
   status_ = new QLabel;
   status_->setStyleSheet("color: palette(mid);");
@@ -101,6 +106,56 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
   connect(apply_, &QPushButton::clicked, this, [this] {
     if (have_base_) Q_EMIT applyRequested(apply_settings(base_, settings()));
   });
+}
+
+QWidget* WhatIfPanel::makeBudgetBox() {
+  budget_ = new QGroupBox("Train within a budget");
+  budget_->setCheckable(true);
+  budget_->setChecked(true);
+  budget_->setToolTip("The largest model is the largest that trains within it; unchecked: memory alone");
+  auto* form = new QFormLayout(budget_);
+  tokens_ = new QLineEdit;
+  tokens_->setPlaceholderText("20 per parameter (Chinchilla)");
+  tokens_->setToolTip("Tokens to train on: 300B, 1T, 300e9; empty: 20 per parameter");
+  auto spin = [](double max, double value, const QString& special, const QString& suffix) {
+    auto* d = new QDoubleSpinBox;
+    d->setRange(0, max);
+    d->setDecimals(1);
+    d->setValue(value);
+    d->setSpecialValueText(special);  // shown at 0
+    d->setSuffix(suffix);
+    return d;
+  };
+  days_ = spin(100000, 90, "no deadline", " days");
+  min_tps_ = spin(1e12, 0, "none", " tokens/s");
+  max_iteration_ = spin(1e6, 0, "none", " s");
+  form->addRow("Tokens", tokens_);
+  form->addRow("Within", days_);
+  form->addRow("At least", min_tps_);
+  form->addRow("Iteration at most", max_iteration_);
+  connect(budget_, &QGroupBox::toggled, this, &WhatIfPanel::changed);
+  connect(tokens_, &QLineEdit::editingFinished, this, &WhatIfPanel::changed);
+  for (QDoubleSpinBox* d : {days_, min_tps_, max_iteration_})
+    connect(d, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::changed);
+  return budget_;
+}
+
+std::optional<search::TrainingBudget> WhatIfPanel::budget(std::string* error) const {
+  search::TrainingBudget b;
+  b.time_limited = budget_->isChecked();
+  b.days = days_->value();
+  b.min_tokens_per_s = min_tps_->value();
+  b.max_iteration_s = max_iteration_->value();
+  const std::string tokens = tokens_->text().trimmed().toStdString();
+  if (!tokens.empty()) {
+    try {
+      b.tokens = search::parse_token_count(tokens);
+    } catch (const std::exception& e) {
+      if (error) *error = std::string("Tokens: ") + e.what();
+      return std::nullopt;
+    }
+  }
+  return b;
 }
 
 WhatIfPanel::~WhatIfPanel() {
@@ -143,6 +198,7 @@ WhatIfSettings WhatIfPanel::settings() const {
   s.nvlink = nvlink_->isChecked();
   s.host_memory_bytes = kRamGiB[ram_->value()] * kGiB;
   s.chunk_elements = kChunkMi[chunk_->value()] << 20;
+  if (auto b = budget(nullptr)) s.budget = *b;
   // The base's own exact values where the slider sits on them (a 240 GiB host stays 240 GiB).
   if (have_base_) {
     const WhatIfSettings b = settings_of(base_, plan_);
@@ -165,6 +221,12 @@ void WhatIfPanel::showSettings() {
 void WhatIfPanel::changed() {
   showSettings();
   if (resetting_ || !have_base_) return;
+  std::string error;
+  if (!budget(&error)) {
+    debounce_.stop();  // nothing runs until the fields parse
+    status_->setText(q(error));
+    return;
+  }
   status_->setText("updating...");
   debounce_.start();
 }
@@ -195,16 +257,19 @@ void WhatIfPanel::done() {
   WhatIfResult r = watcher_.result();
   if (r.cancelled) return;
   const search::MaxSizeResult& m = r.max_size;
+  const QString within = m.budget.time_limited ? QString(" within the budget (%1)").arg(q(search::describe(m.budget)).toHtmlEscaped())
+                                          : QString(" (memory alone)");
   if (m.found) {
     const search::Row& row = m.best.rows.front();
-    max_model_->setText(QString("<b>Largest %1 model:</b> %2 parameters (%3 layers x %4 hidden)<br>"
-                                "%5 at %6 tokens/s; the next size is limited by <b>%7</b>")
-                            .arg(q(m.model.family), q(units::human_count(static_cast<double>(m.parameters))))
+    max_model_->setText(QString("<b>Largest %1 model%2:</b> %3 parameters (%4 layers x %5 hidden)<br>"
+                                "%6 at %7 tokens/s, trains on %8 tokens in %9 days; the next size is limited by <b>%10</b>")
+                            .arg(q(m.model.family), within, q(units::human_count(static_cast<double>(m.parameters))))
                             .arg(m.model.layers)
                             .arg(m.model.hidden)
-                            .arg(q(row.label()), q(units::human_count(row.tokens_per_s)), q(m.binding)));
+                            .arg(q(row.label()), q(units::human_count(row.tokens_per_s)), q(units::human_count(m.tokens)))
+                            .arg(QString::number(m.days_to_train, 'f', 1), q(m.binding)));
   } else {
-    max_model_->setText(QString("<b>Largest %1 model:</b> none fits (%2)").arg(q(model_.family), q(m.binding)));
+    max_model_->setText(QString("<b>Largest %1 model%2:</b> none (%3)").arg(q(model_.family), within, q(m.binding)));
   }
   QString t;
   if (r.best)

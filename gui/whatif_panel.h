@@ -1,6 +1,7 @@
 #pragma once
 // What-if sliders (nodes, GPUs per node, PCIe generation, NVLink, host RAM, chunk size) over the
-// hardware on screen. Each change restarts a debounced (350 ms) background evaluation
+// hardware on screen, and the training budget the largest model must train within (tokens,
+// days, a tokens/s floor, an iteration ceiling; as `starfish maxsize`). Each change restarts a debounced (350 ms) background evaluation
 // (whatif_eval.h); a newer change cancels the running one, so the numbers always belong to the
 // sliders' current positions.
 #include <QFutureWatcher>
@@ -13,7 +14,10 @@
 #include "gui/whatif_eval.h"
 
 class QCheckBox;
+class QDoubleSpinBox;
+class QGroupBox;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QSlider;
 
@@ -39,6 +43,11 @@ class WhatIfPanel : public QWidget {
   QCheckBox* nvlinkBox() const { return nvlink_; }
   QSlider* ramSlider() const { return ram_; }
   QSlider* chunkSlider() const { return chunk_; }
+  QGroupBox* budgetBox() const { return budget_; }
+  QLineEdit* tokensEdit() const { return tokens_; }
+  QDoubleSpinBox* daysSpin() const { return days_; }
+  QDoubleSpinBox* minTokensPerSecondSpin() const { return min_tps_; }
+  QDoubleSpinBox* maxIterationSpin() const { return max_iteration_; }
   QLabel* maxModelLabel() const { return max_model_; }
   QLabel* throughputLabel() const { return throughput_; }
 
@@ -51,6 +60,9 @@ class WhatIfPanel : public QWidget {
   void run();
   void done();
   void showSettings();
+  QWidget* makeBudgetBox();
+  // The budget fields, or the reason they do not parse (a bad token count).
+  std::optional<search::TrainingBudget> budget(std::string* error) const;
 
   Cluster base_;
   Model model_;
@@ -75,6 +87,11 @@ class WhatIfPanel : public QWidget {
   QLabel* pcie_value_;
   QLabel* ram_value_;
   QLabel* chunk_value_;
+  QGroupBox* budget_;
+  QLineEdit* tokens_;
+  QDoubleSpinBox* days_;
+  QDoubleSpinBox* min_tps_;
+  QDoubleSpinBox* max_iteration_;
   QLabel* status_;
   QLabel* max_model_;
   QLabel* throughput_;

@@ -35,15 +35,19 @@ ChunkRuntime::ChunkRuntime(const ChunkLayout& layout, RuntimeOptions options, Ba
   gathered_.assign(zero_.mode() == ZeroMode::sharded_memory_saving ? P : P / std::max(1, zero_.world()) + 1, 0);
   for (int c = 0; c < P; ++c)
     if (zero_.keeps(c)) kept_.push_back(c);
-  // Start like PatrickStar's warm-up: nothing on the GPU until a moment needs it; kept param
-  // chunks on the CPU and optimizer states placed as if the GPU had no margin (CPU, else NVMe,
-  // with CPU room kept for the params and the NVMe staging of the warm-up's optimizer steps).
+  // Start like PatrickStar's warm-up: nothing on the GPU until a moment needs it but what the
+  // host cannot hold. Kept param chunks start on the CPU, optimizer states on the CPU, else NVMe,
+  // else the GPU (see place_optimizer_states_for_warmup), which keeps room for one moment's
+  // chunks: a gathered ZeRO group, or the two largest chunks.
+  const int64_t moment_chunks_bytes = std::max(largest + second, zero_.sharded() ? zero_.world() * largest : 0);
   PlacementInput in;
   for (int c : kept_) {
     in.param_bytes += bytes(c) + (layout.grad_chunk(c) != c ? bytes(layout.grad_chunk(c)) : 0);
     in.units.push_back(c);
   }
-  placement_ = place_optimizer_states(layout, MemoryBudget{0, options_.budget.cpu_bytes, options_.budget.nvme_bytes}, in);
+  placement_ = place_optimizer_states_for_warmup(
+      layout, MemoryBudget{options_.budget.gpu_bytes - moment_chunks_bytes, options_.budget.cpu_bytes, options_.budget.nvme_bytes},
+      in);
   for (int c : kept_) allocate(c, spill_tier(c));
   for (int c : kept_)
     for (ChunkKind k : layout.mirror_kinds())

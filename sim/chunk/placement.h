@@ -35,6 +35,18 @@ struct Placement {
 // Throws SpecError naming the shortfall when the states fit nowhere.
 Placement place_optimizer_states(const ChunkLayout& layout, const MemoryBudget& budget, const PlacementInput& in);
 
+// The warm-up's placement, before any trace says what the GPU's margin is. PatrickStar starts
+// every chunk in host memory and puts one on the GPU when the CPU has no room for it: the
+// room-making target of a full CPU is the GPU (patrickstar/core/chunk_list.py, prepare_device
+// and make_room: `new_device = cpu if target is cuda else self.device`), and before training
+// starts the whole GPU is chunkable (memtracer.py, available_chunk_mem). So the states go to the
+// CPU (after the param chunks, which start there), then NVMe, and the units neither can hold to
+// the GPU, first units first (as the margin placement after the warm-up orders them), within
+// `budget.gpu_bytes` (the GPU room the caller leaves for states). Throws SpecError when even
+// that is too small.
+Placement place_optimizer_states_for_warmup(const ChunkLayout& layout, const MemoryBudget& budget,
+                                            const PlacementInput& in);
+
 // Bytes of the optimizer-state chunks mirroring one param chunk (grads excluded).
 int64_t state_unit_bytes(const ChunkLayout& layout, int param_chunk);
 

@@ -1,8 +1,7 @@
 // starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S] [--batch B]
-// [--max-iteration T] [--emit DIR [--force]] [--json]: the largest model of a family some plan
-// can train on the hardware, its plan and simulated throughput, what binds the next size, and
-// the same answer under a static partition (DeepSpeed ZeRO-Offload) beside the chunk runtime
-// (PatrickStar).
+// [--max-iteration T] [--chunk-nvme] [--emit DIR [--force]] [--json]: the largest model of a
+// family some plan can train on the hardware, its plan and simulated throughput, what binds the
+// next size, per training system (sim/search/variants.h), each in its own plan space.
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -11,7 +10,10 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/plan_export.h"
 #include "sim/cli/plan_text.h"
+#include "sim/cost/energy.h"
 #include "sim/search/maxsize.h"
+#include "sim/search/size_cluster.h"
+#include "sim/search/variants.h"
 #include "sim/spec/error.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
@@ -20,19 +22,28 @@ namespace starfish::cli {
 namespace {
 
 struct Variant {
-  const char* name;
-  const char* file;  // its plan file under --emit DIR
-  search::SearchSpace space;
-  search::MaxSizeResult result;
+  search::SystemVariant system;
+  search::MaxSizeResult result;    // the largest that trains within the budget
+  search::MaxSizeResult capacity;  // memory alone (found == false and probes == 0 under --no-budget)
+};
+
+// What training an answer costs: the price per GPU-hour (--price, else the profile's) and the
+// energy assumptions (energy.h), for the hardware searched.
+struct CostInputs {
+  const Cluster* cluster = nullptr;
+  double price_per_gpu_hour = 0;
+  EnergyAssumptions energy;
+  TrainingCost of(const search::MaxSizeResult& r) const {
+    return training_cost(cluster->node, cluster->total_gpus(), r.days_to_train, price_per_gpu_hour, energy);
+  }
 };
 
 // A found answer passed the simulator (max_model_size's rule): its numbers are the simulated ones.
 const search::Evaluation& simulated(const search::MaxSizeResult& r) { return *r.best.rows.front().refined; }
 
-void write_variant_json(JsonWriter& w, const Variant& v) {
-  const search::MaxSizeResult& r = v.result;
+void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r, const CostInputs& costs) {
   w.begin_object();
-  w.field("variant", v.name).field("found", r.found);
+  w.field("found", r.found);
   if (r.found) {
     w.field("model", r.model.name).field("parameters", r.parameters);
     w.field("layers", r.model.layers).field("hidden", r.model.hidden).field("heads", r.model.heads);
@@ -43,6 +54,11 @@ void write_variant_json(JsonWriter& w, const Variant& v) {
     w.field("global_batch", r.best.training.global_batch);
     w.field("tier", simulated(r).source).field("tokens_per_s", simulated(r).tokens_per_s).field("mfu", simulated(r).mfu);
     w.field("iteration_s", simulated(r).iteration_s);
+    w.field("tokens", r.tokens).field("days_to_train", r.days_to_train);
+    const TrainingCost c = costs.of(r);
+    w.key("cost").begin_object();
+    w.field("gpu_hours", c.gpu_hours).field("dollars", c.dollars).field("kwh", c.kwh).field("tonnes_co2e", c.tonnes_co2e);
+    w.end_object();
     w.key("analytic").begin_object();
     w.field("tokens_per_s", best.analytic.tokens_per_s).field("iteration_s", best.analytic.time.iteration_s);
     w.end_object();
@@ -52,41 +68,191 @@ void write_variant_json(JsonWriter& w, const Variant& v) {
   w.end_object();
 }
 
+void write_variant_json(JsonWriter& w, const Variant& v, const CostInputs& costs) {
+  w.begin_object();
+  w.field("variant", v.system.name).field("key", v.system.key);
+  w.key("within_budget");
+  write_answer_json(w, v.result, costs);
+  if (v.capacity.probes > 0) {
+    w.key("memory_bound");
+    write_answer_json(w, v.capacity, costs);
+  }
+  w.end_object();
+}
+
 // --emit DIR: the found variants' plans, each with its (generated) model file beside it.
-template <size_t N>
-void emit_variants(const std::string& dir, const Variant (&variants)[N], const Cluster& cluster, const std::string& family,
+void emit_variants(const std::string& dir, const std::vector<Variant>& variants, const Cluster& cluster, const std::string& family,
                    const std::string& hw_path, bool force) {
   std::vector<EmittedAnswer> answers;
   for (const Variant& v : variants) {
-    const search::MaxSizeResult& r = v.result;
-    if (!r.found) continue;
-    const std::string title = "starfish maxsize (" + std::string(v.name) + "): the largest " + family + " model on " +
-                              std::to_string(cluster.nodes) + " x " + cluster.name + ", " + r.model.name + " (" +
-                              units::human_count(r.parameters) + " parameters), simulated at " +
-                              units::human_count(simulated(r).tokens_per_s) + " tokens/s";
-    answers.push_back({v.file, title, r.best.job(r.best.rows.front())});
+    for (bool bound : {false, true}) {
+      const search::MaxSizeResult& r = bound ? v.capacity : v.result;
+      if (!r.found) continue;
+      const std::string title = "starfish maxsize (" + std::string(v.system.name) + "): the largest " + family +
+                                " model on " + std::to_string(cluster.nodes) + " x " + cluster.name +
+                                (bound ? " (memory alone)" : " within the budget") + ", " + r.model.name + " (" +
+                                units::human_count(r.parameters) + " parameters), simulated at " +
+                                units::human_count(simulated(r).tokens_per_s) + " tokens/s";
+      answers.push_back({std::string(v.system.key) + (bound ? "-memory-bound" : "") + "-plan.yaml", title,
+                         r.best.job(r.best.rows.front())});
+    }
   }
   if (answers.empty()) throw std::runtime_error("no model fits, so there is nothing to emit");
   emit_answers(dir, answers, hw_path, force);
 }
 
+// "12.5 d", "3.4 y": days, in years past a thousand days.
+std::string human_days(double days) {
+  char buf[32];
+  if (days >= 1000) std::snprintf(buf, sizeof buf, "%.1f y", days / 365.25);
+  else std::snprintf(buf, sizeof buf, "%.1f d", days);
+  return buf;
+}
+
+const Variant& variant_of(const std::vector<Variant>& variants, search::VariantKind kind) {
+  for (const Variant& v : variants)
+    if (v.system.kind == kind) return v;
+  throw std::logic_error("maxsize: variant missing");
+}
+
+// Like with like: the two systems that train beyond the GPU on one node, each in its own plan
+// space, on the same hardware, batch and budget.
+void print_ratio_line(const std::vector<Variant>& variants, bool memory_bound, bool budgeted) {
+  const Variant& ps = variant_of(variants, search::VariantKind::patrickstar);
+  const Variant& zo = variant_of(variants, search::VariantKind::zero_offload);
+  const search::MaxSizeResult& a = memory_bound ? ps.capacity : ps.result;
+  const search::MaxSizeResult& b = memory_bound ? zo.capacity : zo.result;
+  if (a.found && b.found)
+    std::printf("%s vs %s: %.2fx the model size (same hardware, batch and %s; each in its own plan space)\n",
+                ps.system.name, zo.system.name, static_cast<double>(a.parameters) / static_cast<double>(b.parameters),
+                memory_bound || !budgeted ? "memory" : "budget");
+}
+
+void print_answer_row(const char* name, const search::MaxSizeResult& r) {
+  if (!r.found) {
+    std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", name, "none", "-", "-", "-", "-", "-", r.binding.c_str(),
+                ("even " + r.next_model.name + " does not fit").c_str());
+    return;
+  }
+  std::printf("%-24s %10s %7d %7d %12s %6.1f%% %10s  %-16s %s\n", name, units::human_count(r.parameters).c_str(),
+              r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s).c_str(),
+              100 * simulated(r).mfu, human_days(r.days_to_train).c_str(), r.binding.c_str(),
+              r.best.rows.front().label().c_str());
+}
+
+void print_table(const std::vector<Variant>& variants, bool memory_bound, bool budgeted) {
+  std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", "variant", "params", "layers", "hidden", "tokens/s", "MFU",
+              "train", "binding", "plan");
+  for (const Variant& v : variants) print_answer_row(v.system.name, memory_bound ? v.capacity : v.result);
+  print_ratio_line(variants, memory_bound, budgeted);
+}
+
+void print_costs(const std::vector<Variant>& variants, const CostInputs& costs) {
+  std::printf("\ncost to train each answer within the budget (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n",
+              costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
+  for (const Variant& v : variants)
+    if (v.result.found) std::printf("  %-24s %s\n", v.system.name, describe(costs.of(v.result)).c_str());
+  if (costs.price_per_gpu_hour <= 0) std::printf("  (no price: the profile has no price_per_gpu_hour; --price sets one)\n");
+}
+
+void print_text(const std::vector<Variant>& variants, const Cluster& cluster, const search::MaxSizeOptions& base,
+                bool budget_given, const CostInputs& costs) {
+  std::printf("largest %s model on %d x %s (%d GPUs)\n", base.family.c_str(), cluster.nodes, cluster.name.c_str(),
+              cluster.total_gpus());
+  std::printf("rule: hidden = 128 x heads, layers = heads (heads in steps of %d), then extra layers\n",
+              cluster.node.gpus);
+  std::printf("global batch: %lld sequences%s; every answer simulated\n",
+              static_cast<long long>(base.global_batch > 0 ? base.global_batch : cluster.total_gpus()),
+              base.global_batch > 0 ? "" : " (one per GPU)");
+  std::printf("budget: %s%s\n", search::describe(base.budget).c_str(),
+              budget_given ? "" : " (default; --tokens/--days/--min-tokens-per-s/--max-iteration set it, --no-budget drops it)");
+  std::printf("train: days to train each answer on %s at its simulated throughput\n\n",
+              base.budget.tokens > 0 ? (units::human_count(static_cast<double>(base.budget.tokens)) + " tokens").c_str()
+                                     : "20 tokens per parameter");
+  if (base.budget.time_limited) {
+    std::printf("within the budget\n");
+    print_table(variants, false, true);
+    std::printf("\nmemory alone (what fits, however long it takes)\n");
+    print_table(variants, true, true);
+  } else {
+    print_table(variants, false, false);
+  }
+  print_costs(variants, costs);
+  const search::MaxSizeResult& any = variants[0].result;
+  if (any.found) {
+    std::printf("\nbest plan at %s: %s\n", any.model.name.c_str(), plan_summary(any.best.job(any.best.rows.front())).c_str());
+    std::printf("next size %s fails: %s\n", any.next_model.name.c_str(),
+                any.binding_detail.empty() ? any.binding.c_str() : any.binding_detail.c_str());
+  }
+  if (!variant_of(variants, search::VariantKind::patrickstar).result.found)
+    std::printf("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"
+                " accumulation; %s suits them)\n",
+                base.global_batch > 0 ? "a smaller --batch" : "a --batch smaller than the default ~4Mi tokens");
+}
+
+search::TrainingBudget parse_budget(const Args& args) {
+  search::TrainingBudget b;
+  const bool tokens_or_days = args.get("tokens") || args.get("days");
+  const bool floors = args.get("min-tokens-per-s") || args.get("max-iteration");
+  if (args.flag("no-budget")) {
+    if (tokens_or_days || floors)
+      throw UsageError("--no-budget excludes --tokens, --days, --min-tokens-per-s and --max-iteration");
+    b.time_limited = false;
+    return b;
+  }
+  if (!tokens_or_days && floors) b.days = 0;  // only the floors given
+  if (auto t = args.get("tokens")) {
+    try {
+      b.tokens = search::parse_token_count(*t);
+    } catch (const SpecError& e) {
+      throw UsageError(std::string("--tokens: ") + e.what());
+    }
+  }
+  if (auto d = args.get("days")) b.days = parse_positive_number("days", *d, "a number of days");
+  if (auto r = args.get("min-tokens-per-s"))
+    b.min_tokens_per_s = parse_positive_number("min-tokens-per-s", *r, "a number of tokens per second");
+  if (auto t = args.get("max-iteration")) {
+    try {
+      b.max_iteration_s = units::parse_seconds(*t);
+    } catch (const std::exception& e) {
+      throw UsageError("--max-iteration expects a duration like 30s or 2min, got '" + *t + "'");
+    }
+    if (!(b.max_iteration_s > 0)) throw UsageError("--max-iteration must be positive");
+  }
+  return b;
+}
+
 }  // namespace
 
 int run_maxsize(const std::vector<std::string>& argv) {
-  Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "max-iteration", "threads", "emit"},
-            {"json", "force", "help"});
+  Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "tokens", "days", "min-tokens-per-s",
+                   "max-iteration", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
+            {"json", "force", "chunk-nvme", "no-budget", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S]\n"
-        "                        [--batch B] [--max-iteration T] [--emit DIR [--force]] [--json]\n"
+        "                        [--batch B] [--tokens N] [--days D] [--min-tokens-per-s R]\n"
+        "                        [--max-iteration T] [--no-budget] [--chunk-nvme]\n"
+        "                        [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
+        "                        [--emit DIR [--force]] [--json]\n"
         "  the largest model of the family (hidden = 128 x heads, layers = heads, then more layers\n"
         "  at that hidden size) that some plan trains on H; binary search over size. Each size's\n"
         "  best plan is simulated, and a plan the simulator refuses gives way to the next.\n"
         "  B: global batch in sequences (default one per GPU: the chunk runtime does not\n"
         "  accumulate gradients, and the smallest batch lets each runtime train its largest).\n"
-        "  T: reject plans whose iteration is longer (e.g. 30s), making time a constraint.\n"
-        "  Also shows the static partition (ZeRO-Offload: optimizer on CPU, params and grads on\n"
-        "  GPU) beside the chunk runtime (PatrickStar-style chunks).\n"
+        "  Budget: the largest model that trains within it. Default: 20 tokens per parameter\n"
+        "  (Chinchilla) within 90 days. --tokens N (300B, 1T) and --days D set it; --min-tokens-per-s\n"
+        "  R and --max-iteration T (30s, 2min) add a throughput floor and an iteration ceiling (given\n"
+        "  alone, they replace the default). --no-budget: memory alone (a capacity bound); the\n"
+        "  output still says how long the answer takes to train on 20 tokens per parameter.\n"
+        "  One answer per training system, each searched in the plans that system can run:\n"
+        "    any plan; PatrickStar-style (DP + chunks over GPU and CPU, no TP/PP, NVMe only with\n"
+        "    --chunk-nvme); DeepSpeed ZeRO-Offload (ZeRO-2, grads and optimizer on the CPU, CPU\n"
+        "    Adam, TP allowed); DeepSpeed ZeRO-Infinity (ZeRO-3, GPU/CPU/NVMe); Megatron 3D\n"
+        "    (TP/PP/DP, distributed optimizer, everything on the GPU).\n"
+        "  Cost per answer: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy\n"
+        "  (GPU TDP x U (default 1) + the node's non-GPU share, x PUE P (default 1.1)) and tCO2e\n"
+        "  (KG per kWh, default 0.429: US average, Patterson et al. 2021).\n"
         "  --emit DIR writes each answer as DIR/<variant>-plan.yaml with its model file beside it,\n"
         "  for simulate --plan / estimate --plan (no overwrite without --force).\n");
     return 0;
@@ -102,78 +268,50 @@ int run_maxsize(const std::vector<std::string>& argv) {
   if (auto s = args.get("seq")) base.seq_len = parse_positive("seq", *s);
   if (auto b = args.get("batch")) base.global_batch = parse_positive("batch", *b);
   if (auto t = args.get("threads")) base.search.threads = parse_positive("threads", *t);
-  if (auto t = args.get("max-iteration")) {
-    try {
-      base.search.max_iteration_s = units::parse_seconds(*t);
-    } catch (const std::exception& e) {
-      throw UsageError("--max-iteration expects a duration like 30s or 2min, got '" + *t + "'");
-    }
-    if (!(base.search.max_iteration_s > 0)) throw UsageError("--max-iteration must be positive");
-  }
+  base.budget = parse_budget(args);
   base.search.top_k = 1;
   SigintCancel sigint;
   base.search.cancel = sigint.flag();
 
-  Variant variants[] = {{"any plan", "any-plan.yaml", search::SearchSpace{}, {}},
-                        {"static (ZeRO-Offload)", "static-plan.yaml", search::SearchSpace::static_partition(), {}},
-                        {"chunked (PatrickStar)", "chunked-plan.yaml", search::SearchSpace::chunked_only(), {}}};
-  for (Variant& v : variants) {
+  std::vector<Variant> variants;
+  for (search::SystemVariant& sv : search::all_system_variants(args.flag("chunk-nvme"))) {
+    Variant v{std::move(sv), {}, {}};
     search::MaxSizeOptions o = base;
-    o.search.space = v.space;
-    o.search.space.max_tp = base.search.space.max_tp;
+    o.search.space = v.system.space;
     o.heads_step = cluster.node.gpus;
     v.result = search::max_model_size(cluster, o);
+    if (base.budget.time_limited) {
+      o.budget.time_limited = false;
+      v.capacity = search::max_model_size(cluster, o);
+    }
+    variants.push_back(std::move(v));
   }
-
+  CostInputs costs;
+  costs.cluster = &cluster;
+  costs.price_per_gpu_hour = cluster.price_per_gpu_hour;
+  if (auto p = args.get("price")) costs.price_per_gpu_hour = parse_positive_number("price", *p, "dollars per GPU-hour");
+  if (auto u = args.get("gpu-utilisation"))
+    costs.energy.gpu_utilisation = parse_positive_number("gpu-utilisation", *u, "a fraction of the GPU's TDP");
+  if (auto p = args.get("pue")) costs.energy.pue = parse_positive_number("pue", *p, "a power usage effectiveness like 1.1");
+  if (auto g = args.get("grid"))
+    costs.energy.grid_kg_co2e_per_kwh = parse_positive_number("grid", *g, "kgCO2e per kWh like 0.429");
   if (auto dir = args.get("emit")) emit_variants(*dir, variants, cluster, base.family, hw_path, args.flag("force"));
   if (args.flag("json")) {
     JsonWriter w(true);
     w.begin_object();
     w.field("kind", "starfish.maxsize").field("hardware", cluster.name).field("nodes", cluster.nodes);
     w.field("gpus", cluster.total_gpus()).field("family", base.family);
+    w.field("budget", search::describe(base.budget));
     w.key("variants").begin_array();
-    for (const Variant& v : variants) write_variant_json(w, v);
+    for (const Variant& v : variants) write_variant_json(w, v, costs);
     w.end_array();
     w.end_object();
     std::fputs((w.str() + "\n").c_str(), stdout);
     return variants[0].result.found ? 0 : 1;
   }
-  std::printf("largest %s model on %d x %s (%d GPUs)\n", base.family.c_str(), cluster.nodes, cluster.name.c_str(),
-              cluster.total_gpus());
-  std::printf("rule: hidden = 128 x heads, layers = heads (heads in steps of %d), then extra layers\n",
-              cluster.node.gpus);
-  std::printf("global batch: %lld sequences%s; every answer simulated\n\n",
-              static_cast<long long>(base.global_batch > 0 ? base.global_batch : cluster.total_gpus()),
-              base.global_batch > 0 ? "" : " (one per GPU)");
-  std::printf("%-24s %10s %7s %7s %12s %7s  %-16s %s\n", "variant", "params", "layers", "hidden", "tokens/s", "MFU",
-              "binding", "plan");
-  for (const Variant& v : variants) {
-    const search::MaxSizeResult& r = v.result;
-    if (!r.found) {
-      std::printf("%-24s %10s %7s %7s %12s %7s  %-16s %s\n", v.name, "none", "-", "-", "-", "-", r.binding.c_str(),
-                  ("even " + r.next_model.name + " does not fit").c_str());
-      continue;
-    }
-    const search::Row& best = r.best.rows.front();
-    std::printf("%-24s %10s %7d %7d %12s %6.1f%%  %-16s %s\n", v.name, units::human_count(r.parameters).c_str(),
-                r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s).c_str(),
-                100 * simulated(r).mfu, r.binding.c_str(), best.label().c_str());
-  }
+  print_text(variants, cluster, base,
+             args.get("tokens") || args.get("days") || args.get("min-tokens-per-s") || args.get("max-iteration"), costs);
   const search::MaxSizeResult& any = variants[0].result;
-  if (any.found) {
-    std::printf("\nbest plan at %s: %s\n", any.model.name.c_str(), plan_summary(any.best.job(any.best.rows.front())).c_str());
-    std::printf("next size %s fails: %s\n", any.next_model.name.c_str(),
-                any.binding_detail.empty() ? any.binding.c_str() : any.binding_detail.c_str());
-  }
-  const auto& st = variants[1].result;
-  const auto& ch = variants[2].result;
-  if (st.found && ch.found)
-    std::printf("chunk runtime vs static partition: %.2fx the model size\n",
-                static_cast<double>(ch.parameters) / static_cast<double>(st.parameters));
-  if (!ch.found)
-    std::printf("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"
-                " accumulation; %s suits them)\n",
-                base.global_batch > 0 ? "a smaller --batch" : "a --batch smaller than the default ~4Mi tokens");
   return any.found ? 0 : 1;
 }
 

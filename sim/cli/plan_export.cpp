@@ -1,6 +1,7 @@
 #include "sim/cli/plan_export.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unistd.h>
 
 #include <csignal>
@@ -200,6 +201,19 @@ SigintCancel::SigintCancel() {
 }
 SigintCancel::~SigintCancel() { std::signal(SIGINT, previous_handler()); }
 const std::atomic<bool>* SigintCancel::flag() const { return &sigint_flag(); }
+
+double parse_positive_number(const std::string& option, const std::string& text, const std::string& what) {
+  double v = 0;
+  try {
+    size_t used = 0;
+    v = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    throw UsageError("--" + option + " expects " + what + ", got '" + text + "'");
+  }
+  if (!(v > 0) || !std::isfinite(v)) throw UsageError("--" + option + " must be positive, got '" + text + "'");
+  return v;
+}
 
 int parse_positive(const std::string& option, const std::string& text) {
   size_t used = 0;

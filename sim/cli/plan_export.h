@@ -46,6 +46,8 @@ class SigintCancel {
 Cluster resize_cluster(Cluster cluster, const std::optional<std::string>& gpus, const std::optional<std::string>& nodes,
                        const std::string& hw_path);
 int parse_positive(const std::string& option, const std::string& text);
+// A positive finite real ("30", "7.5", "1e3"); `what` names it in the error ("a number of days").
+double parse_positive_number(const std::string& option, const std::string& text, const std::string& what);
 
 void print_search_rows(const search::SearchResult& r, int limit);
 void print_rejections(const search::SearchResult& r, int limit);

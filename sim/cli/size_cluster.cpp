@@ -9,6 +9,7 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/plan_export.h"
 #include "sim/cli/plan_text.h"
+#include "sim/cost/energy.h"
 #include "sim/search/size_cluster.h"
 #include "sim/spec/error.h"
 #include "sim/spec/spec_io.h"
@@ -17,14 +18,19 @@
 namespace starfish::cli {
 
 int run_size_cluster(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads", "emit"}, {"json", "force", "help"});
+  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
+            {"json", "force", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]\n"
+        "                             [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
         "                             [--emit DIR [--force]] [--json]\n"
         "  T: tokens to train on: 300B or 1T (B = billion, T = trillion), 300G, or 300e9\n"
         "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n"
         "  Each node count's best plan is simulated; a plan the simulator refuses gives way to the next.\n"
+        "  Cost: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy (GPU TDP x U,\n"
+        "  default 1, + the node's non-GPU share, x PUE P, default 1.1) and tCO2e (KG per kWh,\n"
+        "  default 0.429: US average, Patterson et al. 2021).\n"
         "  --emit DIR writes the answer as DIR/plan.yaml with its model file beside it, for\n"
         "  simulate --plan / estimate --plan (no overwrite without --force).\n");
     return 0;
@@ -38,14 +44,7 @@ int run_size_cluster(const std::vector<std::string>& argv) {
     throw UsageError(std::string("--tokens: ") + e.what());
   }
   const std::string days = args.required("days");
-  try {
-    size_t used = 0;
-    o.days = std::stod(days, &used);
-    if (used != days.size()) throw std::invalid_argument("trailing text");
-  } catch (const std::exception&) {
-    throw UsageError("--days expects a number of days, got '" + days + "'");
-  }
-  if (!(o.days > 0)) throw UsageError("--days must be positive, got '" + days + "'");
+  o.days = parse_positive_number("days", days, "a number of days");
   if (auto b = args.get("batch")) o.global_batch = parse_positive("batch", *b);
   if (auto n = args.get("max-nodes")) o.max_nodes = parse_positive("max-nodes", *n);
   if (auto t = args.get("threads")) o.search.threads = parse_positive("threads", *t);
@@ -57,6 +56,15 @@ int run_size_cluster(const std::vector<std::string>& argv) {
   SigintCancel sigint;
   o.search.cancel = sigint.flag();
   const search::SizeClusterResult r = search::size_cluster(model, hw, o);
+  double price = hw.price_per_gpu_hour;
+  if (auto p = args.get("price")) price = parse_positive_number("price", *p, "dollars per GPU-hour");
+  EnergyAssumptions energy;
+  if (auto u = args.get("gpu-utilisation"))
+    energy.gpu_utilisation = parse_positive_number("gpu-utilisation", *u, "a fraction of the GPU's TDP");
+  if (auto p = args.get("pue")) energy.pue = parse_positive_number("pue", *p, "a power usage effectiveness like 1.1");
+  if (auto g = args.get("grid")) energy.grid_kg_co2e_per_kwh = parse_positive_number("grid", *g, "kgCO2e per kWh like 0.429");
+  const TrainingCost cost =
+      r.found ? training_cost(hw.node, r.cluster.total_gpus(), r.days_needed, price, energy) : TrainingCost{};
   if (auto dir = args.get("emit")) {
     if (!r.found) throw std::runtime_error("no node count meets the deadline, so there is nothing to emit: " + r.why_not);
     const search::Row& best = r.best.rows.front();
@@ -73,7 +81,8 @@ int run_size_cluster(const std::vector<std::string>& argv) {
     w.field("tokens", o.tokens).field("days", o.days).field("found", r.found);
     if (r.found) {
       w.field("nodes", r.nodes).field("gpus", r.cluster.total_gpus()).field("days_needed", r.days_needed);
-      if (r.cost > 0) w.field("cost", r.cost);
+      if (cost.dollars > 0) w.field("cost", cost.dollars);
+      w.field("gpu_hours", cost.gpu_hours).field("kwh", cost.kwh).field("tonnes_co2e", cost.tonnes_co2e);
       w.key("search");
       write_search_json(w, r.best);
     } else {
@@ -97,8 +106,9 @@ int run_size_cluster(const std::vector<std::string>& argv) {
   std::printf("plan: %s\n", plan_summary(r.best.job(best)).c_str());
   std::printf("throughput %s tokens/s, MFU %.1f%% (simulated)", units::human_count(best.tokens_per_s).c_str(),
               100 * best.refined->mfu);
-  if (r.cost > 0) std::printf(", cost about $%s", units::human_count(r.cost).c_str());
   std::printf("  (%d searches)\n", r.probes);
+  std::printf("cost: %s (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n", describe(cost).c_str(),
+              energy.gpu_utilisation, energy.pue, energy.grid_kg_co2e_per_kwh);
   return 0;
 }
 

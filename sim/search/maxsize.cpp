@@ -22,6 +22,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   MaxSizeOptions o = options;
   if (!o.search.refiner) o.search.refiner = des_refiner();  // every answer is simulated
   MaxSizeResult out;
+  out.budget = o.budget;
   int step = o.heads_step;
   if (step <= 0) {
     step = 1;
@@ -34,8 +35,12 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
     Training t = default_search_training(p.model, cluster);
     t.global_batch = o.global_batch > 0 ? o.global_batch : cluster.total_gpus();
     ++out.probes;
+    SearchOptions so = o.search;
+    const double limit_s = budget_max_iteration_s(o.budget, count_parameters(p.model).total,
+                                                  static_cast<double>(t.global_batch) * p.model.seq_len);
+    if (limit_s > 0) so.max_iteration_s = so.max_iteration_s > 0 ? std::min(so.max_iteration_s, limit_s) : limit_s;
     try {
-      p.result = search(p.model, cluster, t, o.search);
+      p.result = search(p.model, cluster, t, so);
     } catch (const SpecError&) {
       return p;  // no plan at all for this shape (e.g. the batch does not divide): does not fit
     }
@@ -104,6 +109,8 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   out.model = best.model;
   out.parameters = count_parameters(best.model).total;
   out.best = std::move(best.result);
+  out.tokens = budget_tokens(o.budget, out.parameters);
+  out.days_to_train = days_to_train(out.tokens, out.best.rows.front().refined->tokens_per_s);
   out.next_model = fail.model;
   out.binding = fail.result.binding_constraint();
   if (out.binding.empty()) out.binding = "no valid plan for its shape";
@@ -115,7 +122,10 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
     return out;
   }
   double closest = 1e300;
+  bool binding_seen = false;  // prefer the families the binding constraint rejected
+  for (const RejectedFamily& r : fail.result.rejected) binding_seen |= r.constraint == out.binding;
   for (const RejectedFamily& r : fail.result.rejected) {
+    if (binding_seen && r.constraint != out.binding) continue;
     const double ratio = r.capacity > 0 ? r.needed / r.capacity : 1e300;
     if (ratio < closest) {
       closest = ratio;

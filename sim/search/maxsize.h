@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/search/budget.h"
 #include "sim/search/search.h"
 
 namespace starfish::search {
@@ -23,8 +24,11 @@ struct MaxSizeOptions {
   int64_t global_batch = 0;
   int heads_step = 0;           // 0: the largest TP the space allows (so every TP divides)
   int max_heads = 4096;         // the search's ceiling (about 13 quadrillion parameters)
-  SearchOptions search;         // space, threads, max_iteration_s ("time" limit), ...; no
-                                // refiner: the discrete-event simulator (des_refiner)
+  SearchOptions search;         // space, threads, ...; no refiner: the discrete-event simulator
+                                // (des_refiner); max_iteration_s is set per size from `budget`
+  // A size fits when some plan trains it within the budget (its simulated iteration at most
+  // budget_max_iteration_s for the size's parameters), so time binds as well as memory.
+  TrainingBudget budget{false};
 };
 
 struct MaxSizeResult {
@@ -34,6 +38,9 @@ struct MaxSizeResult {
   SearchResult best;            // the search at that size (rows: its best plans)
   Model next_model;             // the smallest that does not fit
   std::string binding;          // what stops next_model: "GPU memory", "CPU memory", "NVMe", "time"
+  TrainingBudget budget{false}; // the budget it was found within
+  double tokens = 0;            // the budget's tokens for the answer (the default count without a budget)
+  double days_to_train = 0;     // those tokens at its simulated throughput
   std::string binding_detail;   // its closest family's summary line
   int probes = 0;               // plan searches run
 };

@@ -56,22 +56,6 @@ std::vector<Placement> placements(const Cluster& c, const SearchSpace& s, int ze
 
 }  // namespace
 
-SearchSpace SearchSpace::static_partition() {
-  SearchSpace s;
-  s.chunk_elements = {0};
-  s.param_tiers = {Tier::gpu};
-  s.grad_tiers = {Tier::gpu};
-  s.optimizer_tiers = {Tier::cpu};
-  s.zero_stages = {1, 2};  // ZeRO-Offload partitions the offloaded states over DP (stage 1 or 2)
-  return s;
-}
-
-SearchSpace SearchSpace::chunked_only() {
-  SearchSpace s;
-  s.chunk_elements.erase(std::remove(s.chunk_elements.begin(), s.chunk_elements.end(), 0), s.chunk_elements.end());
-  return s;
-}
-
 Plan Candidate::to_plan() const {
   Plan p;
   fill(p);

@@ -48,12 +48,9 @@ struct SearchSpace {
   // Chunk sizes in elements; 0 = static placement. Default: static and three powers of two
   // around PatrickStar's usual 64Mi-element chunks.
   std::vector<int64_t> chunk_elements{0, int64_t{1} << 25, int64_t{1} << 26, int64_t{1} << 27};
-
-  // DeepSpeed ZeRO-Offload's static partition: no chunks, params and grads fixed on the GPU,
-  // every optimizer state on the CPU.
-  static SearchSpace static_partition();
-  // The chunk runtime only (every chunked plan, no static one).
-  static SearchSpace chunked_only();
+  // The framework every plan of the space is run by (its traits: sim/cost/framework.h).
+  Framework framework = Framework::megatron_lm;
+  // (Spaces of named training systems -- PatrickStar, ZeRO-Offload, ...: variants.h.)
 };
 
 // A compact plan (the search holds hundreds of thousands): to_plan() gives the Plan.

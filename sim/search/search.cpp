@@ -240,7 +240,8 @@ class AnalyticPass {
     for (int64_t i = begin; i < end; ++i) {
       const Candidate& c = candidates_[i];
       c.fill(w.plan);
-      if (opt_.framework) w.plan.framework = *opt_.framework;
+      // The export's own search names its framework; otherwise the space's system decides.
+      w.plan.framework = opt_.framework ? *opt_.framework : opt_.space.framework;
       if (opt_.admit && !opt_.admit(w.plan)) {
         ++w.not_admitted;
         continue;

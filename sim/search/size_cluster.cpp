@@ -1,5 +1,7 @@
 #include "sim/search/size_cluster.h"
 
+#include "sim/cost/energy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -138,7 +140,7 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   out.cluster = best.c;
   out.best = std::move(best.r);
   out.days_needed = static_cast<double>(o.tokens) / out.best.rows.front().tokens_per_s / 86400.0;
-  if (hw.price_per_gpu_hour > 0) out.cost = hw.price_per_gpu_hour * out.cluster.total_gpus() * out.days_needed * 24.0;
+  out.cost = training_cost(hw.node, out.cluster.total_gpus(), out.days_needed, hw.price_per_gpu_hour, {}).dollars;
   return out;
 }
 

@@ -40,6 +40,7 @@ struct GpuSpec {
   EfficiencyCurve matmul_efficiency;
   AttentionEfficiency attention_efficiency;
   int copy_engines = 2;
+  double tdp_watts = 0;             // board power limit (datasheet); 0 = unknown (no energy estimate)
   double peak(DType t) const;       // throws SpecError when the dtype is not supported
   bool operator==(const GpuSpec&) const = default;
 };
@@ -130,6 +131,7 @@ struct NodeSpec {
   PcieSpec pcie;
   std::optional<NvlinkSpec> nvlink;  // absent: GPUs talk over PCIe through the host
   std::optional<NicSpec> nic;        // absent: a single node only
+  double power_watts = 0;            // the whole node's maximum (GPUs, CPUs, NICs, fans); 0 = unknown
   bool operator==(const NodeSpec&) const = default;
 };
 

@@ -71,6 +71,7 @@ GpuSpec read_gpu(MapReader r) {
     a.finish();
   }
   if (r.has("copy_engines")) g.copy_engines = r.whole("copy_engines", 1, limits::kMaxCopyEngines);
+  if (r.has("tdp_watts")) g.tdp_watts = r.real("tdp_watts", 1, 1e5);
   r.finish();
   return g;
 }
@@ -179,6 +180,7 @@ NodeSpec read_node(MapReader r) {
   n.pcie = read_pcie(r.map("pcie"));
   if (r.has("nvlink")) n.nvlink = read_nvlink(r.map("nvlink"));
   if (r.has("nic")) n.nic = read_nic(r.map("nic"));
+  if (r.has("power_watts")) n.power_watts = r.real("power_watts", 1, 1e8);
   if (n.pcie.gpus_per_root > n.gpus) r.fail("pcie", "gpus_per_root exceeds the node's GPUs");
   r.finish();
   return n;
@@ -368,6 +370,7 @@ std::string to_yaml(const Cluster& c) {
   e << YAML::Key << "node" << YAML::Value << YAML::BeginMap;
   if (!n.name.empty()) emit_kv(e, "name", n.name);
   emit_num(e, "gpus", n.gpus);
+  if (n.power_watts > 0) emit_num(e, "power_watts", n.power_watts);
   e << YAML::Key << "gpu" << YAML::Value << YAML::BeginMap;
   emit_kv(e, "name", n.gpu.name);
   emit_kv(e, "memory", units::format_bytes(n.gpu.memory_bytes));
@@ -390,6 +393,7 @@ std::string to_yaml(const Cluster& c) {
     e << YAML::EndMap;
   }
   emit_num(e, "copy_engines", n.gpu.copy_engines);
+  if (n.gpu.tdp_watts > 0) emit_num(e, "tdp_watts", n.gpu.tdp_watts);
   e << YAML::EndMap;
   e << YAML::Key << "host" << YAML::Value << YAML::BeginMap;
   emit_kv(e, "memory", units::format_bytes(n.host.memory_bytes));

@@ -77,6 +77,49 @@ class WhatIfTest : public QObject {
     QVERIFY(panel.throughputLabel()->text().contains("Chosen plan here"));
     QVERIFY(panel.result()->plan_estimate || !panel.result()->plan_error.empty());
   }
+
+  void budget_fields_bound_the_largest_model() {
+    gui::WhatIfPanel panel;
+    QSignalSpy updated(&panel, &gui::WhatIfPanel::updated);
+    const Model model = gpt2_xl();
+    panel.setBase(consumer(), model, search::default_search_training(model, consumer()));
+    QVERIFY(updated.wait(60000));
+    // The default budget, as maxsize's: 20 tokens per parameter within 90 days.
+    const search::MaxSizeResult& budgeted = panel.result()->max_size;
+    QVERIFY(budgeted.found);
+    QVERIFY(budgeted.budget.time_limited);
+    QCOMPARE(budgeted.tokens, 20.0 * static_cast<double>(budgeted.parameters));
+    QVERIFY(budgeted.days_to_train <= 90.0);
+    QVERIFY(panel.maxModelLabel()->text().contains("within the budget (20 tokens per parameter (Chinchilla) within 90 days)"));
+    const int64_t within = budgeted.parameters;
+
+    // A fixed token count and a shorter deadline: the fields reach the search.
+    updated.clear();
+    panel.tokensEdit()->setText("1B");
+    Q_EMIT panel.tokensEdit()->editingFinished();
+    panel.daysSpin()->setValue(30);
+    QVERIFY(updated.wait(60000));
+    QCOMPARE(panel.settings().budget.tokens, int64_t{1'000'000'000});
+    QCOMPARE(panel.result()->max_size.tokens, 1e9);
+    QVERIFY(panel.result()->max_size.days_to_train <= 30.0);
+
+    // Memory alone: at least as large as within any budget.
+    updated.clear();
+    panel.budgetBox()->setChecked(false);
+    QVERIFY(updated.wait(60000));
+    QVERIFY(!panel.result()->max_size.budget.time_limited);
+    QVERIFY(panel.result()->max_size.parameters >= within);
+    QVERIFY(panel.maxModelLabel()->text().contains("(memory alone)"));
+
+    // A token count that does not parse says so and starts nothing.
+    panel.budgetBox()->setChecked(true);
+    panel.tokensEdit()->setText("lots");
+    Q_EMIT panel.tokensEdit()->editingFinished();
+    QVERIFY(!panel.busy());
+    bool said = false;
+    for (QLabel* l : panel.findChildren<QLabel*>()) said |= l->text().startsWith("Tokens: 'lots' is not a token count");
+    QVERIFY(said);
+  }
 };
 
 QTEST_MAIN(WhatIfTest)

@@ -127,6 +127,42 @@ TEST(ChunkRuntimeMoves, OptimizerStatesGoToTheGpuAsFarAsTheMarginAllows) {
                                mv(8, 2, G, C, 200, MoveReason::optimizer)}));
 }
 
+TEST(ChunkRuntimeMoves, StatesTheHostCannotHoldStartOnTheGpuAndStayThere) {
+  // CPU 3000 - 600 of params = 2400: units 1 and 2; unit 0 (1200) starts on the GPU, whose
+  // warm-up room is 1900 - 400 (two chunks for a moment) = 1500. After the warm-up the margin
+  // is 1900 - 600 = 1300, so unit 0 stays: no placement move, its step runs on the GPU.
+  const ChunkLayout layout = three_chunks();
+  ReferenceBackend backend(1900, 3000);
+  ChunkRuntime rt(layout, budget(1900, 3000), backend);
+  EXPECT_EQ(rt.placement().tier[0], G);
+  EXPECT_EQ(rt.placement().tier[1], C);
+  EXPECT_EQ(rt.placement().tier[2], C);
+  EXPECT_EQ(rt.in_use(G), 1200);
+  EXPECT_EQ(rt.in_use(C), 600 + 2400);
+  IterationDriver driver(rt, false);
+  FixedNonModel hooks(0);
+  driver.run_iteration(hooks);
+  EXPECT_EQ(rt.placement().gpu_margin_bytes, 1300);
+  EXPECT_EQ(rt.placement().tier[0], G);
+  EXPECT_EQ(backend.bytes_for(MoveReason::placement), 0);
+  driver.run_iteration(hooks);
+  EXPECT_LE(backend.peak(G), 1900);
+  EXPECT_LE(backend.peak(C), 3000);
+}
+
+TEST(ChunkRuntimeMoves, StatesThatFitNeitherHostNorTheWarmUpGpuRoomFailNamingBoth) {
+  const ChunkLayout layout = three_chunks();
+  ReferenceBackend backend;
+  try {
+    ChunkRuntime rt(layout, budget(1500, 3000), backend);
+    FAIL() << "expected SpecError";
+  } catch (const SpecError& e) {
+    EXPECT_STREQ(e.what(), "chunk placement: optimizer states need 3600 bytes but the GPU room of the warm-up (1100 "
+                           "bytes), the CPU (3000 bytes, 600 of them for param chunks) and NVMe (0 bytes) cannot hold "
+                           "them");
+  }
+}
+
 TEST(ChunkRuntimeMoves, GpuBudgetBelowTwoChunksFailsNamingTheMinimum) {
   const ChunkLayout layout = three_chunks();
   ReferenceBackend backend;

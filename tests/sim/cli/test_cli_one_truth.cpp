@@ -106,21 +106,24 @@ TEST(OneTruth, MaxsizeEmitsPlansThatSimulateAndEstimateTakeAsTheyAre) {
   const JsonValue j = parse_json(r.out);
   int emitted = 0;
   for (const JsonValue& v : j.find("variants")->array) {
-    if (!v.find("found")->boolean) continue;
-    const std::string variant = *v.string_at("variant");
-    const std::string file = variant == "any plan" ? "any-plan.yaml" : variant.rfind("static", 0) == 0 ? "static-plan.yaml"
-                                                                                                        : "chunked-plan.yaml";
-    ASSERT_TRUE(fs::exists(dir / file)) << file;
-    EXPECT_TRUE(fs::exists(dir / (*v.string_at("model") + ".yaml")));  // the generated model, beside it
-    EXPECT_EQ(*v.string_at("tier"), "des");
-    expect_simulate_and_estimate_agree(dir / file, *v.number_at("tokens_per_s"), *v.number_at("analytic.tokens_per_s"));
-    ++emitted;
+    for (const char* kind : {"within_budget", "memory_bound"}) {
+      const JsonValue& a = *v.find(kind);
+      if (!a.find("found")->boolean) continue;
+      const std::string file =
+          *v.string_at("key") + (std::string(kind) == "memory_bound" ? "-memory-bound" : "") + "-plan.yaml";
+      ASSERT_TRUE(fs::exists(dir / file)) << file;
+      EXPECT_TRUE(fs::exists(dir / (*a.string_at("model") + ".yaml")));  // the generated model, beside it
+      EXPECT_EQ(*a.string_at("tier"), "des");
+      expect_simulate_and_estimate_agree(dir / file, *a.number_at("tokens_per_s"), *a.number_at("analytic.tokens_per_s"));
+      ++emitted;
+    }
   }
-  EXPECT_EQ(emitted, 3);
+  EXPECT_EQ(emitted, 10);  // five systems, each within the budget and by memory alone
   EXPECT_NE(r.err.find("wrote " + (dir / "any-plan.yaml").string()), std::string::npos) << r.err;
   // Nothing is overwritten without --force.
   const CommandResult again = cli("maxsize --hw v100-pcie-8x-240gb --emit " + dir.string());
-  expect_one_line(again, 1, (dir / "any-plan.yaml").string() + ": already exists (refusing to overwrite it; --force replaces it)");
+  // (the files are checked in name order)
+  expect_one_line(again, 1, (dir / "any-memory-bound-plan.yaml").string() + ": already exists (refusing to overwrite it; --force replaces it)");
   EXPECT_EQ(cli("maxsize --hw v100-pcie-8x-240gb --emit " + dir.string() + " --force").exit_code, 0);
 }
 

@@ -112,11 +112,22 @@ TEST(CliMaxsize, BadIterationLimitIsAUsageError) {
                         "starfish maxsize: --max-iteration expects a duration like 30s or 2min, got 'soon'");
 }
 
-TEST(CliMaxsize, ShowsStaticBesideChunked) {
+TEST(CliMaxsize, ShowsEachSystemWithinTheDefaultBudgetAndByMemoryAlone) {
   const CliRun r = run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --seq 1024");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("static (ZeRO-Offload)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("chunked (PatrickStar)"), std::string::npos) << r.out;
+  for (const char* line : {"PatrickStar-style", "DeepSpeed ZeRO-Offload", "DeepSpeed ZeRO-Infinity", "Megatron 3D",
+                           "budget: 20 tokens per parameter (Chinchilla) within 90 days (default;", "within the budget",
+                           "memory alone", "PatrickStar-style vs DeepSpeed ZeRO-Offload"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
+TEST(CliMaxsize, NoBudgetExcludesBudgetFlags) {
+  expect_one_line_error(run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --no-budget --days 30"), 2,
+                        "starfish maxsize: --no-budget excludes --tokens, --days, --min-tokens-per-s and --max-iteration");
+  expect_one_line_error(run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --days 0"), 2,
+                        "starfish maxsize: --days must be positive, got '0'");
+  expect_one_line_error(run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --min-tokens-per-s fast"), 2,
+                        "starfish maxsize: --min-tokens-per-s expects a number of tokens per second, got 'fast'");
 }
 
 TEST(CliSizeCluster, BadTokenCountIsAUsageError) {

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "sim/search/plan_space.h"
+#include "sim/search/variants.h"
 #include "sim/spec/error.h"
 #include "sim/spec/job.h"
 #include "support.h"
@@ -142,14 +143,16 @@ TEST(PlanSpace, NoTpThatStraddlesNodesAndOneMicroBatchPerChunkedPlan) {
   EXPECT_STREQ(plan_invalid_reason(m, c, t, p), "TP groups would straddle nodes");
 }
 
-TEST(PlanSpace, StaticPartitionKeepsParamsAndGradsOnTheGpu) {
+TEST(PlanSpace, ZeroOffloadKeepsParamsOnTheGpuAndGradsAndOptimizerOnTheCpu) {
   const Model m = search_test::small_gpt();
   const Cluster c = search_test::small_cluster();
-  for (const Candidate& k : enumerate_plans(m, c, search_test::fp16_training(16), SearchSpace::static_partition())) {
+  for (const Candidate& k : enumerate_plans(m, c, search_test::fp16_training(16), system_variant(VariantKind::zero_offload).space)) {
     EXPECT_EQ(k.chunk_elements, 0);
     EXPECT_EQ(k.params, Tier::gpu);
-    EXPECT_EQ(k.grads, Tier::gpu);
+    EXPECT_EQ(k.grads, Tier::cpu);
     EXPECT_EQ(k.optimizer, Tier::cpu);
+    EXPECT_EQ(k.zero_stage, 2);
+    EXPECT_EQ(k.pp, 1);
   }
 }
 
