@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/framework.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
 
@@ -53,7 +54,7 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   const int p = plan.pp, v = plan.virtual_stages;
   const ActivationOptions o{plan.tp, plan.sequence_parallel, plan.recompute, act_bytes, attention_kernel(plan)};
   const double per_layer = layer_activation_bytes(m, plan.micro_batch, o);
-  const double layers_per_stage = static_cast<double>(m.layers) / p;
+  const double layers_per_stage = stage_layer_count(m.layers, p, v, plan.stage_layers, stage);
   const double mb = static_cast<double>(micro_batches);
 
   StageActivations out;

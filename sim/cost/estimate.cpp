@@ -9,6 +9,7 @@
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
+#include "sim/cost/pipeline_slots.h"
 #include "sim/spec/units.h"
 
 namespace starfish {
@@ -84,34 +85,39 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (options.explain && !e.fits) e.why_not = overflow(e.memory.tier, e);
   if (!e.fits && options.memory_only_if_rejected) return;
 
-  // ---- time of one micro-batch on the slowest stage
+  // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
   const LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute,
                                   attention_kernel(p));
-  const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
-  const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
-                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp);
   const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
-  double tp_comm = 0;
-  if (p.tp > 1) {
-    const LinkParams link = link_for_group(c, p.tp, 1);
-    const double ar = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes, link);
-    const double per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * ar;
-    tp_comm = layers_per_stage * per_layer;
-  }
+  // A layer's forward runs two TP all-reduces, its backward two, full recompute's forward two more.
+  double tp_all_reduce = 0;
+  if (p.tp > 1)
+    tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+                                      link_for_group(c, p.tp, 1));
+  const double tp_per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   double pp_comm = 0;
   if (p.pp > 1) {
     const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
     pp_comm = 2.0 * p.virtual_stages * collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2,
                                                          pipeline_send_bytes_per_rank(p, boundary_bytes), link);
   }
+  StageCosts costs;
+  costs.layer_s = lt.forward_s + lt.backward_s + lt.recompute_s;
+  costs.layer_forward_s = lt.forward_s;
+  costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
+  costs.output_s = output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp);
+  costs.tp_per_layer_s = tp_per_layer;
+  costs.pp_comm_s = pp_comm;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
-  const double accumulate = grad_accumulate_time_s(gpu, e.params_per_gpu / (p.zero_stage >= 2 ? dp : 1), act_bytes);
-  const double per_micro_batch = stage_compute + accumulate + tp_comm + pp_comm;
+  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? dp : 1), act_bytes);
+  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
+  const StageSlot& slow = slots.slowest;
+  const double layers_per_stage = slow.layers;
   const double mb = static_cast<double>(e.micro_batches);
-  e.time.compute_s = mb * stage_compute + (mb - 1) * accumulate;
-  e.time.tp_comm_s = mb * tp_comm;
+  e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
+  e.time.tp_comm_s = mb * slow.tp_comm_s;
   e.time.pp_comm_s = mb * pp_comm;
-  e.time.bubble_s = (p.pp - 1.0) / p.virtual_stages * per_micro_batch;
+  e.time.bubble_s = slots.bubble_s;
 
   const StateBytes sb = state_bytes_per_param(t, p.chunked());
   const double grad_bytes = e.params_per_gpu * grad_buffers(t, p).reduce_bytes;
@@ -169,7 +175,7 @@ Estimate estimate(const Job& job) {
   const Plan& p = job.plan;
   std::vector<double> stage_params;
   for (int stage = 0; stage < p.pp; ++stage)
-    stage_params.push_back(static_cast<double>(shard_parameters(job.model, Shard{p.tp, p.pp, stage, p.virtual_stages})));
+    stage_params.push_back(static_cast<double>(shard_parameters(job.model, plan_shard(p, stage))));
   Estimate e;
   estimate_into(job.model, job.cluster, job.training, p, count_parameters(job.model), stage_params,
                 iteration_flops(job.model, job.training.global_batch, p.recompute), EstimateOptions{}, e);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/spec/pipeline_layout.h"
+
 namespace starfish {
 namespace {
 
@@ -33,14 +35,17 @@ void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
 }  // namespace
 
 std::vector<int> stage_layers(const Model& model, const Shard& s) {
-  // Megatron's assignment: the model is cut into pp*v equal chunks; chunk c goes to stage c % pp.
+  // Megatron's assignment: model chunk c (of pp*v, in model order) goes to stage c % pp;
+  // sim/spec/pipeline_layout.h says how many layers each holds.
   std::vector<int> layers;
-  const int chunks = s.pp * s.virtual_stages;
-  const int per_chunk = model.layers / chunks;
-  for (int c = s.stage; c < chunks; c += s.pp)
-    for (int l = c * per_chunk; l < (c + 1) * per_chunk; ++l) layers.push_back(l);
+  for (int chunk = 0; chunk < s.virtual_stages; ++chunk) {
+    const LayerRange r = chunk_layer_range(model.layers, s.pp, s.virtual_stages, s.layout, s.stage, chunk);
+    for (int l = r.first; l < r.first + r.count; ++l) layers.push_back(l);
+  }
   return layers;
 }
+
+Shard plan_shard(const Plan& p, int stage) { return Shard{p.tp, p.pp, stage, p.virtual_stages, p.stage_layers}; }
 
 std::vector<ParamTensor> parameter_tensors(const Model& m, const Shard& s) {
   std::vector<ParamTensor> all;

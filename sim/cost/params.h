@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/spec/model.h"
+#include "sim/spec/plan.h"
 
 namespace starfish {
 
@@ -24,7 +25,11 @@ struct Shard {
   int pp = 1;              // pipeline stages
   int stage = 0;           // this GPU's stage, 0..pp-1
   int virtual_stages = 1;  // interleaving: the stage holds v chunks of L/(pp*v) layers each
+  StageLayout layout;      // uneven stages (sim/spec/pipeline_layout.h); even by default
 };
+
+// The shard a GPU of pipeline stage `stage` holds under `plan`.
+Shard plan_shard(const Plan& plan, int stage);
 
 // Tensors in order of first use in the forward pass. With `shard`, only the tensors that GPU
 // holds, with TP-split sizes; a tied output head on a last stage that is not the first holds

@@ -12,6 +12,7 @@
 #include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/pipeline_order.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish::schedule {
 namespace {
@@ -22,14 +23,16 @@ using des::kNone;
 // Parameters of one GPU of stage `s`, per model chunk (embedding with chunk 0, head and final
 // norm with the last chunk).
 std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
-  const Shard shard{p.tp, p.pp, s, p.virtual_stages};
-  const int per_chunk = m.layers / (p.pp * p.virtual_stages);
+  const Shard shard = plan_shard(p, s);
   std::vector<double> out(static_cast<size_t>(p.virtual_stages), 0.0);
   for (const ParamTensor& t : parameter_tensors(m, shard)) {
     int c = 0;
     if (t.layer < 0) c = 0;
     else if (t.layer >= m.layers) c = p.virtual_stages - 1;
-    else c = (t.layer / per_chunk) / p.pp;
+    else
+      while (c + 1 < p.virtual_stages &&
+             t.layer >= chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, s, c + 1).first)
+        ++c;
     out[static_cast<size_t>(c)] += static_cast<double>(t.elements);
   }
   return out;
@@ -77,7 +80,6 @@ class Builder {
     stored_ = c.stored_bytes;
     full_ = c.full_bytes;
     output_bytes_ = c.output_bytes;
-    layers_per_chunk_ = job_.model.layers / (job_.plan.pp * job_.plan.virtual_stages);
   }
 
   size_t at(int gv, int mb) const { return static_cast<size_t>(gv) * static_cast<size_t>(job_.micro_batches()) + mb; }
@@ -114,7 +116,7 @@ class Builder {
     const int lead = st.lead_gpu;
 
     // Resident model states (and the pipeline's boundary buffers).
-    const Shard shard{p.tp, p.pp, s, p.virtual_stages};
+    const Shard shard = plan_shard(p, s);
     const double n = static_cast<double>(shard_parameters(job_.model, shard));
     const ModelStates ms = model_states(job_.training, p, job_.dp(), n,
                                         static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
@@ -158,7 +160,8 @@ class Builder {
         if (prev_op_first != kNone) eng_.depends(prefetch, prev_op_first);
         if (prev_prefetch != kNone) eng_.depends(prefetch, prev_prefetch);
       }
-      const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, chunk_params / layers_per_chunk_};
+      const int layers = chunk_layer_range(job_.model.layers, P, V, p.stage_layers, s, op.model_chunk).count;
+      const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, layers, chunk_params / layers};
       if (op.forward) {
         forward_op(st, tpg, so);
       } else {
@@ -191,12 +194,13 @@ class Builder {
   struct StageOp {
     int stage, chunk, mb;
     bool last_virtual;    // the model's last chunk: it carries the output layer
+    int layers;           // transformer layers of the chunk (uneven stages differ)
     double layer_params;  // parameters of one of its layers on this GPU
   };
 
   void forward_op(StageInfo& st, des::GroupId tpg, const StageOp& o) {
     const int lead = st.lead_gpu;
-    for (int l = 0; l < layers_per_chunk_; ++l) {
+    for (int l = 0; l < o.layers; ++l) {
       const TaskId g = gather_layer(o, l);
       const TaskId x = eng_.compute(lead, layer_.forward_s, label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
       if (g != kNone) eng_.depends(x, g);
@@ -220,7 +224,7 @@ class Builder {
       chain(x);
       st.memory.push_back({x, -output_bytes_});
     }
-    for (int l = layers_per_chunk_ - 1; l >= 0; --l) {
+    for (int l = o.layers - 1; l >= 0; --l) {
       const TaskId g = gather_layer(o, l);
       TaskId first = kNone;
       if (p.recompute != Recompute::none) {
@@ -459,7 +463,6 @@ class Builder {
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   LayerTime layer_;
   double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, output_bytes_ = 0;
-  int layers_per_chunk_ = 1;
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
   std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;

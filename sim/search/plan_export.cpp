@@ -26,6 +26,9 @@ std::string megatron_unsupported(const Job& job) {
   if (p.schedule == Schedule::gpipe && p.pp > 1) return "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe";
   if (job.training.optimizer == Optimizer::sgd && p.zero_stage == 1)
     return "Megatron-LM's distributed optimizer needs adam";
+  if (!p.stage_layers.per_stage.empty())
+    return "per-stage layer lists are not exported (Megatron-core takes first_stage_layers / last_stage_layers as "
+           "--decoder-first/last-pipeline-num-layers)";
   return "";
 }
 
@@ -33,6 +36,8 @@ std::string deepspeed_unsupported(const Job& job) {
   const Plan& p = job.plan;
   if (p.chunked()) return "DeepSpeed has no chunk runtime (PatrickStar-style chunks)";
   if (p.schedule == Schedule::interleaved) return "DeepSpeed's pipeline engine has no interleaved schedule";
+  if (!p.stage_layers.even())
+    return "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout";
   if (p.offload.params != Tier::gpu && p.zero_stage != 3) return "DeepSpeed offloads params only under ZeRO-3";
   if (p.offload.optimizer != Tier::gpu && p.zero_stage == 0) return "DeepSpeed offloads the optimizer only under ZeRO 1-3";
   if (p.offload.grads != p.offload.optimizer && p.offload.grads != Tier::gpu)
@@ -48,7 +53,13 @@ std::string megatron_arguments(const Job& job) {
   std::string s;
   s += arg("--tensor-model-parallel-size", std::to_string(p.tp));
   s += arg("--pipeline-model-parallel-size", std::to_string(p.pp));
-  if (p.virtual_stages > 1)
+  // Uneven stages: Megatron-core's first/last stage layer counts; its interleaving then takes the
+  // number of virtual stages (the layers per chunk differ between stages).
+  if (p.stage_layers.first > 0) s += arg("--decoder-first-pipeline-num-layers", std::to_string(p.stage_layers.first));
+  if (p.stage_layers.last > 0) s += arg("--decoder-last-pipeline-num-layers", std::to_string(p.stage_layers.last));
+  if (p.virtual_stages > 1 && !p.stage_layers.even())
+    s += arg("--num-virtual-stages-per-pipeline-rank", std::to_string(p.virtual_stages));
+  else if (p.virtual_stages > 1)
     s += arg("--num-layers-per-virtual-pipeline-stage", std::to_string(m.layers / (p.pp * p.virtual_stages)));
   s += arg("--micro-batch-size", std::to_string(p.micro_batch));
   s += arg("--global-batch-size", std::to_string(t.global_batch));

@@ -5,6 +5,7 @@
 #include "sim/spec/error.h"
 #include "sim/spec/job.h"
 #include "sim/spec/limits.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish::search {
 namespace {
@@ -83,6 +84,7 @@ void Candidate::fill(Plan& p) const {
   p.pp = pp;
   p.dp = dp;
   p.virtual_stages = virtual_stages;
+  p.stage_layers = StageLayout{first_stage_layers, last_stage_layers, {}};
   p.micro_batch = micro_batch;
   p.sequence_parallel = sequence_parallel;
   p.schedule = schedule;
@@ -97,6 +99,8 @@ Candidate to_candidate(const Plan& p) {
   c.tp = static_cast<int32_t>(p.tp);
   c.pp = static_cast<int32_t>(p.pp);
   c.virtual_stages = static_cast<int32_t>(p.virtual_stages);
+  c.first_stage_layers = p.stage_layers.first;
+  c.last_stage_layers = p.stage_layers.last;
   c.dp = p.dp;
   c.micro_batch = p.micro_batch;
   c.chunk_elements = p.chunk_elements;
@@ -116,7 +120,8 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (m.kv_heads % p.tp != 0) return "TP does not divide the key/value heads";
   if (m.ffn_hidden % p.tp != 0) return "TP does not divide ffn_hidden";
   if (!tp_aligned_to_nodes(p.tp, c.node.gpus)) return "TP groups would straddle nodes";
-  if (m.layers % (int64_t{p.pp} * p.virtual_stages) != 0) return "PP x virtual stages does not divide the layers";
+  if (!check_stage_layout(m.layers, p.pp, p.virtual_stages, p.stage_layers).field.empty())
+    return p.stage_layers.even() ? "PP x virtual stages does not divide the layers" : "the stage layout does not fit the layers";
   const int64_t gpus = c.total_gpus();
   int64_t dp = p.dp;
   if (dp == 0) {
@@ -187,8 +192,11 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
 
   std::vector<Candidate> out;
   for (int tp : tps) {
-    for (int pp : s.pp.empty() ? divisors(m.layers) : s.pp) {
-      if (pp < 1 || m.layers % pp || gpus % (tp * pp)) continue;
+    for (int pp : s.pp.empty() ? divisors(gpus / tp) : s.pp) {
+      if (pp < 1 || pp > m.layers || gpus % (tp * pp)) continue;
+      // PP that does not divide the layers: Megatron-core's lighter first and last stages.
+      const StageLayout layout = balanced_stage_layout(m.layers, pp);
+      if (m.layers % pp && layout.even()) continue;
       const int dp = gpus / (tp * pp);
       if (t.global_batch % dp) continue;
       const int64_t per_pipeline = t.global_batch / dp;
@@ -209,7 +217,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
           }
           if (micro_batches % pp) continue;
           for (int v = 2; v <= s.max_virtual_stages; ++v)
-            if (m.layers % (pp * v) == 0) shapes.push_back({sc, v});
+            if (check_stage_layout(m.layers, pp, v, layout).field.empty()) shapes.push_back({sc, v});
         }
         for (const auto& [schedule, v] : shapes) {
           for (int z : s.zero_stages) {
@@ -231,6 +239,8 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                     k.tp = static_cast<int32_t>(tp);
                     k.pp = static_cast<int32_t>(pp);
                     k.virtual_stages = static_cast<int32_t>(v);
+                    k.first_stage_layers = layout.first;
+                    k.last_stage_layers = layout.last;
                     k.dp = dp;
                     k.micro_batch = b;
                     k.chunk_elements = chunk;
@@ -266,6 +276,8 @@ std::string short_label(const Candidate& c) {
   std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " DP" + std::to_string(c.dp);
   if (c.pp > 1) s += std::string(" ") + to_string(c.schedule);
   if (c.virtual_stages > 1) s += " v" + std::to_string(c.virtual_stages);
+  if (c.first_stage_layers || c.last_stage_layers)
+    s += " first" + std::to_string(c.first_stage_layers) + " last" + std::to_string(c.last_stage_layers);
   if (c.sequence_parallel) s += " SP";
   s += " mb" + std::to_string(c.micro_batch) + " ZeRO-" + std::to_string(c.zero_stage);
   if (c.recompute != Recompute::none) s += std::string(" rc-") + to_string(c.recompute);

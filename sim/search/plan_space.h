@@ -3,7 +3,8 @@
 // validity pre-check that keeps exceptions off the hot path.
 //
 // Axes: TP (divisors of heads, kv_heads and ffn_hidden, aligned to the nodes as make_job requires,
-// up to GPUs per node by default), PP (divisors of layers with TP*PP dividing the GPUs), DP
+// up to GPUs per node by default), PP (TP*PP dividing the GPUs, at most the layers; a PP that
+// does not divide the layers gets Megatron-core's lighter first/last stages, balanced_stage_layout), DP
 // (derived), virtual stages (divisors of layers/PP, interleaved schedule only), micro-batch
 // (divisors of global/DP), ZeRO 0-3, offload tiers of params/grads/optimizer, recompute,
 // sequence parallelism, schedule and chunk size.
@@ -59,6 +60,9 @@ struct SearchSpace {
 // A compact plan (the search holds hundreds of thousands): to_plan() gives the Plan.
 struct Candidate {
   int32_t tp = 1, pp = 1, virtual_stages = 1;  // up to the GPU limit (limits.h): 16 bits would wrap
+  // Uneven stages (Plan::stage_layers' first/last; 0 = even): balanced_stage_layout when PP does
+  // not divide the layers. Explicit per-stage lists are not searched.
+  int32_t first_stage_layers = 0, last_stage_layers = 0;
   int32_t dp = 1;
   int32_t micro_batch = 1;
   int64_t chunk_elements = 0;

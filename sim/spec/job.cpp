@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/spec/limits.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
 
@@ -48,11 +49,12 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   if (model.ffn_hidden % plan.tp != 0)
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide ffn_hidden " +
                                         std::to_string(model.ffn_hidden) + of_model);
-  const int64_t stages = int64_t{plan.pp} * plan.virtual_stages;  // each at most 10^7 and 10^5: no overflow
-  if (model.layers % stages != 0)
-    pp.fail(plan.virtual_stages > 1 ? "plan.virtual_stages" : "plan.pipeline_parallel",
-            "pipeline_parallel " + std::to_string(plan.pp) + " x virtual_stages " + std::to_string(plan.virtual_stages) +
-                " does not divide the " + std::to_string(model.layers) + " layers" + of_model);
+  if (const LayoutProblem bad = check_stage_layout(model.layers, plan.pp, plan.virtual_stages, plan.stage_layers);
+      !bad.field.empty())
+    pp.fail(bad.field, bad.message + of_model +
+                           (plan.stage_layers.even() ? "; for uneven stages set plan.first_stage_layers / "
+                                                       "last_stage_layers or plan.stage_layers"
+                                                     : ""));
   const int gpus = cluster.total_gpus();
   const std::string of_cluster = " of cluster " + cluster.name + " (" + cluster.provenance.file + ")";
   if (!tp_aligned_to_nodes(plan.tp, cluster.node.gpus))

@@ -2,6 +2,7 @@
 // How a training job is laid out on the cluster: parallelism, ZeRO, offload, chunks, recompute.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/spec/provenance.h"
 
@@ -26,11 +27,28 @@ struct Offload {
   bool operator==(const Offload&) const = default;
 };
 
+// How the transformer layers are spread over the pipeline stages. Empty: evenly, layers /
+// (pp x virtual_stages) per model chunk (Megatron's default). `first`/`last`: the first and last
+// stage's layer counts, the other stages sharing the rest evenly, as Megatron-core's
+// --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126
+// layers over PP16 as 7 + 14 x 8 + 7, lighter ends for the embedding and the LM head). `per_stage`:
+// every stage's count (DeepSpeed's partition by parameters gives such lists). With interleaving,
+// each stage's layers are divided evenly over its virtual stages (Megatron-core's
+// get_num_layers_to_build). sim/spec/pipeline_layout.h resolves and checks it.
+struct StageLayout {
+  int first = 0;               // layers of the first stage; 0 = as the others
+  int last = 0;                // layers of the last stage; 0 = as the others
+  std::vector<int> per_stage;  // explicit counts, one per stage (then first/last are 0)
+  bool even() const { return first == 0 && last == 0 && per_stage.empty(); }
+  bool operator==(const StageLayout&) const = default;
+};
+
 struct Plan {
   int tp = 1;                  // tensor parallel
   int pp = 1;                  // pipeline parallel
   int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * pp)
   int virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
+  StageLayout stage_layers;    // uneven pipeline stages; even by default
   int micro_batch = 1;         // sequences per micro-batch
   bool sequence_parallel = false;
   // Data-parallel gradient reduction overlapped with the backward pass, a model chunk at a time

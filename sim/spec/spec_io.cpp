@@ -224,6 +224,33 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   return m;
 }
 
+// Uneven pipeline stages: first_stage_layers / last_stage_layers, or stage_layers: [7, 8, ...].
+// Whether they fit the model is make_job's check (check_stage_layout).
+namespace {
+void read_stage_layers(MapReader& q, StageLayout& out) {
+  if (q.has("first_stage_layers")) out.first = q.whole("first_stage_layers", 1, limits::kMaxLayers);
+  if (q.has("last_stage_layers")) out.last = q.whole("last_stage_layers", 1, limits::kMaxLayers);
+  if (!q.has("stage_layers")) return;
+  const YAML::Node list = q.sequence("stage_layers");
+  if (list.size() > static_cast<size_t>(limits::kMaxLayers))
+    q.fail("stage_layers", "lists more than " + std::to_string(limits::kMaxLayers) + " stages (Starfish's limit)");
+  for (const auto& item : list) {
+    const SourceLoc at = q.where(item);
+    double n = 0;
+    try {
+      n = item.IsScalar() ? units::parse_number(item.Scalar()) : -1;
+    } catch (const std::invalid_argument&) {
+      n = -1;
+    }
+    if (n < 1 || n > static_cast<double>(limits::kMaxLayers) || n != static_cast<double>(static_cast<int64_t>(n)))
+      fail_at(at, q.field("stage_layers"), "each stage's layer count must be a whole number from 1 to " +
+                                               std::to_string(limits::kMaxLayers));
+    out.per_stage.push_back(static_cast<int>(n));
+  }
+  if (out.per_stage.empty()) q.fail("stage_layers", "lists no stage");
+}
+}  // namespace
+
 PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   PlanFile p;
   Provenance& prov = p.plan.provenance;
@@ -255,6 +282,7 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
     if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
     if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
+    read_stage_layers(q, pl.stage_layers);
     if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
     if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
     if (q.has("schedule"))
@@ -418,6 +446,13 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "pipeline_parallel", q.pp);
   if (q.dp > 0) emit_num(e, "data_parallel", q.dp);
   emit_num(e, "virtual_stages", q.virtual_stages);
+  if (q.stage_layers.first > 0) emit_num(e, "first_stage_layers", q.stage_layers.first);
+  if (q.stage_layers.last > 0) emit_num(e, "last_stage_layers", q.stage_layers.last);
+  if (!q.stage_layers.per_stage.empty()) {
+    e << YAML::Key << "stage_layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int n : q.stage_layers.per_stage) e << n;
+    e << YAML::EndSeq;
+  }
   emit_num(e, "micro_batch", q.micro_batch);
   emit_kv(e, "schedule", to_string(q.schedule));
   e << YAML::Key << "sequence_parallel" << YAML::Value << q.sequence_parallel;

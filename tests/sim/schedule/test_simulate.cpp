@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/estimate.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/des/engine.h"
@@ -88,6 +89,31 @@ TEST(Simulate, InterleavedBubbleIsPMinusOneOverVMPlusPMinusOne) {
     const double expected = 3.0 / (v * mb + 3.0);
     EXPECT_NEAR(r.bubble_fraction / expected, 1.0, 0.01) << "v=" << v;
   }
+}
+
+TEST(Simulate, UnevenStagesArePacedByTheHeaviest) {
+  // 14 layers over PP4 as 2 + 5 + 5 + 2 (lighter first and last stages, as Llama 3 405B's), 8
+  // micro-batches, a layer's forward f = 1/3 and backward b = 2/3 of its slot (GEMMs only). The
+  // third stage finishes last: the first two stages' forwards of micro-batch 0 (7 f), its own 8 x
+  // 5 slots, its wait for the first gradient (stage 3's 2 slots less its one warm-up forward of 5
+  // f) and the drain of the first two stages' backwards (7 b): 7/3 + 40 + 1/3 + 14/3 = 47 1/3 layer
+  // slots (an even 3.5-layer split would take (m + p - 1) x 3.5 = 38.5). The estimate agrees.
+  const Model m = gpt(14, 1024, 16, 1024);
+  Plan plan;
+  plan.pp = 4;
+  plan.stage_layers.first = 2;
+  plan.stage_layers.last = 2;
+  const Job j = job(m, ideal_node(4), 8, plan);
+  const SimReport r = simulate(j);
+  const LayerTime lt = layer_time(j.cluster.node.gpu, j.training.dtype, m, 1, 1, false, Recompute::none);
+  const double slot = lt.forward_s + lt.backward_s;
+  EXPECT_NEAR(r.iteration_s / (142.0 / 3 * slot), 1.0, 0.005) << r.iteration_s / slot;
+  EXPECT_NEAR(estimate(j).time.iteration_s / r.iteration_s, 1.0, 0.01);
+  // Memory: 3 micro-batches of 5 layers in flight on stage 1 against 4 of 2 on stage 0.
+  ASSERT_EQ(r.memory.size(), 4u);
+  EXPECT_GT(r.memory[1].peak_bytes - r.memory[1].model_state_bytes, r.memory[0].peak_bytes - r.memory[0].model_state_bytes);
+  const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{});
+  EXPECT_NEAR((r.memory[1].peak_bytes - r.memory[1].model_state_bytes) / (15 * per_layer), 1.0, 0.02);
 }
 
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {

@@ -37,6 +37,31 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   EXPECT_EQ(a.substr(a.size() - 2), "0\n");  // the last line has no continuation
 }
 
+TEST(Export, MegatronCarriesUnevenStagesAsMegatronCoreFlags) {
+  // 8 layers over PP2 as 3 + 5: Megatron-core's first/last stage layer counts.
+  Plan p;
+  p.pp = 2;
+  p.stage_layers.first = 3;
+  p.stage_layers.last = 5;
+  const std::string a = megatron_arguments(job_with(p));
+  EXPECT_NE(a.find("  --decoder-first-pipeline-num-layers 3 \\\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("  --decoder-last-pipeline-num-layers 5 \\\n"), std::string::npos) << a;
+  // Interleaved: the chunks per stage, not a layer count per chunk (they differ by stage).
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.stage_layers.first = 2;
+  p.stage_layers.last = 6;
+  const std::string i = megatron_arguments(job_with(p));
+  EXPECT_NE(i.find("  --num-virtual-stages-per-pipeline-rank 2 \\\n"), std::string::npos) << i;
+  EXPECT_EQ(i.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << i;
+  // A per-stage list has no Megatron flag Starfish writes; DeepSpeed partitions by its own method.
+  p = Plan{};
+  p.pp = 2;
+  p.stage_layers.per_stage = {3, 5};
+  EXPECT_NE(megatron_unsupported(job_with(p)).find("per-stage layer lists"), std::string::npos);
+  EXPECT_NE(deepspeed_unsupported(job_with(p)).find("partition_method"), std::string::npos);
+}
+
 TEST(Export, MegatronRefusesZero3AndOffload) {
   Plan p;
   p.zero_stage = 3;

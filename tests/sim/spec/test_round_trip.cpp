@@ -55,6 +55,11 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.attention = Attention::flash;
   const PlanFile back = parse_plan_file_text(to_yaml(p));
   EXPECT_EQ(back, p) << to_yaml(p);
+  p.plan.stage_layers.first = 7;
+  p.plan.stage_layers.last = 7;
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.stage_layers = StageLayout{0, 0, {7, 8, 8, 7}};
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
 }
 
 TEST(RoundTrip, SaveRefusesToOverwriteAndWritesAtomically) {
