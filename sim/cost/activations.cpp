@@ -20,8 +20,9 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   const double replicated = 4 * B * sb * h + 2 * mask * sb * h;
 
   // Parts split across TP ranks (heads and FFN columns are divided).
-  double split = B * sb * (h + 2 * kv);  // Q, K, V kept for the score and context GEMMs
-  split += B * sb * h;             // attention output projection input (context)
+  const double q = m.q_dim();
+  double split = B * sb * (q + 2 * kv);  // Q, K, V kept for the score and context GEMMs
+  split += B * sb * q;             // attention output projection input (context)
   if (m.activation == Activation::swiglu) split += 3 * B * sb * f;  // gate, up, and their product
   else split += 2 * B * sb * f;    // GELU input and output
   if (o.attention == Attention::flash) {

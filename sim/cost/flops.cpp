@@ -4,13 +4,13 @@ namespace starfish {
 
 LayerForwardFlops layer_forward_flops(const Model& m, int64_t micro_batch) {
   const double T = static_cast<double>(micro_batch) * m.seq_len;
-  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, s = m.seq_len;
+  const double h = m.hidden, kv = m.kv_dim(), q = m.q_dim(), f = m.ffn_hidden, s = m.seq_len;
   const double in_mats = m.activation == Activation::swiglu ? 2 : 1;
   LayerForwardFlops x;
-  x.qkv = 2 * T * h * (h + 2 * kv);
-  x.scores = 2 * T * s * h;
-  x.context = 2 * T * s * h;
-  x.attn_out = 2 * T * h * h;
+  x.qkv = 2 * T * h * (q + 2 * kv);
+  x.scores = 2 * T * s * q;
+  x.context = 2 * T * s * q;
+  x.attn_out = 2 * T * q * h;
   x.mlp_in = 2 * T * h * f * in_mats;
   x.mlp_out = 2 * T * f * h;
   return x;

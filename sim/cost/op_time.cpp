@@ -38,13 +38,13 @@ class LayerOpsBuilder {
   }
 
   std::vector<LayerOp> build() {
-    const double h = m_.hidden, kv = m_.kv_dim(), f = m_.ffn_hidden;
+    const double h = m_.hidden, kv = m_.kv_dim(), q = m_.q_dim(), f = m_.ffn_hidden;
     const double hidden_bytes = B_ * T_ * h / rep_;
     norm("input norm", hidden_bytes);
-    gemm("QKV GEMM", T_ * h * (h + 2 * kv) / t_);
+    gemm("QKV GEMM", T_ * h * (q + 2 * kv) / t_);
     if (shape_.attention == Attention::flash) flash_attention();
     else unfused_attention();
-    gemm("attention output GEMM", T_ * h * h / t_);
+    gemm("attention output GEMM", T_ * q * h / t_);
     residual("attention residual", hidden_bytes);
     norm("MLP norm", hidden_bytes);
     const bool swiglu = m_.activation == Activation::swiglu;

@@ -48,6 +48,13 @@ struct Plan {
   int pp = 1;                  // pipeline parallel
   int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * pp)
   int virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
+  // Expert parallelism (MoE models): each rank of an EP group holds experts / ep of a layer's
+  // routed experts, and tokens travel to them by all-to-all. The expert layers are laid out on
+  // the ranks of a stage on their own (Megatron-core's MoE parallel folding, Liu et al. 2024):
+  // expert TP x EP x expert DP = TP x DP; expert_tensor_parallel 0 = TP (Megatron-core's default
+  // for --expert-tensor-parallel-size).
+  int ep = 1;
+  int etp = 0;
   StageLayout stage_layers;    // uneven pipeline stages; even by default
   int micro_batch = 1;         // sequences per micro-batch
   bool sequence_parallel = false;
@@ -65,6 +72,7 @@ struct Plan {
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }
+  int expert_tp() const { return etp > 0 ? etp : tp; }
   bool operator==(const Plan&) const = default;
 };
 

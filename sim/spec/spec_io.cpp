@@ -189,6 +189,27 @@ Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
   return c;
 }
 
+namespace {
+// The `moe:` map of a model (Model::Moe); the expert FFN defaults to the dense one.
+Moe read_moe(MapReader r, const Model& m) {
+  Moe e;
+  e.experts = r.whole("experts", 1, limits::kMaxExperts);
+  e.top_k = r.whole("top_k", 1, limits::kMaxExperts);
+  if (e.top_k > e.experts)
+    r.fail("top_k", "routes each token to " + std::to_string(e.top_k) + " of only " + std::to_string(e.experts) + " experts");
+  if (r.has("shared_experts")) e.shared_experts = r.whole("shared_experts", 0, limits::kMaxExperts);
+  e.expert_ffn_hidden = r.has("expert_ffn_hidden") ? r.whole("expert_ffn_hidden", 1, limits::kMaxFfnHidden) : m.ffn_hidden;
+  if (r.has("first_dense_layers")) e.first_dense_layers = r.whole("first_dense_layers", 0, limits::kMaxLayers);
+  if (e.first_dense_layers >= m.layers)
+    r.fail("first_dense_layers", std::to_string(e.first_dense_layers) + " dense layers leave no MoE layer of the " +
+                                     std::to_string(m.layers));
+  if (r.has("every")) e.every = r.whole("every", 1, limits::kMaxLayers);
+  if (r.has("capacity_factor")) e.capacity_factor = r.real("capacity_factor", 0, 1e3);
+  r.finish();
+  return e;
+}
+}  // namespace
+
 Model parse_model(const YAML::Node& root, const std::string& file) {
   Model m;
   m.provenance.file = file;
@@ -216,8 +237,11 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
-  if (m.hidden % m.heads != 0)
-    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
+  if (r.has("head_dim")) m.attention_head_dim = r.whole("head_dim", 1, limits::kMaxHidden);
+  if (r.has("moe")) m.moe = read_moe(r.map("moe"), m);
+  if (m.attention_head_dim == 0 && m.hidden % m.heads != 0)
+    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden) +
+                        " (give head_dim when the heads have their own width)");
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     r.fail("kv_heads", std::to_string(m.kv_heads) + " must divide heads " + std::to_string(m.heads));
   r.finish();
@@ -419,6 +443,18 @@ std::string to_yaml(const Model& m) {
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   e << YAML::Key << "bias" << YAML::Value << m.bias;
   e << YAML::Key << "dropout" << YAML::Value << m.dropout;
+  if (m.attention_head_dim > 0) emit_num(e, "head_dim", m.attention_head_dim);
+  if (m.is_moe()) {
+    e << YAML::Key << "moe" << YAML::Value << YAML::BeginMap;
+    emit_num(e, "experts", m.moe.experts);
+    emit_num(e, "top_k", m.moe.top_k);
+    emit_num(e, "shared_experts", m.moe.shared_experts);
+    emit_num(e, "expert_ffn_hidden", m.moe.expert_ffn_hidden);
+    emit_num(e, "first_dense_layers", m.moe.first_dense_layers);
+    emit_num(e, "every", m.moe.every);
+    emit_num(e, "capacity_factor", m.moe.capacity_factor);
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
