@@ -13,6 +13,7 @@ std::string plan_summary(const Job& job) {
   if (!p.stage_layers.even())
     s += " (layers per stage " + stage_layout_text(job.model.layers, p.pp, p.virtual_stages, p.stage_layers) + ")";
   if (p.sequence_parallel) s += " SP";
+  if (job.model.is_moe()) s += " EP" + std::to_string(p.ep) + " ETP" + std::to_string(p.expert_tp());
   s += ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(job.micro_batches()) +
        ", global batch " + std::to_string(job.training.global_batch);
   s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + to_string(p.recompute);
@@ -30,6 +31,7 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.begin_object();
   w.field("tensor_parallel", p.tp).field("pipeline_parallel", p.pp).field("data_parallel", p.dp);
   w.field("virtual_stages", p.virtual_stages).field("micro_batch", p.micro_batch);
+  if (job.model.is_moe()) w.field("expert_parallel", p.ep).field("expert_tensor_parallel", p.expert_tp());
   if (!p.stage_layers.even()) {  // layers per stage, when they differ
     w.key("stage_layers").begin_array();
     for (int s = 0; s < p.pp; ++s) w.value(stage_layer_count(job.model.layers, p.pp, p.virtual_stages, p.stage_layers, s));

@@ -8,6 +8,7 @@
 #include "sim/cost/collectives.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
+#include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/pipeline_slots.h"
 #include "sim/spec/units.h"
@@ -50,10 +51,10 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   double worst_gpu = -1;
   ModelStates worst_states;
   const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
-  const double framework_buffers = framework_buffer_bytes(t, p);
+  const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
-    const ModelStates ms = model_states(t, p, dp, n, layer_params, chunk_bytes);
+    const ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunk_bytes);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
     const double total = ms.total_gpu() + act.total() + p2p + framework_buffers;
     if (total > worst_gpu) {
@@ -110,6 +111,17 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   costs.pp_comm_s = pp_comm;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
   costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? dp : 1), act_bytes);
+  if (m.is_moe()) {
+    // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
+    // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in
+    // backward, 2 more when full recomputation redoes the forward.
+    const LayerTime moe = layer_time(gpu, t.dtype, m, LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), &p},
+                                     p.recompute);
+    const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
+    costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + 2 * exchange;
+    costs.moe_extra_s = moe.forward_s + moe.backward_s + moe.recompute_s - costs.layer_s +
+                        (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
+  }
   const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
   const StageSlot& slow = slots.slowest;
   const double layers_per_stage = slow.layers;
@@ -120,7 +132,10 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.bubble_s = slots.bubble_s;
 
   const StateBytes sb = state_bytes_per_param(t, p.chunked());
-  const double grad_bytes = e.params_per_gpu * grad_buffers(t, p).reduce_bytes;
+  // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
+  const double expert_params = stage_expert_params(m, p, e.peak_stage);
+  const double grad_bytes = (e.params_per_gpu - expert_params) * grad_buffers(t, p).reduce_bytes;
+  e.time.dp_comm_s = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
     auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
@@ -141,10 +156,11 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
       dp_time = mb * (std::max(0.0, gather - fwd) + std::max(0.0, gather + ring(CollectiveKind::reduce_scatter) - bwd) +
                       2 * first_layer);
     }
-    e.time.dp_comm_s = dp_time;
+    e.time.dp_comm_s += dp_time;
   }
 
-  const double opt_params = e.params_per_gpu / (p.zero_stage >= 1 ? dp : 1);
+  const double opt_params = (e.params_per_gpu - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
+                            expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
   if (p.offload.optimizer == Tier::gpu) {
     e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * optimizer_step_bytes_per_param(t, p));
   } else {

@@ -1,5 +1,7 @@
 #include "sim/cost/flops.h"
 
+#include "sim/cost/moe.h"
+
 namespace starfish {
 
 LayerForwardFlops layer_forward_flops(const Model& m, int64_t micro_batch) {
@@ -22,7 +24,14 @@ double logits_forward_flops(const Model& m, int64_t micro_batch) {
 
 IterationFlops iteration_flops(const Model& m, int64_t global_batch, Recompute recompute) {
   const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
-  const double layers_fwd = layer.total() * m.layers;
+  double layers_fwd = layer.total() * m.layers;
+  if (m.is_moe()) {
+    // An MoE layer's MLP computes what each token is routed to (sim/cost/moe.h): active FLOPs.
+    int moe_layers = 0;
+    for (int l = 0; l < m.layers; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
+    const double tokens = static_cast<double>(global_batch) * m.seq_len;
+    layers_fwd += moe_layers * (moe_mlp_forward_flops(m, tokens) - layer.mlp_in - layer.mlp_out);
+  }
   const double logits_fwd = logits_forward_flops(m, global_batch);
   IterationFlops out;
   out.model = 3 * (layers_fwd + logits_fwd);

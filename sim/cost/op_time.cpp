@@ -1,6 +1,7 @@
 #include "sim/cost/op_time.h"
 
 #include "sim/cost/flops.h"
+#include "sim/cost/moe.h"
 
 namespace starfish {
 
@@ -47,6 +48,11 @@ class LayerOpsBuilder {
     gemm("attention output GEMM", T_ * q * h / t_);
     residual("attention residual", hidden_bytes);
     norm("MLP norm", hidden_bytes);
+    if (shape_.moe) {
+      append_moe_mlp_ops(ops_, gpu_, dtype_, m_, *shape_.moe);
+      residual("MLP residual", hidden_bytes);
+      return std::move(ops_);
+    }
     const bool swiglu = m_.activation == Activation::swiglu;
     gemm("MLP-in GEMM", T_ * h * f * (swiglu ? 2 : 1) / t_);
     // GELU (Megatron fuses the bias in): read, write; backward reads x and dy, writes dx.
@@ -138,9 +144,14 @@ std::vector<LayerOp> layer_ops(const GpuSpec& gpu, DType dtype, const Model& m, 
 
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp, bool sp, Recompute rc,
                      Attention attention) {
+  return layer_time(gpu, dtype, m, LayerShape{b, tp, sp, attention}, rc);
+}
+
+LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape, Recompute rc) {
+  const Attention attention = shape.attention;
   LayerTime out;
   double core_s = 0;
-  for (const LayerOp& op : layer_ops(gpu, dtype, m, LayerShape{b, tp, sp, attention})) {
+  for (const LayerOp& op : layer_ops(gpu, dtype, m, shape)) {
     out.forward_s += op.forward_s;
     out.backward_s += op.backward_s;
     if (op.gemm) out.gemm_forward_s += op.forward_s;

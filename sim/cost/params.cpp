@@ -131,6 +131,16 @@ ParamCount count_parameters(const Model& m) {
   return c;
 }
 
+int64_t moe_layer_expert_params(const Model& m, int ep, int etp) {
+  if (!m.is_moe()) return 0;
+  std::vector<ParamTensor> moe;
+  add_moe_mlp(moe, m, m.moe.first_dense_layers);
+  int64_t n = 0;
+  for (const ParamTensor& t : moe)
+    if (t.expert) n += (t.elements / ep + etp - 1) / etp;
+  return n;
+}
+
 int64_t shard_parameters(const Model& model, const Shard& shard) {
   int64_t n = 0;
   for (const auto& t : parameter_tensors(model, shard)) n += t.elements;

@@ -65,6 +65,10 @@ struct ParamCount {
 
 ParamCount count_parameters(const Model& model);
 
+// Routed-expert parameters of one MoE layer on one GPU of an EP x ETP layout (0 for a dense
+// model), rounded as parameter_tensors shards them.
+int64_t moe_layer_expert_params(const Model& model, int ep, int etp);
+
 // Parameters one GPU of the shard holds (replicated norms and embedding copies included).
 int64_t shard_parameters(const Model& model, const Shard& shard);
 

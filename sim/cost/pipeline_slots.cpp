@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/cost/moe.h"
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
@@ -16,14 +17,15 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     x.stage = s;
     x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
     const bool last = s == p.pp - 1;
-    x.compute_s = x.layers * c.layer_s + (last ? c.output_s : 0);
+    const double moe_layers = m.is_moe() ? stage_moe_layers(m, p, s) : 0;
+    x.compute_s = x.layers * c.layer_s + moe_layers * c.moe_extra_s + (last ? c.output_s : 0);
     x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
     x.tp_comm_s = x.layers * c.tp_per_layer_s;
     x.pp_comm_s = c.pp_comm_s;
     // The output layer's forward is a third of its work (one GEMM to backward's two); the
     // sends split evenly between activations and gradients.
-    x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s) + (last ? c.output_s / 3 : 0) +
-                  c.pp_comm_s / 2;
+    x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
+                  (last ? c.output_s / 3 : 0) + c.pp_comm_s / 2;
     return x;
   };
   for (int s = 0; s < p.pp; ++s) {

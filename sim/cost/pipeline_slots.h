@@ -28,6 +28,8 @@ struct StageCosts {
   double tp_per_layer_s = 0;         // one layer's exposed TP collectives
   double pp_comm_s = 0;              // one micro-batch's pipeline sends of a stage
   double accumulate_s_per_param = 0; // gradient accumulation per parameter of the stage
+  double moe_extra_s = 0;            // an MoE layer's time over a dense one's (experts, all-to-alls)
+  double moe_forward_extra_s = 0;    // its forward part
 };
 
 struct StageSlot {

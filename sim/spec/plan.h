@@ -55,6 +55,10 @@ struct Plan {
   // for --expert-tensor-parallel-size).
   int ep = 1;
   int etp = 0;
+  // Tokens of the busiest EP rank over the mean (MoE): 1 = perfectly balanced routing, what the
+  // auxiliary load-balancing loss drives towards (Fedus et al. 2022, sec. 2.2); set what your
+  // runs measure. Expert compute and the all-to-alls pay it.
+  double moe_load_imbalance = 1.0;
   StageLayout stage_layers;    // uneven pipeline stages; even by default
   int micro_batch = 1;         // sequences per micro-batch
   bool sequence_parallel = false;

@@ -307,6 +307,9 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
     if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
     read_stage_layers(q, pl.stage_layers);
+    if (q.has("expert_parallel")) pl.ep = q.whole("expert_parallel", 1, limits::kMaxExperts);
+    if (q.has("expert_tensor_parallel")) pl.etp = q.whole("expert_tensor_parallel", 1, limits::kMaxGpus);
+    if (q.has("moe_load_imbalance")) pl.moe_load_imbalance = q.real("moe_load_imbalance", 1, 1e3);
     if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
     if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
     if (q.has("schedule"))
@@ -484,6 +487,9 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "virtual_stages", q.virtual_stages);
   if (q.stage_layers.first > 0) emit_num(e, "first_stage_layers", q.stage_layers.first);
   if (q.stage_layers.last > 0) emit_num(e, "last_stage_layers", q.stage_layers.last);
+  if (q.ep != 1) emit_num(e, "expert_parallel", q.ep);
+  if (q.etp != 0) emit_num(e, "expert_tensor_parallel", q.etp);
+  if (q.moe_load_imbalance != 1.0) emit_num(e, "moe_load_imbalance", q.moe_load_imbalance);
   if (!q.stage_layers.per_stage.empty()) {
     e << YAML::Key << "stage_layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (int n : q.stage_layers.per_stage) e << n;

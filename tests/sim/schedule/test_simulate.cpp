@@ -116,6 +116,31 @@ TEST(Simulate, UnevenStagesArePacedByTheHeaviest) {
   EXPECT_NEAR((r.memory[1].peak_bytes - r.memory[1].model_state_bytes) / (15 * per_layer), 1.0, 0.02);
 }
 
+TEST(Simulate, MixtureOfExpertsLayersAgreeWithTheEstimate) {
+  // 4 layers, two of them MoE (8 experts, top-2) on TP2 x DP4 with EP4 over NVLink: the simulated
+  // iteration runs the experts' compute and 4 all-to-alls per MoE layer per micro-batch, as the
+  // analytic tier counts them; the two agree, and the all-to-alls show as "ep".
+  Model m = gpt(4, 1024, 16, 1024);
+  m.moe = Moe{8, 2, 0, 2048, 1, 2, 0};
+  Cluster c = ideal_node(8);
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  Plan plan;
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  plan.ep = 4;
+  plan.etp = 1;
+  const Job j = job(m, c, 16, plan);
+  const SimReport r = simulate(j);
+  const Estimate e = estimate(j);
+  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
+  double ep_s = -1;
+  for (const CommGroupReport& g : r.comm)
+    if (g.group == "ep") ep_s = g.comm_s;
+  // 4 micro-batches x 2 MoE layers x 4 all-to-alls of 1024 x 2 / 2 x 1024 x 2 bytes, 3/4 sent.
+  const double one = 3 * 2e-6 + 1024.0 * 2 / 2 * 1024 * 2 * 3 / 4 / 100e9;
+  EXPECT_NEAR(ep_s / (4 * 2 * 4 * one), 1.0, 0.05) << ep_s;
+}
+
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
   const Model m = gpt(4, 1024, 16, 1024);
   // Infinitely fast HBM (GEMMs only), then an A100's, where element-wise kernels, gradient

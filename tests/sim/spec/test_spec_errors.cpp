@@ -114,7 +114,12 @@ TEST(SpecErrors, SyntaxError) {
 
 TEST(SpecErrors, ModelConsistency) {
   EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "heads: 16", "heads: 15"), "m.yaml"); }),
-            "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024");
+            "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024 (give head_dim when the heads have their own "
+            "width)");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 9}\n", "m.yaml"); }),
+            "m.yaml:7:19: field 'moe.top_k': routes each token to 9 of only 8 experts");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 2, first_dense_layers: 24}\n", "m.yaml"); }),
+            "m.yaml:7:29: field 'moe.first_dense_layers': 24 dense layers leave no MoE layer of the 24");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "kv_heads: 3\n", "m.yaml"); }),
             "m.yaml:7:1: field 'kv_heads': 3 must divide heads 16");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: swiglu\n", "m.yaml"); }),
