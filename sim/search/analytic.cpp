@@ -5,6 +5,7 @@
 
 #include "sim/cost/activations.h"
 #include "sim/cost/collectives.h"
+#include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/spec/units.h"
 
@@ -30,7 +31,7 @@ void AnalyticEvaluator::prepare(const std::vector<Candidate>& candidates) {
   std::vector<double> scratch;
   Plan plan;
   for (const Candidate& c : candidates) {
-    const ShapeKey key{c.tp, c.pp, c.virtual_stages, c.first_stage_layers, c.last_stage_layers};
+    const ShapeKey key{c.tp, c.pp, c.virtual_stages, c.first_stage_layers, c.last_stage_layers, c.ep, c.etp};
     if (stage_params_.count(key)) continue;
     c.fill(plan);
     stage_params_[key] = stage_params(plan, scratch);
@@ -39,7 +40,8 @@ void AnalyticEvaluator::prepare(const std::vector<Candidate>& candidates) {
 
 const std::vector<double>& AnalyticEvaluator::stage_params(const Plan& p, std::vector<double>& scratch) const {
   if (p.stage_layers.per_stage.empty()) {
-    auto it = stage_params_.find(ShapeKey{p.tp, p.pp, p.virtual_stages, p.stage_layers.first, p.stage_layers.last});
+    auto it = stage_params_.find(
+        ShapeKey{p.tp, p.pp, p.virtual_stages, p.stage_layers.first, p.stage_layers.last, p.ep, p.etp});
     if (it != stage_params_.end()) return it->second;
   }
   scratch.assign(p.pp, 0.0);
@@ -56,7 +58,8 @@ AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan&
   StatesBound b;
   double cpu = -1, nvme = -1;
   for (int stage = 0; stage < p.pp; ++stage) {
-    const ModelStates ms = model_states(training_, p, p.dp, stage_n[stage], layer_params, chunk_bytes);
+    const ModelStates ms =
+        moe_model_states(training_, p, stage_n[stage], stage_expert_params(model_, p, stage), layer_params, chunk_bytes);
     b.gpu_bytes = std::max(b.gpu_bytes, ms.total_gpu());
     cpu = cpu < 0 ? ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu
                   : std::min(cpu, ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);

@@ -48,7 +48,7 @@ class AnalyticEvaluator {
   const Training& training() const { return training_; }
 
  private:
-  using ShapeKey = std::tuple<int, int, int, int, int>;  // tp, pp, virtual stages, first/last stage layers
+  using ShapeKey = std::tuple<int, int, int, int, int, int, int>;  // tp, pp, v, first/last stage layers, ep, etp
   // Parameters per stage of `plan`'s shape: cached, or computed into `scratch` (an explicit
   // per-stage layout is never cached).
   const std::vector<double>& stage_params(const Plan& plan, std::vector<double>& scratch) const;

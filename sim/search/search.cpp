@@ -57,7 +57,7 @@ struct Rejections {
 
 // The family memory bound's verdict, memoised per family (the bound ignores micro-batch,
 // schedule, recompute and SP).
-using BoundKey = std::tuple<int, int, int, int, int, int, int, int64_t>;
+using BoundKey = std::tuple<int, int, int, int, int, int, int, int64_t, int, int>;
 struct BoundVerdict {
   bool reject = false;
   Constraint why = Constraint::gpu;
@@ -296,7 +296,7 @@ SearchResult search(const Model& model, const Cluster& cluster, const Training& 
         c.fill(plan);
         if (opt.prune) {
           const BoundKey key{c.tp, c.pp, c.virtual_stages, c.zero_stage, static_cast<int>(c.params),
-                             static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements};
+                             static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements, c.ep, c.etp};
           auto it = w.bounds.find(key);
           if (it == w.bounds.end()) {
             const AnalyticEvaluator::StatesBound b = evaluator.states_lower_bound(plan);
