@@ -40,7 +40,7 @@ void check_job_size(const Model& model, const Cluster& cluster, const Training& 
 void check_experts(const Model& model, const Plan& plan, const std::string& of_model) {
   const Provenance& pp = plan.provenance;
   if (!model.is_moe()) {
-    if (plan.ep != 1) pp.fail("plan.expert_parallel", "expert parallelism needs a mixture-of-experts model" + of_model);
+    if (plan.ep != 1) pp.fail("plan.expert_parallel", "expert parallelism needs experts, and there are none" + of_model);
     return;
   }
   const Moe& e = model.moe;

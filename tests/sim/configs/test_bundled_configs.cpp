@@ -123,7 +123,7 @@ TEST(BundledConfigs, EveryHwprofileParsesAndRoundTrips) {
 }
 
 TEST(BundledConfigs, TheHwprofilesTheProjectPromisesExist) {
-  for (const char* name : {"dgx-a100-80gb", "dgx-h100", "dgx2-v100-32gb", "v100-pcie-8x-240gb", "consumer-pc", "cpu-host"})
+  for (const char* name : {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "dgx2-v100-32gb", "v100-pcie-8x-240gb", "consumer-pc", "cpu-host"})
     EXPECT_TRUE(fs::exists(kSourceDir / "hwprofiles" / (std::string(name) + ".yaml"))) << name;
 }
 
