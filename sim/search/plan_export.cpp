@@ -1,5 +1,7 @@
 #include "sim/search/plan_export.h"
 
+#include <cstdio>
+
 #include "sim/spec/error.h"
 #include "sim/spec/json_writer.h"
 #include "sim/spec/spec_io.h"
@@ -13,6 +15,33 @@ bool offloaded(const Plan& p) {
 
 std::string arg(const std::string& name, const std::string& value = "") {
   return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
+}
+
+// Megatron-core's MoE arguments (megatron/training/arguments.py, _add_moe_args): the experts,
+// their routing and FFN, which layers are MoE (--moe-layer-freq takes a list of 0/1 per layer),
+// dropless (the default) or a capacity factor, and the expert parallel layout.
+std::string moe_arguments(const Model& m, const Plan& p) {
+  std::string s;
+  s += arg("--num-experts", std::to_string(m.moe.experts));
+  s += arg("--moe-router-topk", std::to_string(m.moe.top_k));
+  s += arg("--moe-ffn-hidden-size", std::to_string(m.moe.expert_ffn_hidden));
+  if (m.moe.shared_experts > 0)
+    s += arg("--moe-shared-expert-intermediate-size", std::to_string(m.moe.shared_experts * m.moe.expert_ffn_hidden));
+  if (m.moe.first_dense_layers > 0 || m.moe.every > 1) {
+    std::string freq = "\"[";
+    for (int l = 0; l < m.layers; ++l) freq += std::string(l ? "," : "") + (m.moe_layer(l) ? "1" : "0");
+    s += arg("--moe-layer-freq", freq + "]\"");
+  }
+  if (m.moe.capacity_factor > 0) {
+    char cf[32];
+    std::snprintf(cf, sizeof cf, "%g", m.moe.capacity_factor);
+    s += arg("--moe-expert-capacity-factor", cf);
+  }
+  s += arg("--moe-grouped-gemm");
+  s += arg("--moe-token-dispatcher-type", "alltoall");
+  s += arg("--expert-model-parallel-size", std::to_string(p.ep));
+  s += arg("--expert-tensor-parallel-size", std::to_string(p.expert_tp()));
+  return s;
 }
 
 }  // namespace
@@ -38,6 +67,7 @@ std::string deepspeed_unsupported(const Job& job) {
   if (p.schedule == Schedule::interleaved) return "DeepSpeed's pipeline engine has no interleaved schedule";
   if (!p.stage_layers.even())
     return "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout";
+  if (job.model.is_moe()) return "Starfish does not write DeepSpeed-MoE configurations";
   if (p.offload.params != Tier::gpu && p.zero_stage != 3) return "DeepSpeed offloads params only under ZeRO-3";
   if (p.offload.optimizer != Tier::gpu && p.zero_stage == 0) return "DeepSpeed offloads the optimizer only under ZeRO 1-3";
   if (p.offload.grads != p.offload.optimizer && p.offload.grads != Tier::gpu)
@@ -89,6 +119,8 @@ std::string megatron_arguments(const Job& job) {
   if (m.position == PositionEmbedding::rope) s += arg("--position-embedding-type", "rope");
   if (!m.tied_embeddings) s += arg("--untie-embeddings-and-output-weights");
   if (!m.bias) s += arg("--disable-bias-linear");
+  if (m.attention_head_dim > 0) s += arg("--kv-channels", std::to_string(m.attention_head_dim));
+  if (m.is_moe()) s += moe_arguments(m, p);
   s += arg("--optimizer", t.optimizer == Optimizer::sgd ? "sgd" : "adam");
   s += arg("--lr", std::to_string(t.learning_rate));
   s += arg("--weight-decay", std::to_string(t.weight_decay));

@@ -62,6 +62,25 @@ TEST(Export, MegatronCarriesUnevenStagesAsMegatronCoreFlags) {
   EXPECT_NE(deepspeed_unsupported(job_with(p)).find("partition_method"), std::string::npos);
 }
 
+TEST(Export, MegatronCarriesTheExpertsAndTheirLayout) {
+  Model m = search_test::small_gpt(4, 512, 8);
+  m.moe = Moe{8, 2, 1, 1024, 1, 1, 1.25};
+  Plan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  const Job j = make_job(m, search_test::small_cluster(4), search_test::fp16_training(64), p);
+  const std::string a = megatron_arguments(j);
+  for (const char* expected :
+       {"  --num-experts 8 \\\n", "  --moe-router-topk 2 \\\n", "  --moe-ffn-hidden-size 1024 \\\n",
+        "  --moe-shared-expert-intermediate-size 1024 \\\n", "  --moe-layer-freq \"[0,1,1,1]\" \\\n",
+        "  --moe-expert-capacity-factor 1.25 \\\n", "  --expert-model-parallel-size 4 \\\n",
+        "  --expert-tensor-parallel-size 1 \\\n", "  --moe-grouped-gemm \\\n"})
+    EXPECT_NE(a.find(expected), std::string::npos) << expected << " missing in\n" << a;
+  EXPECT_NE(deepspeed_unsupported(j).find("DeepSpeed-MoE"), std::string::npos);
+}
+
 TEST(Export, MegatronRefusesZero3AndOffload) {
   Plan p;
   p.zero_stage = 3;
