@@ -271,6 +271,9 @@ int run_rank(const RunOptions& o) {
   if (training.dtype != DType::fp32 && training.dtype != DType::bf16 && training.dtype != DType::fp16)
     throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(training.dtype));
   if (model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
+  if (model.is_moe()) throw SpecError(model_path + ": field 'moe': starfish-run does not run mixture-of-experts layers");
+  if (model.attention_head_dim > 0 && model.attention_head_dim * model.heads != model.hidden)
+    throw SpecError(model_path + ": field 'head_dim': starfish-run runs heads of hidden / heads only");
 
   // The Job, as the simulator makes it (make_job checks the plan against model and hardware):
   // the chunk runtime's layout, ZeRO mode, DP group and budgets all come from it.

@@ -28,6 +28,18 @@ Model small_moe() {
   return m;
 }
 
+// TP2 x DP4 with sequence parallelism, micro-batches of 2 sequences, EP 4, ETP 1.
+Plan tp2_ep4_plan() {
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.micro_batch = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  return p;
+}
+
 TEST(Moe, ParameterCountsTotalAndActiveByHand) {
   const Model m = small_moe();
   EXPECT_FALSE(m.moe_layer(0));
@@ -61,13 +73,7 @@ TEST(Moe, GroupedGemmsRunAtTheirRealShape) {
   // s x b = 1024 x 2 tokens, TP2 with SP: 1024 tokens per GPU, 2048 routed copies. EP 4: the
   // EP group's 4 x 2048 copies over 8 experts = 1024 rows per expert; 2 experts per GPU.
   const Model m = small_moe();
-  Plan p;
-  p.tp = 2;
-  p.dp = 4;
-  p.micro_batch = 2;
-  p.sequence_parallel = true;
-  p.ep = 4;
-  p.etp = 1;
+  Plan p = tp2_ep4_plan();
   const MoeLayerShape x = moe_layer_shape(m, p);
   EXPECT_DOUBLE_EQ(x.tokens, 1024);
   EXPECT_DOUBLE_EQ(x.routed, 2048);
@@ -105,13 +111,7 @@ TEST(Moe, GroupedGemmsRunAtTheirRealShape) {
 
 TEST(Moe, AllToAllVolumeAndTime) {
   const Model m = small_moe();
-  Plan p;
-  p.tp = 2;
-  p.dp = 4;
-  p.micro_batch = 2;
-  p.sequence_parallel = true;
-  p.ep = 4;
-  p.etp = 1;
+  Plan p = tp2_ep4_plan();
   // 2048 routed copies x 512 x 2 bytes per dispatch buffer; each GPU sends 3/4 of it.
   const double bytes = 2048.0 * 512 * 2;
   EXPECT_DOUBLE_EQ(moe_dispatch_bytes(m, p, 2), bytes);
