@@ -94,6 +94,25 @@ TEST(Estimate, PipelineBubbleIsTheOtherStagesSlots) {
   EXPECT_NEAR(i.time.bubble_s / (1.5 * slot), 1.0, 0.02);
 }
 
+TEST(Estimate, DeepPipelinesTakeTheSameCriticalPathAsTheStageByStageSum) {
+  // Beyond 4 stages the estimate evaluates only the first, one middle and the last stage (the
+  // middle ones being equal): the same bubble as the hand loop over every stage. 30 layers over
+  // PP6 evenly, and over PP7 as 2 + 5 x 5 + 3.
+  const Model m = testing::gpt(30, 1024, 16, 1024, 50000);
+  Cluster c = testing::dgx(1);
+  Plan even;
+  even.pp = 6;
+  c.node.gpus = 6;
+  const Estimate e = estimate(job_of(m, c, 24, even));
+  EXPECT_NEAR(e.time.bubble_s, hand_pipeline(m, even, e, c).bubble_s, 1e-12);
+  Plan uneven;
+  uneven.pp = 7;
+  uneven.stage_layers = StageLayout{2, 3, {}};
+  c.node.gpus = 7;
+  const Estimate u = estimate(job_of(m, c, 24, uneven));
+  EXPECT_NEAR(u.time.bubble_s, hand_pipeline(m, uneven, u, c).bubble_s, 1e-12);
+}
+
 TEST(Estimate, UnevenStagesArePacedByTheHeaviestAndHoldTheirOwnLayers) {
   // 14 layers over PP4 as 2 + 5 + 5 + 2 (Megatron-core's first/last stage layers): the middle
   // stages hold 5 layers and pace the pipeline; the light ends only add their slots to the bubble.
