@@ -275,6 +275,9 @@ Resolved resolve(const RunOptions& o) {
   if (r.training.dtype != DType::fp32 && r.training.dtype != DType::bf16 && r.training.dtype != DType::fp16)
     throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(r.training.dtype));
   if (r.model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
+  if (r.model.is_moe()) throw SpecError(model_path + ": field 'moe': starfish-run does not run mixture-of-experts layers");
+  if (r.model.attention_head_dim > 0 && r.model.attention_head_dim * r.model.heads != r.model.hidden)
+    throw SpecError(model_path + ": field 'head_dim': starfish-run runs heads of hidden / heads only");
 
   // The chunk runtime's layout, ZeRO mode, DP group and budgets all come from the Job.
   r.hardware_path = o.hardware_path;

@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -85,6 +86,38 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
   flags->addWidget(bias_);
   flags->addWidget(dropout_);
   form->addRow("", flags);
+  experts_ = spin(0, 65536);
+  experts_->setToolTip("Routed experts per MoE layer; 0: a dense model");
+  top_k_ = spin(0, 65536);
+  top_k_->setToolTip("Experts each token is routed to");
+  shared_experts_ = spin(0, 65536);
+  expert_ffn_ = spin(0, 1 << 19);
+  auto* experts = new QHBoxLayout;
+  experts->addWidget(experts_);
+  experts->addWidget(new QLabel("top-k"));
+  experts->addWidget(top_k_);
+  experts->addWidget(new QLabel("shared"));
+  experts->addWidget(shared_experts_);
+  experts->addWidget(new QLabel("FFN"));
+  experts->addWidget(expert_ffn_, 1);
+  form->addRow("Experts", experts);
+  first_dense_ = spin(0, 100000);
+  first_dense_->setToolTip("Layers before the first MoE layer stay dense");
+  moe_every_ = spin(1, 100000);
+  moe_every_->setToolTip("After them, every n-th layer is MoE");
+  capacity_ = new QDoubleSpinBox;
+  capacity_->setRange(0, 1000);
+  capacity_->setDecimals(2);
+  capacity_->setSpecialValueText("dropless");
+  capacity_->setToolTip("Capacity factor: tokens beyond it x the mean per expert are dropped; dropless computes them all");
+  auto* moe_layers = new QHBoxLayout;
+  moe_layers->addWidget(new QLabel("first dense"));
+  moe_layers->addWidget(first_dense_);
+  moe_layers->addWidget(new QLabel("every"));
+  moe_layers->addWidget(moe_every_);
+  moe_layers->addWidget(new QLabel("capacity"));
+  moe_layers->addWidget(capacity_, 1);
+  form->addRow("MoE layers", moe_layers);
   params_ = new QLabel;
   params_->setStyleSheet("font-weight: bold;");
   form->addRow("Parameters", params_);
@@ -101,7 +134,10 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
     updateParams();
     Q_EMIT changed();
   };
-  for (QSpinBox* s : {layers_, hidden_, heads_, kv_heads_, ffn_, seq_, vocab_}) connect(s, &QSpinBox::valueChanged, this, edited);
+  for (QSpinBox* s : {layers_, hidden_, heads_, kv_heads_, ffn_, seq_, vocab_, experts_, top_k_, shared_experts_, expert_ffn_,
+                      first_dense_, moe_every_})
+    connect(s, &QSpinBox::valueChanged, this, edited);
+  connect(capacity_, &QDoubleSpinBox::valueChanged, this, edited);
   for (QComboBox* c : {family_, activation_, norm_, position_}) connect(c, &QComboBox::currentIndexChanged, this, edited);
   for (QCheckBox* b : {tied_, bias_, dropout_}) connect(b, &QCheckBox::toggled, this, edited);
   connect(name_, &QLineEdit::textEdited, this, edited);
@@ -145,6 +181,13 @@ void ModelEditor::fill(const Model& m) {
   tied_->setChecked(m.tied_embeddings);
   bias_->setChecked(m.bias);
   dropout_->setChecked(m.dropout);
+  experts_->setValue(m.moe.experts);
+  top_k_->setValue(m.moe.top_k);
+  shared_experts_->setValue(m.moe.shared_experts);
+  expert_ffn_->setValue(m.moe.expert_ffn_hidden);
+  first_dense_->setValue(m.moe.first_dense_layers);
+  moe_every_->setValue(m.moe.every);
+  capacity_->setValue(m.moe.capacity_factor);
   filling_ = false;
   updateParams();
 }
@@ -166,19 +209,31 @@ Model ModelEditor::model() const {
   m.tied_embeddings = tied_->isChecked();
   m.bias = bias_->isChecked();
   m.dropout = dropout_->isChecked();
+  m.moe = Moe{};
+  if (experts_->value() > 0)
+    m.moe = Moe{experts_->value(), top_k_->value(), shared_experts_->value(),
+                expert_ffn_->value() > 0 ? expert_ffn_->value() : m.ffn_hidden, first_dense_->value(), moe_every_->value(),
+                capacity_->value()};
   return m;
 }
 
 void ModelEditor::updateParams() {
   const Model m = model();
-  if (m.heads <= 0 || m.hidden % m.heads != 0 || m.heads % m.kv_heads != 0) {
+  if (m.heads <= 0 || (m.attention_head_dim == 0 && m.hidden % m.heads != 0) || m.heads % m.kv_heads != 0) {
     params_->setText(QString("heads %1 / kv %2 do not divide hidden %3").arg(m.heads).arg(m.kv_heads).arg(m.hidden));
     return;
   }
+  if (m.is_moe() && (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts || m.moe.first_dense_layers >= m.layers)) {
+    params_->setText(QString("top-k %1 of %2 experts, %3 dense of %4 layers: not a mixture of experts")
+                         .arg(m.moe.top_k).arg(m.moe.experts).arg(m.moe.first_dense_layers).arg(m.layers));
+    return;
+  }
   const ParamCount p = count_parameters(m);
-  params_->setText(QString("%1  (%2 per layer)")
-                       .arg(QString::fromStdString(units::human_count(static_cast<double>(p.total))))
-                       .arg(QString::fromStdString(units::human_count(static_cast<double>(p.per_layer)))));
+  auto count = [](int64_t n) { return QString::fromStdString(units::human_count(static_cast<double>(n))); };
+  if (m.is_moe())
+    params_->setText(QString("%1, %2 active  (%3 per MoE layer)").arg(count(p.total), count(p.active), count(p.per_moe_layer)));
+  else
+    params_->setText(QString("%1  (%2 per layer)").arg(count(p.total), count(p.per_layer)));
 }
 
 }  // namespace starfish::gui

@@ -8,6 +8,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QDoubleSpinBox;
 class QLineEdit;
 class QSpinBox;
 
@@ -29,6 +30,8 @@ class ModelEditor : public QWidget {
   QSpinBox* layersBox() const { return layers_; }
   QSpinBox* hiddenBox() const { return hidden_; }
   QSpinBox* headsBox() const { return heads_; }
+  QSpinBox* expertsBox() const { return experts_; }
+  QSpinBox* topKBox() const { return top_k_; }
   QLabel* paramsLabel() const { return params_; }
 
  Q_SIGNALS:
@@ -58,6 +61,14 @@ class ModelEditor : public QWidget {
   QCheckBox* tied_;
   QCheckBox* bias_;
   QCheckBox* dropout_;
+  // Mixture of experts (Model::Moe): 0 experts = a dense model.
+  QSpinBox* experts_;
+  QSpinBox* top_k_;
+  QSpinBox* shared_experts_;
+  QSpinBox* expert_ffn_;
+  QSpinBox* first_dense_;
+  QSpinBox* moe_every_;
+  QDoubleSpinBox* capacity_;
   QLabel* params_;
 };
 

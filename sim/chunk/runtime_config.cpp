@@ -12,7 +12,7 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const Plan& p = job.plan;
   if (!p.chunked()) p.provenance.fail("plan.chunk_size", "the plan does not use the chunk runtime (chunk_size is 0)");
   const int world = job.dp();
-  const Shard shard{p.tp, p.pp, 0, p.virtual_stages};
+  const Shard shard = plan_shard(p, 0);
   ChunkPlan out{ChunkLayout::build(parameter_tensors(job.model, shard), LayoutOptions::of(job.training, p.chunk_elements,
                                                                                            p.zero_stage >= 1 ? world : 1)),
                 RuntimeOptions{}, job.model.tied_embeddings};

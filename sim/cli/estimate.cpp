@@ -33,6 +33,8 @@ std::string json(const Job& job, const Estimate& e) {
   write_plan_json(w, job);
   w.key("parameters").begin_object();
   w.field("total", e.params.total).field("per_layer", e.params.per_layer);
+  if (job.model.is_moe())
+    w.field("active", e.params.active).field("per_moe_layer", e.params.per_moe_layer).field("moe_layers", e.params.moe_layers);
   w.field("word_embedding", e.params.word_embedding).field("per_gpu", e.params_per_gpu);
   w.end_object();
   w.key("flops_per_iteration").begin_object();
@@ -64,8 +66,13 @@ void table(const Job& job, const Estimate& e) {
   std::printf("%s on %d x %s (%d GPUs)\n", job.model.name.c_str(), job.cluster.nodes, job.cluster.name.c_str(),
               job.cluster.total_gpus());
   std::printf("plan: %s\n\n", plan_summary(job).c_str());
-  std::printf("parameters   %s (%d layers x %s, embedding %s)\n", human_count(e.params.total).c_str(), job.model.layers,
-              human_count(e.params.per_layer).c_str(), human_count(e.params.word_embedding).c_str());
+  if (job.model.is_moe())
+    std::printf("parameters   %s, %s active (%d layers, %d of them MoE x %s, embedding %s)\n",
+                human_count(e.params.total).c_str(), human_count(e.params.active).c_str(), job.model.layers,
+                e.params.moe_layers, human_count(e.params.per_moe_layer).c_str(), human_count(e.params.word_embedding).c_str());
+  else
+    std::printf("parameters   %s (%d layers x %s, embedding %s)\n", human_count(e.params.total).c_str(), job.model.layers,
+                human_count(e.params.per_layer).c_str(), human_count(e.params.word_embedding).c_str());
   std::printf("FLOPs/iter   %.3g model, %.3g with recompute\n\n", e.model_flops, e.hardware_flops);
   std::printf("memory       %14s %14s %14s\n", "GPU (each)", "CPU (node)", "NVMe (node)");
   auto row = [&](const char* name, double g, double c, double n) {

@@ -1,5 +1,6 @@
 #include "sim/cli/plan_text.h"
 
+#include "sim/spec/pipeline_layout.h"
 #include "sim/spec/units.h"
 
 namespace starfish::cli {
@@ -9,7 +10,10 @@ std::string plan_summary(const Job& job) {
   std::string s = "TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) + " DP" + std::to_string(p.dp) + " " +
                   to_string(p.schedule);
   if (p.virtual_stages > 1) s += " v" + std::to_string(p.virtual_stages);
+  if (!p.stage_layers.even())
+    s += " (layers per stage " + stage_layout_text(job.model.layers, p.pp, p.virtual_stages, p.stage_layers) + ")";
   if (p.sequence_parallel) s += " SP";
+  if (job.model.is_moe()) s += " EP" + std::to_string(p.ep) + " ETP" + std::to_string(p.expert_tp());
   s += ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(job.micro_batches()) +
        ", global batch " + std::to_string(job.training.global_batch);
   s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + to_string(p.recompute);
@@ -27,6 +31,12 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.begin_object();
   w.field("tensor_parallel", p.tp).field("pipeline_parallel", p.pp).field("data_parallel", p.dp);
   w.field("virtual_stages", p.virtual_stages).field("micro_batch", p.micro_batch);
+  if (job.model.is_moe()) w.field("expert_parallel", p.ep).field("expert_tensor_parallel", p.expert_tp());
+  if (!p.stage_layers.even()) {  // layers per stage, when they differ
+    w.key("stage_layers").begin_array();
+    for (int s = 0; s < p.pp; ++s) w.value(stage_layer_count(job.model.layers, p.pp, p.virtual_stages, p.stage_layers, s));
+    w.end_array();
+  }
   w.field("micro_batches", job.micro_batches()).field("global_batch", job.training.global_batch);
   w.field("schedule", to_string(p.schedule)).field("sequence_parallel", p.sequence_parallel);
   w.field("zero_stage", p.zero_stage).field("recompute", to_string(p.recompute));

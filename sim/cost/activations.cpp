@@ -3,12 +3,21 @@
 #include <algorithm>
 
 #include "sim/cost/framework.h"
+#include "sim/cost/moe.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
 
+double mlp_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
+  if (o.recompute == Recompute::full) return 0;
+  const double sb = static_cast<double>(m.seq_len) * micro_batch, f = m.ffn_hidden, B = static_cast<double>(o.act_bytes);
+  // SwiGLU keeps gate, up and their product; GELU its input and output. Split over TP.
+  return (m.activation == Activation::swiglu ? 3 : 2) * B * sb * f / o.tp;
+}
+
 double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
   const double sb = static_cast<double>(m.seq_len) * micro_batch;
-  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, a = m.heads, s = m.seq_len;
+  const double h = m.hidden, kv = m.kv_dim(), a = m.heads, s = m.seq_len;
   const double t = o.tp, B = static_cast<double>(o.act_bytes), mask = m.dropout ? 1.0 : 0.0;
   const double sp = o.sequence_parallel ? t : 1.0;  // SP splits the otherwise replicated parts
 
@@ -19,10 +28,10 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   const double replicated = 4 * B * sb * h + 2 * mask * sb * h;
 
   // Parts split across TP ranks (heads and FFN columns are divided).
-  double split = B * sb * (h + 2 * kv);  // Q, K, V kept for the score and context GEMMs
-  split += B * sb * h;             // attention output projection input (context)
-  if (m.activation == Activation::swiglu) split += 3 * B * sb * f;  // gate, up, and their product
-  else split += 2 * B * sb * f;    // GELU input and output
+  const double q = m.q_dim();
+  double split = B * sb * (q + 2 * kv);  // Q, K, V kept for the score and context GEMMs
+  split += B * sb * q;             // attention output projection input (context)
+  split += mlp_activation_bytes(m, micro_batch, o) * t;
   if (fused(o.attention)) {
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
     // one fp32 log-sum-exp per query and head (Dao 2022, Algorithm 2): no s x s tensor.
@@ -59,7 +68,10 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   const int p = plan.pp, v = plan.virtual_stages;
   const ActivationOptions o{plan.tp, plan.sequence_parallel, plan.recompute, act_bytes, attention_kernel(plan)};
   const double per_layer = layer_activation_bytes(m, plan.micro_batch, o);
-  const double layers_per_stage = static_cast<double>(m.layers) / p;
+  const double layers_per_stage = stage_layer_count(m.layers, p, v, plan.stage_layers, stage);
+  // MoE layers keep their experts' activations instead of a dense MLP's.
+  const double moe_layers = m.is_moe() ? stage_moe_layers(m, plan, stage) : 0;
+  const double moe_extra = moe_layers > 0 ? moe_layer_activation_bytes(m, plan, o) - per_layer : 0;
   const double mb = static_cast<double>(micro_batches);
 
   StageActivations out;
@@ -75,7 +87,7 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
       break;
   }
   out.in_flight_micro_batches = in_flight;
-  out.layers_bytes = in_flight * layers_per_stage * per_layer;
+  out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra);
 
   if (plan.recompute != Recompute::none) {
     const ActivationOptions rebuilt{plan.tp, plan.sequence_parallel, Recompute::none, act_bytes, attention_kernel(plan)};

@@ -22,6 +22,10 @@ struct ActivationOptions {
 // Bytes one transformer layer keeps for backward, per micro-batch of `micro_batch` sequences.
 double layer_activation_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
 
+// Of which the dense MLP's intermediate tensors (between its two GEMMs): what an MoE layer
+// replaces by its experts' (sim/cost/moe.h).
+double mlp_activation_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
+
 // Korthikanti's closed forms (f = 4h, kv = h, 2-byte activations), for cross-checking:
 //   none:      s b h (10 + 24/t + 5 a s / (h t))      (SP: s b h / t (34 + 5 a s / h))
 //   selective: s b h (10 + 24/t)                       (SP: 34 s b h / t)

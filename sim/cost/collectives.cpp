@@ -44,6 +44,16 @@ double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algo, int n, d
   return 0;
 }
 
+double all_to_all_time_s(const Cluster& c, int ranks, int stride, double bytes) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const int members_per_node = std::clamp(c.node.gpus / std::max(1, stride), 1, ranks);
+  const double n = ranks;
+  const double local_s = bytes * (members_per_node - 1.0) / n / c.intra_node_bandwidth_Bps();
+  if (members_per_node >= ranks) return (n - 1) * c.intra_node_latency_s() + local_s;
+  const double remote_s = bytes * (n - members_per_node) / n / c.inter_node_bandwidth_per_gpu_Bps();
+  return (n - 1) * c.inter_node_latency_s() + std::max(local_s, remote_s);
+}
+
 LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   const int per_node = c.node.gpus;
   // Members of the group that share a node.

@@ -30,5 +30,12 @@ double collective_bytes_sent_per_rank(CollectiveKind kind, int ranks, double byt
 // members per node that drive parallel rings (NCCL channels), and by the intra-node link.
 LinkParams link_for_group(const Cluster& cluster, int ranks, int stride);
 
+// All-to-all of a group of `ranks` GPUs `stride` apart, each holding a `bytes` buffer of which it
+// sends 1/ranks to every member (MoE token dispatch and combine). Unlike a ring, every byte
+// travels once, directly: the share for members on the same node over the intra-node link, the
+// share for other nodes through this GPU's share of the NICs, both at once; one latency per
+// peer (NCCL's all-to-all posts a send/receive pair per peer).
+double all_to_all_time_s(const Cluster& cluster, int ranks, int stride, double bytes);
+
 
 }  // namespace starfish

@@ -9,7 +9,9 @@
 #include "sim/cost/dispatch.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
+#include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
+#include "sim/cost/pipeline_slots.h"
 #include "sim/spec/units.h"
 
 namespace starfish {
@@ -50,10 +52,10 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   double worst_gpu = -1;
   ModelStates worst_states;
   const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
-  const double framework_buffers = framework_buffer_bytes(t, p);
+  const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
-    const ModelStates ms = model_states(t, p, dp, n, layer_params, chunk_bytes);
+    const ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunk_bytes);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
     const double total = ms.total_gpu() + act.total() + p2p + framework_buffers;
     if (total > worst_gpu) {
@@ -85,7 +87,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (options.explain && !e.fits) e.why_not = overflow(e.memory.tier, e);
   if (!e.fits && options.memory_only_if_rejected) return;
 
-  // ---- time of one micro-batch on the slowest stage
+  // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
   LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute,
                             attention_kernel(p));
   // An eager framework's per-op dispatch where the host's cores also compute (a CPU host), as the
@@ -94,18 +96,13 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   lt.forward_s += dispatch.forward_s;
   lt.backward_s += dispatch.backward_s;
   lt.recompute_s += dispatch.recompute_s;
-  const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
-  const double stage_compute = layers_per_stage * (lt.forward_s + lt.backward_s + lt.recompute_s) +
-                               output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit) +
-                               dispatch.output_s;
   const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
-  double tp_comm = 0;
-  if (p.tp > 1) {
-    const LinkParams link = link_for_group(c, p.tp, 1);
-    const double ar = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes, link);
-    const double per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * ar;
-    tp_comm = layers_per_stage * per_layer;
-  }
+  // A layer's forward runs two TP all-reduces, its backward two, full recompute's forward two more.
+  double tp_all_reduce = 0;
+  if (p.tp > 1)
+    tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+                                      link_for_group(c, p.tp, 1));
+  const double tp_per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   double pp_comm = 0;
   if (p.pp > 1) {
     const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
@@ -116,17 +113,41 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
                                    link_for_group(c, p.tp, 1));
     pp_comm = 2.0 * p.virtual_stages * one_way;
   }
+  StageCosts costs;
+  costs.layer_s = lt.forward_s + lt.backward_s + lt.recompute_s;
+  costs.layer_forward_s = lt.forward_s;
+  costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
+  costs.output_s = output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit) +
+                   dispatch.output_s;
+  costs.tp_per_layer_s = tp_per_layer;
+  costs.pp_comm_s = pp_comm;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
-  const double accumulate = grad_accumulate_time_s(gpu, e.params_per_gpu / (p.zero_stage >= 2 ? dp : 1), act_bytes);
-  const double per_micro_batch = stage_compute + accumulate + tp_comm + pp_comm;
+  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? dp : 1), act_bytes);
+  if (m.is_moe()) {
+    // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
+    // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in
+    // backward, 2 more when full recomputation redoes the forward.
+    const LayerTime moe = layer_time(gpu, t.dtype, m, LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), &p},
+                                     p.recompute);
+    const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
+    costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + 2 * exchange;
+    costs.moe_extra_s = moe.forward_s + moe.backward_s + moe.recompute_s - costs.layer_s +
+                        (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
+  }
+  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
+  const StageSlot& slow = slots.slowest;
+  const double layers_per_stage = slow.layers;
   const double mb = static_cast<double>(e.micro_batches);
-  e.time.compute_s = mb * stage_compute + (mb - 1) * accumulate;
-  e.time.tp_comm_s = mb * tp_comm;
+  e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
+  e.time.tp_comm_s = mb * slow.tp_comm_s;
   e.time.pp_comm_s = mb * pp_comm;
-  e.time.bubble_s = (p.pp - 1.0) / p.virtual_stages * per_micro_batch;
+  e.time.bubble_s = slots.bubble_s;
 
   const StateBytes sb = state_bytes_per_param(t, p.chunked());
-  const double grad_bytes = e.params_per_gpu * grad_buffers(t, p).reduce_bytes;
+  // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
+  const double expert_params = stage_expert_params(m, p, e.peak_stage);
+  const double grad_bytes = (e.params_per_gpu - expert_params) * grad_buffers(t, p).reduce_bytes;
+  e.time.dp_comm_s = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
     auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
@@ -147,10 +168,11 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
       dp_time = mb * (std::max(0.0, gather - fwd) + std::max(0.0, gather + ring(CollectiveKind::reduce_scatter) - bwd) +
                       2 * first_layer);
     }
-    e.time.dp_comm_s = dp_time;
+    e.time.dp_comm_s += dp_time;
   }
 
-  const double opt_params = e.params_per_gpu / (p.zero_stage >= 1 ? dp : 1);
+  const double opt_params = (e.params_per_gpu - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
+                            expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
   if (p.offload.optimizer == Tier::gpu) {
     e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * optimizer_step_bytes_per_param(t, p));
   } else {
@@ -181,7 +203,7 @@ Estimate estimate(const Job& job) {
   const Plan& p = job.plan;
   std::vector<double> stage_params;
   for (int stage = 0; stage < p.pp; ++stage)
-    stage_params.push_back(static_cast<double>(shard_parameters(job.model, Shard{p.tp, p.pp, stage, p.virtual_stages})));
+    stage_params.push_back(static_cast<double>(shard_parameters(job.model, plan_shard(p, stage))));
   Estimate e;
   estimate_into(job.model, job.cluster, job.training, p, count_parameters(job.model), stage_params,
                 iteration_flops(job.model, job.training.global_batch, p.recompute), EstimateOptions{}, e);

@@ -1,16 +1,18 @@
 #include "sim/cost/flops.h"
 
+#include "sim/cost/moe.h"
+
 namespace starfish {
 
 LayerForwardFlops layer_forward_flops(const Model& m, int64_t micro_batch) {
   const double T = static_cast<double>(micro_batch) * m.seq_len;
-  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, s = m.seq_len;
+  const double h = m.hidden, kv = m.kv_dim(), q = m.q_dim(), f = m.ffn_hidden, s = m.seq_len;
   const double in_mats = m.activation == Activation::swiglu ? 2 : 1;
   LayerForwardFlops x;
-  x.qkv = 2 * T * h * (h + 2 * kv);
-  x.scores = 2 * T * s * h;
-  x.context = 2 * T * s * h;
-  x.attn_out = 2 * T * h * h;
+  x.qkv = 2 * T * h * (q + 2 * kv);
+  x.scores = 2 * T * s * q;
+  x.context = 2 * T * s * q;
+  x.attn_out = 2 * T * q * h;
   x.mlp_in = 2 * T * h * f * in_mats;
   x.mlp_out = 2 * T * f * h;
   return x;
@@ -22,7 +24,14 @@ double logits_forward_flops(const Model& m, int64_t micro_batch) {
 
 IterationFlops iteration_flops(const Model& m, int64_t global_batch, Recompute recompute) {
   const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
-  const double layers_fwd = layer.total() * m.layers;
+  double layers_fwd = layer.total() * m.layers;
+  if (m.is_moe()) {
+    // An MoE layer's MLP computes what each token is routed to (sim/cost/moe.h): active FLOPs.
+    int moe_layers = 0;
+    for (int l = 0; l < m.layers; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
+    const double tokens = static_cast<double>(global_batch) * m.seq_len;
+    layers_fwd += moe_layers * (moe_mlp_forward_flops(m, tokens) - layer.mlp_in - layer.mlp_out);
+  }
   const double logits_fwd = logits_forward_flops(m, global_batch);
   IterationFlops out;
   out.model = 3 * (layers_fwd + logits_fwd);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/flops.h"
+#include "sim/cost/moe.h"
 
 namespace starfish {
 
@@ -40,15 +41,20 @@ class LayerOpsBuilder {
   }
 
   std::vector<LayerOp> build() {
-    const double h = m_.hidden, kv = m_.kv_dim(), f = m_.ffn_hidden;
+    const double h = m_.hidden, kv = m_.kv_dim(), q = m_.q_dim(), f = m_.ffn_hidden;
     const double hidden_bytes = B_ * T_ * h / rep_;
     norm("input norm", hidden_bytes);
-    gemm("QKV GEMM", T_ * h * (h + 2 * kv) / t_);
+    gemm("QKV GEMM", T_ * h * (q + 2 * kv) / t_);
     if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
-    gemm("attention output GEMM", T_ * h * h / t_);
+    gemm("attention output GEMM", T_ * q * h / t_);
     residual("attention residual", hidden_bytes);
     norm("MLP norm", hidden_bytes);
+    if (shape_.moe) {
+      append_moe_mlp_ops(ops_, gpu_, dtype_, m_, *shape_.moe);
+      residual("MLP residual", hidden_bytes);
+      return std::move(ops_);
+    }
     const bool swiglu = m_.activation == Activation::swiglu;
     gemm("MLP-in GEMM", T_ * h * f * (swiglu ? 2 : 1) / t_);
     // GELU (Megatron fuses the bias in): read, write; backward reads x and dy, writes dx.
@@ -147,9 +153,14 @@ std::vector<LayerOp> layer_ops(const GpuSpec& gpu, DType dtype, const Model& m, 
 
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp, bool sp, Recompute rc,
                      Attention attention) {
+  return layer_time(gpu, dtype, m, LayerShape{b, tp, sp, attention}, rc);
+}
+
+LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape, Recompute rc) {
+  const Attention attention = shape.attention;
   LayerTime out;
   double core_s = 0;
-  for (const LayerOp& op : layer_ops(gpu, dtype, m, LayerShape{b, tp, sp, attention})) {
+  for (const LayerOp& op : layer_ops(gpu, dtype, m, shape)) {
     out.forward_s += op.forward_s;
     out.backward_s += op.backward_s;
     if (op.gemm) out.gemm_forward_s += op.forward_s;

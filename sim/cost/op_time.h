@@ -30,6 +30,7 @@ struct LayerShape {
   int tp = 1;
   bool sequence_parallel = false;
   Attention attention = Attention::unfused;  // resolved (never framework_default)
+  const Plan* moe = nullptr;  // an MoE layer of this plan: its MLP is the experts' (sim/cost/moe.h)
 };
 
 // The ops of one layer, in forward order: norm, QKV GEMM, attention core, output projection,
@@ -47,6 +48,7 @@ struct LayerTime {
 };
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                      bool sequence_parallel, Recompute recompute, Attention attention = Attention::unfused);
+LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, const LayerShape& shape, Recompute recompute);
 
 // Output layer (logits GEMM, softmax cross-entropy moving `loss_bytes_per_logit` HBM bytes per
 // logit: framework.h's loss_kernel), forward and backward.

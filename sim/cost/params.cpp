@@ -2,28 +2,56 @@
 
 #include <algorithm>
 
+#include "sim/spec/pipeline_layout.h"
+
 namespace starfish {
 namespace {
 
 int64_t norm_elements(const Model& m) { return m.norm == Norm::layernorm ? 2LL * m.hidden : int64_t{m.hidden}; }
 
 
+// An MoE layer's MLP: the router (replicated: Megatron-core's TopKRouter weight), the shared
+// experts (tensor-parallel like a dense MLP) and the routed experts, each kind as one tensor of
+// all experts (Megatron-core's grouped-GEMM weights), biases where the model has them (GPT-OSS).
+void add_moe_mlp(std::vector<ParamTensor>& out, const Model& m, int layer) {
+  const int64_t h = m.hidden, fe = m.moe.expert_ffn_hidden, E = m.moe.experts, S = m.moe.shared_experts;
+  const int64_t in_mats = m.activation == Activation::swiglu ? 2 : 1;
+  const std::string p = "layers." + std::to_string(layer) + ".moe.";
+  auto add = [&](const std::string& name, int64_t n, ParamRole role, bool split, bool expert) {
+    out.push_back(ParamTensor{p + name, n, layer, role, split, expert});
+  };
+  add("router.weight", h * E, ParamRole::moe_router, false, false);
+  if (m.bias) add("router.bias", E, ParamRole::moe_router, false, false);
+  if (S > 0) {
+    add("shared.in.weight", S * in_mats * h * fe, ParamRole::mlp_in, true, false);
+    add("shared.out.weight", S * fe * h, ParamRole::mlp_out, true, false);
+  }
+  add("experts.in.weight", E * in_mats * h * fe, ParamRole::expert_in, false, true);
+  if (m.bias) add("experts.in.bias", E * in_mats * fe, ParamRole::expert_in, false, true);
+  add("experts.out.weight", E * fe * h, ParamRole::expert_out, false, true);
+  if (m.bias) add("experts.out.bias", E * h, ParamRole::expert_out, false, true);
+}
+
 // One transformer layer's tensors. Sizes are full (tp = 1) and split by the caller.
 void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
-  const int64_t h = m.hidden, f = m.ffn_hidden, kv = m.kv_dim();
+  const int64_t h = m.hidden, f = m.ffn_hidden, kv = m.kv_dim(), q = m.q_dim();
   const std::string p = "layers." + std::to_string(layer) + ".";
   auto add = [&](std::string name, int64_t n, ParamRole role, bool split) {
     out.push_back(ParamTensor{p + std::move(name), n, layer, role, split});
   };
   add("attn_norm.weight", h, ParamRole::norm, false);
   if (m.norm == Norm::layernorm) add("attn_norm.bias", h, ParamRole::norm, false);
-  add("attn.qkv.weight", h * (h + 2 * kv), ParamRole::attention_qkv, true);
-  if (m.bias) add("attn.qkv.bias", h + 2 * kv, ParamRole::attention_qkv, true);
-  add("attn.out.weight", h * h, ParamRole::attention_out, true);
+  add("attn.qkv.weight", h * (q + 2 * kv), ParamRole::attention_qkv, true);
+  if (m.bias) add("attn.qkv.bias", q + 2 * kv, ParamRole::attention_qkv, true);
+  add("attn.out.weight", q * h, ParamRole::attention_out, true);
   if (m.bias) add("attn.out.bias", h, ParamRole::attention_out, false);
   add("mlp_norm.weight", h, ParamRole::norm, false);
   if (m.norm == Norm::layernorm) add("mlp_norm.bias", h, ParamRole::norm, false);
   const int64_t in_mats = m.activation == Activation::swiglu ? 2 : 1;  // SwiGLU: gate and up
+  if (m.moe_layer(layer)) {
+    add_moe_mlp(out, m, layer);
+    return;
+  }
   add("mlp.in.weight", in_mats * h * f, ParamRole::mlp_in, true);
   if (m.bias) add("mlp.in.bias", in_mats * f, ParamRole::mlp_in, true);
   add("mlp.out.weight", f * h, ParamRole::mlp_out, true);
@@ -33,13 +61,18 @@ void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
 }  // namespace
 
 std::vector<int> stage_layers(const Model& model, const Shard& s) {
-  // Megatron's assignment: the model is cut into pp*v equal chunks; chunk c goes to stage c % pp.
+  // Megatron's assignment: model chunk c (of pp*v, in model order) goes to stage c % pp;
+  // sim/spec/pipeline_layout.h says how many layers each holds.
   std::vector<int> layers;
-  const int chunks = s.pp * s.virtual_stages;
-  const int per_chunk = model.layers / chunks;
-  for (int c = s.stage; c < chunks; c += s.pp)
-    for (int l = c * per_chunk; l < (c + 1) * per_chunk; ++l) layers.push_back(l);
+  for (int chunk = 0; chunk < s.virtual_stages; ++chunk) {
+    const LayerRange r = chunk_layer_range(model.layers, s.pp, s.virtual_stages, s.layout, s.stage, chunk);
+    for (int l = r.first; l < r.first + r.count; ++l) layers.push_back(l);
+  }
   return layers;
+}
+
+Shard plan_shard(const Plan& p, int stage) {
+  return Shard{p.tp, p.pp, stage, p.virtual_stages, p.stage_layers, p.ep, p.expert_tp()};
 }
 
 std::vector<ParamTensor> parameter_tensors(const Model& m, const Shard& s) {
@@ -61,8 +94,11 @@ std::vector<ParamTensor> parameter_tensors(const Model& m, const Shard& s) {
       all.push_back({m.tied_embeddings ? "head.word_embedding_copy" : "head.weight", int64_t{m.vocab} * h, m.layers,
                      ParamRole::output_head, true});
   }
-  for (ParamTensor& t : all)
+  for (ParamTensor& t : all) {
     if (t.tp_split) t.elements = (t.elements + s.tp - 1) / s.tp;
+    // experts / ep whole experts on this rank (make_job checks ep divides them), each split etp ways.
+    if (t.expert) t.elements = (t.elements / s.ep + s.etp - 1) / s.etp;
+  }
   return all;
 }
 
@@ -71,13 +107,38 @@ ParamCount count_parameters(const Model& m) {
   c.layers = m.layers;
   c.word_embedding = int64_t{m.vocab} * m.hidden;
   c.position_embedding = m.position == PositionEmbedding::learned ? int64_t{m.seq_len} * m.hidden : 0;
+  Model dense = m;
+  dense.moe = Moe{};
   std::vector<ParamTensor> one;
-  add_layer(one, m, 0);
+  add_layer(one, dense, 0);
   for (const auto& t : one) c.per_layer += t.elements;
+  for (int l = 0; l < m.layers; ++l) c.moe_layers += m.moe_layer(l) ? 1 : 0;
+  if (c.moe_layers > 0) {
+    one.clear();
+    const int first_moe = m.moe.first_dense_layers;
+    add_layer(one, m, first_moe);
+    for (const auto& t : one) {
+      c.per_moe_layer += t.elements;
+      if (t.expert) c.experts_per_moe_layer += t.elements;
+    }
+  }
   c.final_norm = norm_elements(m);
   c.output_head = m.tied_embeddings ? 0 : int64_t{m.vocab} * m.hidden;
-  c.total = c.word_embedding + c.position_embedding + c.per_layer * m.layers + c.final_norm + c.output_head;
+  c.total = c.word_embedding + c.position_embedding + c.layers_total() + c.final_norm + c.output_head;
+  // Each token runs top_k of the experts' routed parameters.
+  const int64_t idle_experts = m.is_moe() ? c.experts_per_moe_layer / m.moe.experts * (m.moe.experts - m.moe.top_k) : 0;
+  c.active = c.total - int64_t{c.moe_layers} * idle_experts;
   return c;
+}
+
+int64_t moe_layer_expert_params(const Model& m, int ep, int etp) {
+  if (!m.is_moe()) return 0;
+  std::vector<ParamTensor> moe;
+  add_moe_mlp(moe, m, m.moe.first_dense_layers);
+  int64_t n = 0;
+  for (const ParamTensor& t : moe)
+    if (t.expert) n += (t.elements / ep + etp - 1) / etp;
+  return n;
 }
 
 int64_t shard_parameters(const Model& model, const Shard& shard) {

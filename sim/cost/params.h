@@ -5,10 +5,12 @@
 #include <vector>
 
 #include "sim/spec/model.h"
+#include "sim/spec/plan.h"
 
 namespace starfish {
 
-enum class ParamRole { word_embedding, position_embedding, norm, attention_qkv, attention_out, mlp_in, mlp_out, output_head };
+enum class ParamRole { word_embedding, position_embedding, norm, attention_qkv, attention_out, mlp_in, mlp_out, output_head,
+                       moe_router, expert_in, expert_out };
 
 struct ParamTensor {
   std::string name;   // "layers.3.attn.qkv.weight"
@@ -16,6 +18,10 @@ struct ParamTensor {
   int layer = -1;     // -1: embeddings; 0..L-1: a transformer layer; L: final norm and head
   ParamRole role = ParamRole::norm;
   bool tp_split = false;  // divided among tensor-parallel ranks (else replicated on each)
+  // A routed-expert tensor (all experts of a layer in one): its experts are divided among the
+  // expert-parallel ranks and each expert among the expert-TP ranks; its gradients are reduced
+  // over the expert-data-parallel group.
+  bool expert = false;
 };
 
 // Which part of the model one GPU holds.
@@ -24,7 +30,13 @@ struct Shard {
   int pp = 1;              // pipeline stages
   int stage = 0;           // this GPU's stage, 0..pp-1
   int virtual_stages = 1;  // interleaving: the stage holds v chunks of L/(pp*v) layers each
+  StageLayout layout;      // uneven stages (sim/spec/pipeline_layout.h); even by default
+  int ep = 1;              // expert parallel: routed experts divided among ep ranks
+  int etp = 1;             // expert tensor parallel: each expert divided among etp ranks
 };
+
+// The shard a GPU of pipeline stage `stage` holds under `plan`.
+Shard plan_shard(const Plan& plan, int stage);
 
 // Tensors in order of first use in the forward pass. With `shard`, only the tensors that GPU
 // holds, with TP-split sizes; a tied output head on a last stage that is not the first holds
@@ -37,15 +49,25 @@ std::vector<int> stage_layers(const Model& model, const Shard& shard);
 struct ParamCount {
   int64_t word_embedding = 0;
   int64_t position_embedding = 0;
-  int64_t per_layer = 0;
+  int64_t per_layer = 0;     // a dense layer
+  int64_t per_moe_layer = 0; // an MoE layer: attention, router, shared and all routed experts
+  int64_t experts_per_moe_layer = 0;  // of which the routed experts
+  int moe_layers = 0;
   int64_t final_norm = 0;
   int64_t output_head = 0;   // 0 when tied to the word embedding
   int64_t total = 0;         // the unique parameters of the model
-  int64_t layers_total() const { return per_layer * layers; }
+  // What one token computes with: every parameter but the routed experts it is not sent to
+  // (top_k of experts), as MoE papers and Megatron-Bridge's MFU count "active" parameters.
+  int64_t active = 0;
+  int64_t layers_total() const { return per_layer * (layers - moe_layers) + per_moe_layer * moe_layers; }
   int layers = 0;
 };
 
 ParamCount count_parameters(const Model& model);
+
+// Routed-expert parameters of one MoE layer on one GPU of an EP x ETP layout (0 for a dense
+// model), rounded as parameter_tensors shards them.
+int64_t moe_layer_expert_params(const Model& model, int ep, int etp);
 
 // Parameters one GPU of the shard holds (replicated norms and embedding copies included).
 int64_t shard_parameters(const Model& model, const Shard& shard);

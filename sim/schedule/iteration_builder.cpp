@@ -7,11 +7,13 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
+#include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/pipeline_order.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish::schedule {
 namespace {
@@ -22,14 +24,16 @@ using des::kNone;
 // Parameters of one GPU of stage `s`, per model chunk (embedding with chunk 0, head and final
 // norm with the last chunk).
 std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
-  const Shard shard{p.tp, p.pp, s, p.virtual_stages};
-  const int per_chunk = m.layers / (p.pp * p.virtual_stages);
+  const Shard shard = plan_shard(p, s);
   std::vector<double> out(static_cast<size_t>(p.virtual_stages), 0.0);
   for (const ParamTensor& t : parameter_tensors(m, shard)) {
     int c = 0;
     if (t.layer < 0) c = 0;
     else if (t.layer >= m.layers) c = p.virtual_stages - 1;
-    else c = (t.layer / per_chunk) / p.pp;
+    else
+      while (c + 1 < p.virtual_stages &&
+             t.layer >= chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, s, c + 1).first)
+        ++c;
     out[static_cast<size_t>(c)] += static_cast<double>(t.elements);
   }
   return out;
@@ -78,7 +82,7 @@ class Builder {
     full_ = c.full_bytes;
     embedding_bytes_ = c.embedding_bytes;
     output_bytes_ = c.output_bytes;
-    layers_per_chunk_ = job_.model.layers / (job_.plan.pp * job_.plan.virtual_stages);
+    costs_ = c;
   }
 
   size_t at(int gv, int mb) const { return static_cast<size_t>(gv) * static_cast<size_t>(job_.micro_batches()) + mb; }
@@ -115,13 +119,14 @@ class Builder {
     const int lead = st.lead_gpu;
 
     // Resident model states (and the pipeline's boundary buffers).
-    const Shard shard{p.tp, p.pp, s, p.virtual_stages};
+    const Shard shard = plan_shard(p, s);
     const double n = static_cast<double>(shard_parameters(job_.model, shard));
-    const ModelStates ms = model_states(job_.training, p, job_.dp(), n,
-                                        static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
-                                        static_cast<double>(p.chunk_elements) * act_bytes_);
-    st.model_state_bytes =
-        ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0) + framework_buffer_bytes(job_.training, job_.plan);
+    const ModelStates ms = moe_model_states(job_.training, p, n, stage_expert_params(job_.model, p, s),
+                                            static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
+                                            static_cast<double>(p.chunk_elements) * act_bytes_);
+    st.model_state_bytes = ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0) +
+                           framework_buffer_bytes(job_.training, job_.plan) +
+                           moe_dispatch_buffer_bytes(job_.model, p, act_bytes_);
     stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
     stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
 
@@ -159,7 +164,8 @@ class Builder {
         if (prev_op_first != kNone) eng_.depends(prefetch, prev_op_first);
         if (prev_prefetch != kNone) eng_.depends(prefetch, prev_prefetch);
       }
-      const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, chunk_params / layers_per_chunk_};
+      const LayerRange range = chunk_layer_range(job_.model.layers, P, V, p.stage_layers, s, op.model_chunk);
+      const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, range.first, range.count, chunk_params / range.count};
       if (op.forward) {
         forward_op(st, tpg, so);
       } else {
@@ -192,20 +198,25 @@ class Builder {
   struct StageOp {
     int stage, chunk, mb;
     bool last_virtual;    // the model's last chunk: it carries the output layer
+    int first_layer;      // the chunk's first layer in the model
+    int layers;           // transformer layers of the chunk (uneven stages differ)
     double layer_params;  // parameters of one of its layers on this GPU
   };
 
   void forward_op(StageInfo& st, des::GroupId tpg, const StageOp& o) {
     const int lead = st.lead_gpu;
-    for (int l = 0; l < layers_per_chunk_; ++l) {
+    for (int l = 0; l < o.layers; ++l) {
       const TaskId g = gather_layer(o, l);
-      const TaskId x = eng_.compute(lead, layer_.forward_s, label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+      const bool moe = job_.model.moe_layer(o.first_layer + l);
+      const TaskId x = eng_.compute(lead, (moe ? costs_.moe_layer : layer_).forward_s,
+                                    label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
       if (g != kNone) eng_.depends(x, g);
       chain(x);
       computed(x);
-      const bool embedding = o.stage == 0 && o.chunk == 0 && l == 0;
-      st.memory.push_back({x, stored_ + (embedding ? embedding_bytes_ : 0)});
+      const bool embedding = o.first_layer + l == 0;  // the model's first layer also keeps the embedding's
+      st.memory.push_back({x, (moe ? costs_.moe_stored_bytes : stored_) + (embedding ? embedding_bytes_ : 0)});
       tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+      if (moe) expert_exchange(o, l);
     }
     if (o.last_virtual) {
       const TaskId x = eng_.compute(lead, output_s_ / 3, label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
@@ -222,27 +233,96 @@ class Builder {
       chain(x);
       st.memory.push_back({x, -output_bytes_});
     }
-    for (int l = layers_per_chunk_ - 1; l >= 0; --l) {
+    for (int l = o.layers - 1; l >= 0; --l) {
       const TaskId g = gather_layer(o, l);
+      const bool moe = job_.model.moe_layer(o.first_layer + l);
+      const LayerTime& time = moe ? costs_.moe_layer : layer_;
+      const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
       TaskId first = kNone;
       if (p.recompute != Recompute::none) {
-        first = eng_.compute(lead, layer_.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+        first = eng_.compute(lead, time.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
         chain(first);
-        st.memory.push_back({first, full_ - stored_});  // the layer's activations, rebuilt
-        if (p.recompute == Recompute::full) tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+        st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
+        if (p.recompute == Recompute::full) {
+          tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+          if (moe) expert_exchange(o, l);
+        }
       }
-      const TaskId b = eng_.compute(lead, layer_.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+      const TaskId b = eng_.compute(lead, time.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
       if (first == kNone) first = b;
       if (g != kNone) eng_.depends(first, g);
       chain(b);
       computed(b);
-      const bool embedding = o.stage == 0 && o.chunk == 0 && l == 0;
-      st.memory.push_back({b, -(p.recompute != Recompute::none ? full_ : stored_) - (embedding ? embedding_bytes_ : 0)});
+      const bool embedding = o.first_layer + l == 0;
+      st.memory.push_back({b, -(p.recompute != Recompute::none ? full : stored) - (embedding ? embedding_bytes_ : 0)});
       tp_collective(tpg, o.stage, o.mb, l, out_.tp);
+      if (moe) expert_exchange(o, l);
       // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
       // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).
       if (gather_layers_) reduce_layer(o, l, dp_streams);
     }
+  }
+
+  // An MoE layer's token exchange of one pass, on the lead's chain (Megatron-core's dispatcher
+  // waits for it): dispatch and combine, all-to-alls over the lead's EP group, each with the
+  // expert-TP all-gather of the dispatched tokens when ETP > 1.
+  void expert_exchange(const StageOp& o, int l) {
+    const Plan& p = job_.plan;
+    const int base = global_rank(job_, 0, 0, o.stage), etp = p.expert_tp();
+    if (p.ep > 1) {
+      std::vector<int> ep_members;
+      for (int j = 0; j < p.ep; ++j) ep_members.push_back(base + j * etp);
+      const des::GroupId ep = eng_.group(std::move(ep_members));
+      for (const char* what : {"dispatch", "combine"})
+        chain(eng_.collective(CollectiveKind::all_to_all, ep, costs_.dispatch_bytes,
+                              label(out_.ep, "%s s%d mb%d L%d", what, o.stage, o.mb, o.first_layer + l)));
+    }
+    if (etp > 1) {
+      std::vector<int> etp_members;
+      for (int j = 0; j < etp; ++j) etp_members.push_back(base + j);
+      const des::GroupId g = eng_.group(std::move(etp_members));
+      for (int k = 0; k < 2; ++k)
+        chain(eng_.collective(CollectiveKind::all_gather, g, costs_.etp_gather_bytes,
+                              label(out_.ep, "etp gather s%d mb%d L%d", o.stage, o.mb, o.first_layer + l)));
+    }
+  }
+
+  // The expert-data-parallel group `r` (0 .. EP x ETP - 1) of stage `s`: the stage's ranks r,
+  // r + EP x ETP, ... (expert layout: ETP innermost, then EP, then expert DP).
+  des::GroupId edp_group(int r, int s) {
+    const Plan& p = job_.plan;
+    std::vector<int> members;
+    const int stride = p.ep * p.expert_tp(), base = global_rank(job_, 0, 0, s);
+    for (int j = 0; j < expert_data_parallel(p); ++j) members.push_back(base + r + j * stride);
+    return eng_.group(std::move(members));
+  }
+
+  // Reduces the routed experts' gradients (`params` per GPU) of every expert-DP group of stage
+  // `s` after `after`; returns the lead's reduction (kNone when there is none).
+  TaskId reduce_experts(int s, CollectiveKind kind, double params, TaskId after, const char* what, int ch, int mb) {
+    const Plan& p = job_.plan;
+    if (params <= 0 || expert_data_parallel(p) <= 1) return kNone;
+    TaskId lead_reduction = kNone;
+    for (int r = 0; r < p.ep * p.expert_tp(); ++r) {
+      des::CollectiveOptions o;
+      const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
+      if (!streams.empty() && r < p.tp) o.stream = streams[static_cast<size_t>(r)];
+      const TaskId x = eng_.collective(kind, edp_group(r, s), params * grad_reduce_bytes_,
+                                       label(out_.dp, "%s s%d c%d mb%d e%d", what, s, ch, mb, r), o);
+      if (after != kNone) eng_.depends(x, after);
+      if (r == 0) lead_reduction = x;
+    }
+    return lead_reduction;
+  }
+
+  // Routed-expert parameters of model chunk `ch` of stage `s` on one GPU.
+  double chunk_expert_params(int s, int ch) const {
+    const Plan& p = job_.plan;
+    if (!job_.model.is_moe()) return 0;
+    const LayerRange r = chunk_layer_range(job_.model.layers, p.pp, p.virtual_stages, p.stage_layers, s, ch);
+    int moe = 0;
+    for (int l = r.first; l < r.first + r.count; ++l) moe += job_.model.moe_layer(l) ? 1 : 0;
+    return moe * static_cast<double>(moe_layer_expert_params(job_.model, p.ep, p.expert_tp()));
   }
 
   // ZeRO-3 / FSDP: all-gathers layer `l`'s parameters over DP on the stage's gather stream, after
@@ -295,11 +375,14 @@ class Builder {
       des::CollectiveOptions o;
       o.algo = dp_algo();
       if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
-      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), chunk_params * grad_reduce_bytes_,
+      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s),
+                                       (chunk_params - chunk_expert_params(s, ch)) * grad_reduce_bytes_,
                                        label(out_.dp, "grads s%d c%d mb%d t%d", s, ch, mb, t), o);
       if (t == 0) lead_reduction = x;
       if (before != kNone) eng_.depends(x, before);
     }
+    const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, chunk_expert_params(s, ch), before, "expert grads", ch, mb);
+    if (experts != kNone) expert_reductions_[s].push_back(experts);
     if (!job_.plan.overlap_grad_reduce) {
       if (op_first_ == kNone) op_first_ = lead_reduction;
       chain_last_ = lead_reduction;
@@ -385,8 +468,10 @@ class Builder {
     for (double x : params) stage_params += x;
 
     // Gradient reduction per model chunk after its last backward; every TP rank's DP group.
-    std::vector<TaskId> reduced;
+    std::vector<TaskId> reduced = expert_reductions_[s];
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
+    double stage_experts = 0;
+    for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += chunk_expert_params(s, ch);
     for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
       reduced.push_back(last_reduction_.at({s, ch}));
       reduced.push_back(chunk_last_backward_.at({s, ch}));
@@ -395,6 +480,9 @@ class Builder {
       // Overlapped: a model chunk's gradients are reduced once its last backward is done.
       // Otherwise every reduction waits for the stage's whole backward (the pipeline flush).
       const TaskId after = p.overlap_grad_reduce ? chunk_last_backward_.at({s, ch}) : st.last_backward;
+      const TaskId experts = reduce_experts(s, p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                                            chunk_expert_params(s, ch), after, "expert grads", ch, 0);
+      if (experts != kNone) reduced.push_back(experts);
       if (DP == 1) {
         reduced.push_back(after);
         continue;
@@ -404,7 +492,8 @@ class Builder {
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
         const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
-        const TaskId x = eng_.collective(kind, dp_group(t, s), params[static_cast<size_t>(ch)] * grad_reduce_bytes_,
+        const TaskId x = eng_.collective(kind, dp_group(t, s),
+                                         (params[static_cast<size_t>(ch)] - chunk_expert_params(s, ch)) * grad_reduce_bytes_,
                                          label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
         eng_.depends(x, after);
         if (t == 0) reduced.push_back(x);
@@ -413,7 +502,9 @@ class Builder {
 
     // The optimizer step where the optimizer states live.
     const StateBytes sb = state_bytes_per_param(tr, p.chunked());
-    const double opt_params = stage_params / (p.zero_stage >= 1 ? DP : 1);
+    // Dense states are sharded over DP, routed experts' over expert DP (sim/cost/moe.h).
+    const double opt_params = (stage_params - stage_experts) / (p.zero_stage >= 1 ? DP : 1) +
+                              stage_experts / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
     const int represented = gpus_represented_on_node(job_, lead, s);
     TaskId last = kNone;
     auto then = [&](TaskId x) {
@@ -445,11 +536,13 @@ class Builder {
         des::CollectiveOptions o;
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
-        const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), stage_params * act_bytes_,
+        const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), (stage_params - stage_experts) * act_bytes_,
                                          label(out_.dp, "params s%d t%d", s, t), o);
         eng_.depends(x, last);
       }
     }
+    if (p.zero_stage >= 1 && p.zero_stage < 3)
+      reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
     out_.cpu_bytes_per_node = std::max(out_.cpu_bytes_per_node, stage_cpu_bytes_[static_cast<size_t>(s)] * c.node.gpus);
     out_.nvme_bytes_per_node = std::max(out_.nvme_bytes_per_node, stage_nvme_bytes_[static_cast<size_t>(s)] * c.node.gpus);
   }
@@ -462,7 +555,8 @@ class Builder {
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   LayerTime layer_;
   double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, embedding_bytes_ = 0, output_bytes_ = 0;
-  int layers_per_chunk_ = 1;
+  LayerCosts costs_;
+  std::map<int, std::vector<TaskId>> expert_reductions_;  // per stage: per-micro-batch expert reductions
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
   std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;
@@ -489,6 +583,7 @@ void intern_categories(des::Engine& eng, BuiltIteration& out) {
   out.dp = eng.category(category::dp);
   out.optimizer = eng.category(category::optimizer);
   out.offload = eng.category(category::offload);
+  out.ep = eng.category(category::ep);
 }
 
 BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {

@@ -3,6 +3,7 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/dispatch.h"
 #include "sim/cost/framework.h"
+#include "sim/cost/moe.h"
 
 namespace starfish::schedule {
 
@@ -27,6 +28,14 @@ LayerCosts layer_costs(const Job& job) {
   c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
   c.embedding_bytes = embedding_activation_bytes(m, p);
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
+  if (m.is_moe()) {
+    const DType dtype = job.training.dtype;
+    c.moe_layer = layer_time(gpu, dtype, m, LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention, &p}, p.recompute);
+    c.moe_stored_bytes = moe_layer_activation_bytes(m, p, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
+    c.moe_full_bytes = moe_layer_activation_bytes(m, p, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
+    c.dispatch_bytes = moe_dispatch_bytes(m, p, c.act_bytes);
+    if (p.expert_tp() > 1) c.etp_gather_bytes = c.dispatch_bytes * p.expert_tp();
+  }
   return c;
 }
 

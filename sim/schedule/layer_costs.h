@@ -18,6 +18,14 @@ struct LayerCosts {
   double embedding_bytes = 0;  // what the first stage keeps per micro-batch for the embedding's backward
   double output_bytes = 0;     // the output layer's activations (fp32 logits) of one micro-batch
   int64_t act_bytes = 2;       // bytes per activation / param element
+  // MoE layers (sim/cost/moe.h): their own time and activations, and per pass two all-to-alls of
+  // `dispatch_bytes` over the EP group (dispatch, combine), each with an all-gather of
+  // `etp_gather_bytes` over the expert-TP group when ETP > 1.
+  LayerTime moe_layer;
+  double moe_stored_bytes = 0;
+  double moe_full_bytes = 0;
+  double dispatch_bytes = 0;
+  double etp_gather_bytes = 0;
 };
 
 LayerCosts layer_costs(const Job& job);

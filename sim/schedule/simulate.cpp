@@ -154,13 +154,14 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   double window = 0;
   for (const StageInfo& st : it.stages) window = std::max(window, r.end_s[st.last_backward]);
   const std::array<des::CategoryId, 3> compute{it.fwd, it.bwd, it.recompute};
-  const std::array<des::CategoryId, 8> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload};
+  const std::array<des::CategoryId, 9> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload, it.ep};
   double bubble = 0;
   for (const StageInfo& st : it.stages) bubble += window - r.busy_union_s(st.lead_gpu, everything, 0, window);
   rep.bubble_fraction = bubble / it.stages.size() / rep.iteration_s;
   rep.phases = predicted_phases(it, engine, r);
 
-  const std::pair<const char*, des::CategoryId> groups[] = {{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
+  std::vector<std::pair<const char*, des::CategoryId>> groups{{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
+  if (job.model.is_moe()) groups.push_back({"ep", it.ep});  // MoE all-to-alls
   for (const auto& [name, cat] : groups) {
     CommGroupReport g;
     g.group = name;

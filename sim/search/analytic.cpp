@@ -5,6 +5,7 @@
 
 #include "sim/cost/activations.h"
 #include "sim/cost/collectives.h"
+#include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/spec/units.h"
 
@@ -28,31 +29,37 @@ AnalyticEvaluator::AnalyticEvaluator(const Model& model, const Cluster& cluster,
 
 void AnalyticEvaluator::prepare(const std::vector<Candidate>& candidates) {
   std::vector<double> scratch;
+  Plan plan;
   for (const Candidate& c : candidates) {
-    const ShapeKey key{c.tp, c.pp, c.virtual_stages};
+    const ShapeKey key{c.tp, c.pp, c.virtual_stages, c.first_stage_layers, c.last_stage_layers, c.ep, c.etp};
     if (stage_params_.count(key)) continue;
-    stage_params_[key] = stage_params(c.tp, c.pp, c.virtual_stages, scratch);
+    c.fill(plan);
+    stage_params_[key] = stage_params(plan, scratch);
   }
 }
 
-const std::vector<double>& AnalyticEvaluator::stage_params(int tp, int pp, int v, std::vector<double>& scratch) const {
-  auto it = stage_params_.find(ShapeKey{tp, pp, v});
-  if (it != stage_params_.end()) return it->second;
-  scratch.assign(pp, 0.0);
-  for (int stage = 0; stage < pp; ++stage)
-    scratch[stage] = static_cast<double>(shard_parameters(model_, Shard{tp, pp, stage, v}));
+const std::vector<double>& AnalyticEvaluator::stage_params(const Plan& p, std::vector<double>& scratch) const {
+  if (p.stage_layers.per_stage.empty()) {
+    auto it = stage_params_.find(
+        ShapeKey{p.tp, p.pp, p.virtual_stages, p.stage_layers.first, p.stage_layers.last, p.ep, p.etp});
+    if (it != stage_params_.end()) return it->second;
+  }
+  scratch.assign(p.pp, 0.0);
+  for (int stage = 0; stage < p.pp; ++stage)
+    scratch[stage] = static_cast<double>(shard_parameters(model_, plan_shard(p, stage)));
   return scratch;
 }
 
 AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan& p) const {
   std::vector<double> scratch;
-  const std::vector<double>& stage_n = stage_params(p.tp, p.pp, p.virtual_stages, scratch);
+  const std::vector<double>& stage_n = stage_params(p, scratch);
   const double chunk_bytes = static_cast<double>(p.chunk_elements) * bytes_of(training_.dtype);
   const double layer_params = static_cast<double>(params_.per_layer) / p.tp;
   StatesBound b;
   double cpu = -1, nvme = -1;
   for (int stage = 0; stage < p.pp; ++stage) {
-    const ModelStates ms = model_states(training_, p, p.dp, stage_n[stage], layer_params, chunk_bytes);
+    const ModelStates ms =
+        moe_model_states(training_, p, stage_n[stage], stage_expert_params(model_, p, stage), layer_params, chunk_bytes);
     b.gpu_bytes = std::max(b.gpu_bytes, ms.total_gpu());
     cpu = cpu < 0 ? ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu
                   : std::min(cpu, ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
@@ -66,7 +73,7 @@ AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan&
 
 void AnalyticEvaluator::evaluate(const Plan& p, Estimate& e, bool memory_only_if_rejected, bool explain) const {
   std::vector<double> scratch;
-  const std::vector<double>& stage_n = stage_params(p.tp, p.pp, p.virtual_stages, scratch);
+  const std::vector<double>& stage_n = stage_params(p, scratch);
   estimate_into(model_, cluster_, training_, p, params_, stage_n, flops_[recompute_index(p.recompute)],
                 EstimateOptions{memory_only_if_rejected, explain}, e);
 }

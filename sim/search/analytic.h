@@ -24,7 +24,7 @@ class AnalyticEvaluator {
  public:
   AnalyticEvaluator(const Model& model, const Cluster& cluster, const Training& training);
 
-  // Caches the shard parameter counts of these plans' (TP, PP, v) shapes; call before sharing
+  // Caches the shard parameter counts of these plans' (TP, PP, v, stage layout) shapes; call before sharing
   // the evaluator between threads (evaluate() on an unprepared shape computes it, slowly).
   void prepare(const std::vector<Candidate>& candidates);
 
@@ -48,8 +48,10 @@ class AnalyticEvaluator {
   const Training& training() const { return training_; }
 
  private:
-  using ShapeKey = std::tuple<int, int, int>;  // tp, pp, virtual stages
-  const std::vector<double>& stage_params(int tp, int pp, int v, std::vector<double>& scratch) const;
+  using ShapeKey = std::tuple<int, int, int, int, int, int, int>;  // tp, pp, v, first/last stage layers, ep, etp
+  // Parameters per stage of `plan`'s shape: cached, or computed into `scratch` (an explicit
+  // per-stage layout is never cached).
+  const std::vector<double>& stage_params(const Plan& plan, std::vector<double>& scratch) const;
 
   Model model_;
   Cluster cluster_;

@@ -1,5 +1,8 @@
 #include "sim/search/plan_export.h"
 
+#include <cstdio>
+#include <functional>
+
 #include "sim/cost/framework.h"
 #include "sim/spec/error.h"
 #include "sim/spec/spec_io.h"
@@ -54,6 +57,9 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
     return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
   if (t.dtype == DType::fp8 && t.optimizer == Optimizer::sgd)
     return refuse("training.optimizer", "Megatron-LM's fp8 training (TransformerEngine) is set up with adam");
+  if (!p.stage_layers.per_stage.empty())
+    return refuse("plan.stage_layers", "per-stage layer lists are not exported (Megatron-core takes first_stage_layers / "
+                                       "last_stage_layers as --decoder-first/last-pipeline-num-layers)");
   if (attention_kernel(p) == Attention::flash1)
     return refuse("plan.attention", "Megatron-LM has no FlashAttention-1 kernel (its --attention-backend flash is FlashAttention-2 class)");
   if (loss_kernel_of(p) == Loss::pytorch)
@@ -62,7 +68,7 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
 }
 
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
-Refusal deepspeed_refusal(const Plan& p, const Training& t) {
+Refusal deepspeed_refusal(const Plan& p, const Training& t, const Model* model = nullptr) {
   if (p.framework != Framework::deepspeed)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; DeepSpeed exports take deepspeed plans");
@@ -85,7 +91,31 @@ Refusal deepspeed_refusal(const Plan& p, const Training& t) {
     return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
   if (t.dtype == DType::fp8)
     return refuse("training.dtype", "DeepSpeed's config has no fp8 training (fp8 comes from TransformerEngine in the model code)");
+  if (!p.stage_layers.even())
+    return refuse("plan.stage_layers", "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout");
+  if (model && model->is_moe()) return refuse("model.moe", "Starfish does not write DeepSpeed-MoE configurations");
   return {};
+}
+
+// Megatron-core's MoE arguments (megatron/training/arguments.py, _add_moe_args): the experts,
+// their routing and FFN, which layers are MoE (--moe-layer-freq takes a list of 0/1 per layer),
+// dropless (the default) or a capacity factor, and the expert parallel layout.
+void add_moe_arguments(const Model& m, const Plan& p, const std::function<void(const char*, const std::string&)>& add) {
+  add("--num-experts", std::to_string(m.moe.experts));
+  add("--moe-router-topk", std::to_string(m.moe.top_k));
+  add("--moe-ffn-hidden-size", std::to_string(m.moe.expert_ffn_hidden));
+  if (m.moe.shared_experts > 0)
+    add("--moe-shared-expert-intermediate-size", std::to_string(m.moe.shared_experts * m.moe.expert_ffn_hidden));
+  if (m.moe.first_dense_layers > 0 || m.moe.every > 1) {
+    std::string freq = "\"[";
+    for (int l = 0; l < m.layers; ++l) freq += std::string(l ? "," : "") + (m.moe_layer(l) ? "1" : "0");
+    add("--moe-layer-freq", freq + "]\"");
+  }
+  if (m.moe.capacity_factor > 0) add("--moe-expert-capacity-factor", units::format_number(m.moe.capacity_factor));
+  add("--moe-grouped-gemm", "");
+  add("--moe-token-dispatcher-type", "alltoall");
+  add("--expert-model-parallel-size", std::to_string(p.ep));
+  add("--expert-tensor-parallel-size", std::to_string(p.expert_tp()));
 }
 
 }  // namespace
@@ -97,7 +127,7 @@ std::string deepspeed_unsupported(const Plan& plan, const Training& training) {
   return deepspeed_refusal(plan, training).text();
 }
 std::string megatron_unsupported(const Job& job) { return located(job, megatron_refusal(job.plan, job.training)); }
-std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_refusal(job.plan, job.training)); }
+std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_refusal(job.plan, job.training, &job.model)); }
 
 std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Job& job) {
   if (const std::string why = megatron_unsupported(job); !why.empty()) throw SpecError("--megatron: " + why);
@@ -108,7 +138,14 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   add("--tensor-model-parallel-size", whole(p.tp));
   add("--pipeline-model-parallel-size", whole(p.pp));
-  if (p.virtual_stages > 1) add("--num-layers-per-virtual-pipeline-stage", whole(m.layers / (p.pp * p.virtual_stages)));
+  // Uneven stages: Megatron-core's first/last stage layer counts; its interleaving then takes the
+  // number of virtual stages (the layers per chunk differ between stages).
+  if (p.stage_layers.first > 0) add("--decoder-first-pipeline-num-layers", whole(p.stage_layers.first));
+  if (p.stage_layers.last > 0) add("--decoder-last-pipeline-num-layers", whole(p.stage_layers.last));
+  if (p.virtual_stages > 1 && !p.stage_layers.even())
+    add("--num-virtual-stages-per-pipeline-rank", whole(p.virtual_stages));
+  else if (p.virtual_stages > 1)
+    add("--num-layers-per-virtual-pipeline-stage", whole(m.layers / (p.pp * p.virtual_stages)));
   add("--micro-batch-size", whole(p.micro_batch));
   add("--global-batch-size", whole(t.global_batch));
   if (p.sequence_parallel) add("--sequence-parallel");
@@ -163,6 +200,8 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   }
   if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
   if (!m.bias) add("--disable-bias-linear");
+  if (m.attention_head_dim > 0) add("--kv-channels", whole(m.attention_head_dim));
+  if (m.is_moe()) add_moe_arguments(m, p, [&](const char* name, const std::string& value) { add(name, value); });
   if (!m.dropout) {  // Megatron's default is 0.1 for both
     add("--attention-dropout", "0");
     add("--hidden-dropout", "0");

@@ -5,6 +5,7 @@
 #include "sim/spec/error.h"
 #include "sim/spec/job.h"
 #include "sim/spec/limits.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish::search {
 namespace {
@@ -67,6 +68,9 @@ void Candidate::fill(Plan& p) const {
   p.pp = pp;
   p.dp = dp;
   p.virtual_stages = virtual_stages;
+  p.stage_layers = StageLayout{first_stage_layers, last_stage_layers, {}};
+  p.ep = ep;
+  p.etp = etp;
   p.micro_batch = micro_batch;
   p.sequence_parallel = sequence_parallel;
   p.schedule = schedule;
@@ -81,6 +85,10 @@ Candidate to_candidate(const Plan& p) {
   c.tp = static_cast<int32_t>(p.tp);
   c.pp = static_cast<int32_t>(p.pp);
   c.virtual_stages = static_cast<int32_t>(p.virtual_stages);
+  c.first_stage_layers = p.stage_layers.first;
+  c.last_stage_layers = p.stage_layers.last;
+  c.ep = p.ep;
+  c.etp = p.etp;
   c.dp = p.dp;
   c.micro_batch = p.micro_batch;
   c.chunk_elements = p.chunk_elements;
@@ -94,13 +102,29 @@ Candidate to_candidate(const Plan& p) {
   return c;
 }
 
+// make_job's check_experts, as a reason (plan.dp may be 0: `dp` is resolved).
+static const char* expert_invalid_reason(const Model& m, const Plan& p, int64_t dp) {
+  if (!m.is_moe()) return p.ep != 1 ? "expert parallelism without experts" : nullptr;
+  const int etp = p.expert_tp();
+  if (p.ep < 1 || m.moe.experts % p.ep) return "EP does not divide the experts";
+  if (m.moe.expert_ffn_hidden % etp) return "expert TP does not divide the expert FFN";
+  if ((int64_t{p.tp} * dp) % (int64_t{p.ep} * etp)) return "EP x expert TP does not divide TP x DP";
+  if (m.moe.shared_experts > 0 && (int64_t{m.moe.shared_experts} * m.moe.expert_ffn_hidden) % p.tp)
+    return "TP does not divide the shared experts";
+  if (p.tp > 1 && !p.sequence_parallel) return "MoE with TP needs sequence parallelism";
+  if (p.zero_stage >= 3) return "ZeRO-3 of expert layers is not modelled";
+  if (p.chunked()) return "the chunk runtime has no MoE layers";
+  return nullptr;
+}
+
 const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training& t, const Plan& p) {
   if (p.tp < 1 || p.pp < 1 || p.virtual_stages < 1 || p.micro_batch < 1 || p.dp < 0) return "non-positive degree";
   if (m.heads % p.tp != 0) return "TP does not divide the heads";
   if (m.kv_heads % p.tp != 0) return "TP does not divide the key/value heads";
   if (m.ffn_hidden % p.tp != 0) return "TP does not divide ffn_hidden";
   if (!tp_aligned_to_nodes(p.tp, c.node.gpus)) return "TP groups would straddle nodes";
-  if (m.layers % (int64_t{p.pp} * p.virtual_stages) != 0) return "PP x virtual stages does not divide the layers";
+  if (!check_stage_layout(m.layers, p.pp, p.virtual_stages, p.stage_layers).field.empty())
+    return p.stage_layers.even() ? "PP x virtual stages does not divide the layers" : "the stage layout does not fit the layers";
   const int64_t gpus = c.total_gpus();
   int64_t dp = p.dp;
   if (dp == 0) {
@@ -120,6 +144,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
     return "virtual stages need the interleaved schedule";
   }
   if (p.sequence_parallel && p.tp == 1) return "sequence parallelism needs TP > 1";
+  if (const char* why = expert_invalid_reason(m, p, dp)) return why;
   const Offload& o = p.offload;
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !c.node.nvme)
     return "offload to NVMe without an NVMe";
@@ -151,6 +176,21 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   return false;
 }
 
+// The (EP, ETP) pairs a stage of TP x DP ranks can hold: {(1, 0)} for a dense model.
+static std::vector<std::pair<int, int>> expert_layouts(const Model& m, const SearchSpace& s, int tp, int dp) {
+  if (!m.is_moe()) return {{1, 0}};
+  std::vector<int> etps = s.etp;
+  if (etps.empty()) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
+  std::vector<std::pair<int, int>> out;
+  for (int ep : s.ep.empty() ? divisors(m.moe.experts) : s.ep)
+    for (int etp : etps) {
+      if (ep < 1 || etp < 1 || m.moe.experts % ep || m.moe.expert_ffn_hidden % etp) continue;
+      if ((int64_t{tp} * dp) % (int64_t{ep} * etp)) continue;
+      out.push_back({ep, etp});
+    }
+  return out;
+}
+
 std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const Training& t, const SearchSpace& s,
                                        int64_t* chunked_accumulation_left_out) {
   if (t.global_batch < 1) throw SpecError("search: the global batch must be at least 1 sequence");
@@ -171,10 +211,14 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
 
   std::vector<Candidate> out;
   for (int tp : tps) {
-    for (int pp : s.pp.empty() ? divisors(m.layers) : s.pp) {
-      if (pp < 1 || m.layers % pp || gpus % (tp * pp)) continue;
+    for (int pp : s.pp.empty() ? divisors(gpus / tp) : s.pp) {
+      if (pp < 1 || pp > m.layers || gpus % (tp * pp)) continue;
+      // PP that does not divide the layers: Megatron-core's lighter first and last stages.
+      const StageLayout layout = balanced_stage_layout(m.layers, pp);
+      if (m.layers % pp && layout.even()) continue;
       const int dp = gpus / (tp * pp);
       if (t.global_batch % dp) continue;
+      const std::vector<std::pair<int, int>> experts = expert_layouts(m, s, tp, dp);
       const int64_t per_pipeline = t.global_batch / dp;
       std::vector<int> mbs;
       if (s.micro_batches.empty()) mbs = divisors(per_pipeline);
@@ -193,7 +237,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
           }
           if (micro_batches % pp) continue;
           for (int v = 2; v <= s.max_virtual_stages; ++v)
-            if (m.layers % (pp * v) == 0) shapes.push_back({sc, v});
+            if (check_stage_layout(m.layers, pp, v, layout).field.empty()) shapes.push_back({sc, v});
         }
         for (const auto& [schedule, v] : shapes) {
           for (int z : s.zero_stages) {
@@ -208,13 +252,20 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                       *chunked_accumulation_left_out += (sp && tp == 1) ? 0 : static_cast<int64_t>(s.recompute.size());
                   continue;
                 }
+                if (m.is_moe() && (z >= 3 || chunk > 0)) continue;
                 for (Recompute rc : s.recompute) {
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;
+                    if (m.is_moe() && tp > 1 && !sp) continue;
+                    for (const auto& [ep, etp] : experts) {
                     Candidate k;
+                    k.ep = ep;
+                    k.etp = etp;
                     k.tp = static_cast<int32_t>(tp);
                     k.pp = static_cast<int32_t>(pp);
                     k.virtual_stages = static_cast<int32_t>(v);
+                    k.first_stage_layers = layout.first;
+                    k.last_stage_layers = layout.last;
                     k.dp = dp;
                     k.micro_batch = b;
                     k.chunk_elements = chunk;
@@ -226,6 +277,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                     k.grads = pl.grads;
                     k.optimizer = pl.optimizer;
                     out.push_back(k);
+                    }
                   }
                 }
               }
@@ -240,6 +292,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
 
 std::string family_label(const Candidate& c) {
   std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " ZeRO-" + std::to_string(c.zero_stage);
+  if (c.ep > 1) s += " EP" + std::to_string(c.ep);
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" offload ") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
   s += c.chunk_elements > 0 ? " chunked" : " static";
@@ -250,7 +303,11 @@ std::string short_label(const Candidate& c) {
   std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " DP" + std::to_string(c.dp);
   if (c.pp > 1) s += std::string(" ") + to_string(c.schedule);
   if (c.virtual_stages > 1) s += " v" + std::to_string(c.virtual_stages);
+  if (c.first_stage_layers || c.last_stage_layers)
+    s += " first" + std::to_string(c.first_stage_layers) + " last" + std::to_string(c.last_stage_layers);
   if (c.sequence_parallel) s += " SP";
+  if (c.ep > 1) s += " EP" + std::to_string(c.ep);
+  if (c.etp > 1) s += " ETP" + std::to_string(c.etp);
   s += " mb" + std::to_string(c.micro_batch) + " ZeRO-" + std::to_string(c.zero_stage);
   if (c.recompute != Recompute::none) s += std::string(" rc-") + to_string(c.recompute);
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)

@@ -3,7 +3,8 @@
 // validity pre-check that keeps exceptions off the hot path.
 //
 // Axes: TP (divisors of heads, kv_heads and ffn_hidden, aligned to the nodes as make_job requires,
-// up to GPUs per node by default), PP (divisors of layers with TP*PP dividing the GPUs), DP
+// up to GPUs per node by default), PP (TP*PP dividing the GPUs, at most the layers; a PP that
+// does not divide the layers gets Megatron-core's lighter first/last stages, balanced_stage_layout), DP
 // (derived), virtual stages (divisors of layers/PP, interleaved schedule only), micro-batch
 // (divisors of global/DP), ZeRO 0-3, offload tiers of params/grads/optimizer, recompute,
 // sequence parallelism, schedule and chunk size.
@@ -19,7 +20,9 @@
 //    offloads partitioned params only);
 //  - a chunked plan keeps its grads in the param chunks (PatrickStar), so grads = params tier;
 //    and (make_job's rule) it runs each rank's whole batch as one micro-batch;
-//  - the chunk size is enumerated only for chunked plans (0 = static placement).
+//  - the chunk size is enumerated only for chunked plans (0 = static placement);
+//  - MoE models (make_job's rules): sequence parallelism whenever TP > 1, ZeRO 0-2, no chunks;
+//    EP over the divisors of the experts with EP x ETP dividing TP x DP, ETP in {1, TP}.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +40,10 @@ struct SearchSpace {
   std::vector<int> pp;               // empty: every valid divisor of layers
   int max_virtual_stages = 8;        // interleaving beyond 8 chunks per stage only adds PP traffic
   std::vector<int> micro_batches;    // empty: every divisor of global / DP
+  // MoE models: expert parallel degrees (empty: every divisor of the experts that EP x ETP
+  // fits in TP x DP) and expert TP (empty: 1 and TP, Megatron-core's two usual choices).
+  std::vector<int> ep;
+  std::vector<int> etp;
   std::vector<int> zero_stages{0, 1, 2, 3};
   std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
   std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved};
@@ -56,6 +63,10 @@ struct SearchSpace {
 // A compact plan (the search holds hundreds of thousands): to_plan() gives the Plan.
 struct Candidate {
   int32_t tp = 1, pp = 1, virtual_stages = 1;  // up to the GPU limit (limits.h): 16 bits would wrap
+  // Uneven stages (Plan::stage_layers' first/last; 0 = even): balanced_stage_layout when PP does
+  // not divide the layers. Explicit per-stage lists are not searched.
+  int32_t first_stage_layers = 0, last_stage_layers = 0;
+  int32_t ep = 1, etp = 0;  // expert parallel and expert TP (0 = TP), MoE models only
   int32_t dp = 1;
   int32_t micro_batch = 1;
   int64_t chunk_elements = 0;

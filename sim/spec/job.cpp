@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/spec/limits.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
 
@@ -33,6 +34,38 @@ void check_job_size(const Model& model, const Cluster& cluster, const Training& 
                                                           std::to_string(model.seq_len) + " is more than 2^40 tokens per iteration (Starfish's limit)");
 }
 
+// Expert parallelism against the model and the plan (plan.dp resolved). Megatron-core's MoE
+// layers need sequence parallelism with TP (megatron/training/arguments.py); the expert layout
+// folds EP x ETP into the stage's TP x DP ranks.
+void check_experts(const Model& model, const Plan& plan, const std::string& of_model) {
+  const Provenance& pp = plan.provenance;
+  if (!model.is_moe()) {
+    if (plan.ep != 1) pp.fail("plan.expert_parallel", "expert parallelism needs experts, and there are none" + of_model);
+    return;
+  }
+  const Moe& e = model.moe;
+  if (e.experts % plan.ep != 0)
+    pp.fail("plan.expert_parallel", std::to_string(plan.ep) + " does not divide the " + std::to_string(e.experts) +
+                                        " experts" + of_model);
+  const int etp = plan.expert_tp();
+  if (e.expert_ffn_hidden % etp != 0)
+    pp.fail(plan.etp > 0 ? "plan.expert_tensor_parallel" : "plan.tensor_parallel",
+            "expert tensor parallel " + std::to_string(etp) + " does not divide expert_ffn_hidden " +
+                std::to_string(e.expert_ffn_hidden) + of_model);
+  if ((int64_t{plan.tp} * plan.dp) % (int64_t{plan.ep} * etp) != 0)
+    pp.fail("plan.expert_parallel", "expert_parallel " + std::to_string(plan.ep) + " x expert tensor parallel " +
+                                        std::to_string(etp) + " does not divide tensor_parallel x data_parallel = " +
+                                        std::to_string(int64_t{plan.tp} * plan.dp) + " (the ranks of a stage)");
+  if (e.shared_experts > 0 && (int64_t{e.shared_experts} * e.expert_ffn_hidden) % plan.tp != 0)
+    pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide the shared experts' FFN" + of_model);
+  if (plan.tp > 1 && !plan.sequence_parallel)
+    pp.fail("plan.sequence_parallel", "mixture-of-experts layers with tensor_parallel > 1 need sequence_parallel: true "
+                                      "(Megatron-core requires it)");
+  if (plan.zero_stage >= 3)
+    pp.fail("plan.zero_stage", "ZeRO-3 / FSDP of expert layers is not modelled; use ZeRO 0-2 with expert parallelism");
+  if (plan.chunked()) pp.fail("plan.chunk_size", "the chunk runtime does not run mixture-of-experts layers");
+}
+
 }  // namespace
 
 Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
@@ -48,11 +81,12 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   if (model.ffn_hidden % plan.tp != 0)
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide ffn_hidden " +
                                         std::to_string(model.ffn_hidden) + of_model);
-  const int64_t stages = int64_t{plan.pp} * plan.virtual_stages;  // each at most 10^7 and 10^5: no overflow
-  if (model.layers % stages != 0)
-    pp.fail(plan.virtual_stages > 1 ? "plan.virtual_stages" : "plan.pipeline_parallel",
-            "pipeline_parallel " + std::to_string(plan.pp) + " x virtual_stages " + std::to_string(plan.virtual_stages) +
-                " does not divide the " + std::to_string(model.layers) + " layers" + of_model);
+  if (const LayoutProblem bad = check_stage_layout(model.layers, plan.pp, plan.virtual_stages, plan.stage_layers);
+      !bad.field.empty())
+    pp.fail(bad.field, bad.message + of_model +
+                           (plan.stage_layers.even() ? "; for uneven stages set plan.first_stage_layers / "
+                                                       "last_stage_layers or plan.stage_layers"
+                                                     : ""));
   const int gpus = cluster.total_gpus();
   const std::string of_cluster = " of cluster " + cluster.name + " (" + cluster.provenance.file + ")";
   if (!tp_aligned_to_nodes(plan.tp, cluster.node.gpus))
@@ -75,6 +109,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
     pp.fail("plan.data_parallel", "tensor_parallel x pipeline_parallel x data_parallel = " + std::to_string(want) +
                                       " but the cluster has " + std::to_string(gpus) + " GPUs" + of_cluster + hint);
   }
+  check_experts(model, plan, of_model);
   const int64_t per_step = int64_t{plan.micro_batch} * plan.dp;
   if (training.global_batch % per_step != 0)
     training.provenance.fail("training.global_batch",

@@ -11,6 +11,25 @@ enum class Activation { gelu, swiglu };
 enum class Norm { layernorm, rmsnorm };
 enum class PositionEmbedding { learned, rope };
 
+// Mixture of experts (Shazeer et al. 2017; Fedus et al. 2022): the MLP of an MoE layer is
+// `experts` routed FFNs of `expert_ffn_hidden`, each token going to the `top_k` a linear router
+// (hidden x experts, no bias) picks, plus `shared_experts` FFNs every token runs (DeepSeekMoE).
+// Layers 0..first_dense_layers-1 stay dense (DeepSeek-V3's first_k_dense_replace); after them
+// every `every`-th layer is MoE, counting from the first one ((l - first_dense_layers) % every ==
+// 0, Megatron-core's --moe-layer-freq). capacity_factor 0: dropless (every routed token is
+// computed, Megatron-core's default); > 0: each expert takes at most capacity_factor x its mean
+// share of tokens and drops the rest (Switch Transformer / GShard).
+struct Moe {
+  int experts = 0;               // 0: a dense model
+  int top_k = 0;
+  int shared_experts = 0;
+  int expert_ffn_hidden = 0;
+  int first_dense_layers = 0;
+  int every = 1;
+  double capacity_factor = 0;
+  bool operator==(const Moe&) const = default;
+};
+
 struct Model {
   std::string name;
   std::string family = "gpt";   // how `maxsize` scales it: gpt, llama
@@ -33,10 +52,19 @@ struct Model {
   // 0.1); off in LLaMA, MPT and most models trained since 2022. With it, every dropout stores a
   // 1-byte mask for backward and costs a kernel.
   bool dropout = true;
+  // Width of one attention head; 0 = hidden / heads. Qwen3 and GPT-OSS set their own (Qwen3-30B:
+  // 32 heads of 128 on hidden 2048), so the query/output projections are hidden x heads*head_dim.
+  int attention_head_dim = 0;
+  Moe moe;
   Provenance provenance;
 
-  int head_dim() const { return hidden / heads; }
+  int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
+  int q_dim() const { return heads * head_dim(); }
   int kv_dim() const { return kv_heads * head_dim(); }
+  bool is_moe() const { return moe.experts > 0; }
+  bool moe_layer(int layer) const {
+    return is_moe() && layer >= moe.first_dense_layers && (layer - moe.first_dense_layers) % moe.every == 0;
+  }
   bool operator==(const Model&) const = default;
 };
 

@@ -2,6 +2,7 @@
 // How a training job is laid out on the cluster: parallelism, ZeRO, offload, chunks, recompute.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/spec/provenance.h"
 
@@ -34,11 +35,39 @@ struct Offload {
   bool operator==(const Offload&) const = default;
 };
 
+// How the transformer layers are spread over the pipeline stages. Empty: evenly, layers /
+// (pp x virtual_stages) per model chunk (Megatron's default). `first`/`last`: the first and last
+// stage's layer counts, the other stages sharing the rest evenly, as Megatron-core's
+// --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126
+// layers over PP16 as 7 + 14 x 8 + 7, lighter ends for the embedding and the LM head). `per_stage`:
+// every stage's count (DeepSpeed's partition by parameters gives such lists). With interleaving,
+// each stage's layers are divided evenly over its virtual stages (Megatron-core's
+// get_num_layers_to_build). sim/spec/pipeline_layout.h resolves and checks it.
+struct StageLayout {
+  int first = 0;               // layers of the first stage; 0 = as the others
+  int last = 0;                // layers of the last stage; 0 = as the others
+  std::vector<int> per_stage;  // explicit counts, one per stage (then first/last are 0)
+  bool even() const { return first == 0 && last == 0 && per_stage.empty(); }
+  bool operator==(const StageLayout&) const = default;
+};
+
 struct Plan {
   int tp = 1;                  // tensor parallel
   int pp = 1;                  // pipeline parallel
   int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * pp)
   int virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
+  // Expert parallelism (MoE models): each rank of an EP group holds experts / ep of a layer's
+  // routed experts, and tokens travel to them by all-to-all. The expert layers are laid out on
+  // the ranks of a stage on their own (Megatron-core's MoE parallel folding, Liu et al. 2024):
+  // expert TP x EP x expert DP = TP x DP; expert_tensor_parallel 0 = TP (Megatron-core's default
+  // for --expert-tensor-parallel-size).
+  int ep = 1;
+  int etp = 0;
+  // Tokens of the busiest EP rank over the mean (MoE): 1 = perfectly balanced routing, what the
+  // auxiliary load-balancing loss drives towards (Fedus et al. 2022, sec. 2.2); set what your
+  // runs measure. Expert compute and the all-to-alls pay it.
+  double moe_load_imbalance = 1.0;
+  StageLayout stage_layers;    // uneven pipeline stages; even by default
   int micro_batch = 1;         // sequences per micro-batch
   bool sequence_parallel = false;
   // Data-parallel gradient reduction overlapped with the backward pass, a model chunk at a time
@@ -56,6 +85,7 @@ struct Plan {
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }
+  int expert_tp() const { return etp > 0 ? etp : tp; }
   bool operator==(const Plan&) const = default;
 };
 

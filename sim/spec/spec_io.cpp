@@ -233,6 +233,27 @@ Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
   return c;
 }
 
+namespace {
+// The `moe:` map of a model (Model::Moe); the expert FFN defaults to the dense one.
+Moe read_moe(MapReader r, const Model& m) {
+  Moe e;
+  e.experts = r.whole("experts", 1, limits::kMaxExperts);
+  e.top_k = r.whole("top_k", 1, limits::kMaxExperts);
+  if (e.top_k > e.experts)
+    r.fail("top_k", "routes each token to " + std::to_string(e.top_k) + " of only " + std::to_string(e.experts) + " experts");
+  if (r.has("shared_experts")) e.shared_experts = r.whole("shared_experts", 0, limits::kMaxExperts);
+  e.expert_ffn_hidden = r.has("expert_ffn_hidden") ? r.whole("expert_ffn_hidden", 1, limits::kMaxFfnHidden) : m.ffn_hidden;
+  if (r.has("first_dense_layers")) e.first_dense_layers = r.whole("first_dense_layers", 0, limits::kMaxLayers);
+  if (e.first_dense_layers >= m.layers)
+    r.fail("first_dense_layers", std::to_string(e.first_dense_layers) + " dense layers leave no MoE layer of the " +
+                                     std::to_string(m.layers));
+  if (r.has("every")) e.every = r.whole("every", 1, limits::kMaxLayers);
+  if (r.has("capacity_factor")) e.capacity_factor = r.real("capacity_factor", 0, 1e3);
+  r.finish();
+  return e;
+}
+}  // namespace
+
 Model parse_model(const YAML::Node& root, const std::string& file) {
   Model m;
   m.provenance.file = file;
@@ -264,13 +285,43 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
-  if (m.hidden % m.heads != 0)
-    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
+  if (r.has("head_dim")) m.attention_head_dim = r.whole("head_dim", 1, limits::kMaxHidden);
+  if (r.has("moe")) m.moe = read_moe(r.map("moe"), m);
+  if (m.attention_head_dim == 0 && m.hidden % m.heads != 0)
+    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden) +
+                        " (give head_dim when the heads have their own width)");
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     r.fail("kv_heads", std::to_string(m.kv_heads) + " must divide heads " + std::to_string(m.heads));
   r.finish();
   return m;
 }
+
+// Uneven pipeline stages: first_stage_layers / last_stage_layers, or stage_layers: [7, 8, ...].
+// Whether they fit the model is make_job's check (check_stage_layout).
+namespace {
+void read_stage_layers(MapReader& q, StageLayout& out) {
+  if (q.has("first_stage_layers")) out.first = q.whole("first_stage_layers", 1, limits::kMaxLayers);
+  if (q.has("last_stage_layers")) out.last = q.whole("last_stage_layers", 1, limits::kMaxLayers);
+  if (!q.has("stage_layers")) return;
+  const YAML::Node list = q.sequence("stage_layers");
+  if (list.size() > static_cast<size_t>(limits::kMaxLayers))
+    q.fail("stage_layers", "lists more than " + std::to_string(limits::kMaxLayers) + " stages (Starfish's limit)");
+  for (const auto& item : list) {
+    const SourceLoc at = q.where(item);
+    double n = 0;
+    try {
+      n = item.IsScalar() ? units::parse_number(item.Scalar()) : -1;
+    } catch (const std::invalid_argument&) {
+      n = -1;
+    }
+    if (n < 1 || n > static_cast<double>(limits::kMaxLayers) || n != static_cast<double>(static_cast<int64_t>(n)))
+      fail_at(at, q.field("stage_layers"), "each stage's layer count must be a whole number from 1 to " +
+                                               std::to_string(limits::kMaxLayers));
+    out.per_stage.push_back(static_cast<int>(n));
+  }
+  if (out.per_stage.empty()) q.fail("stage_layers", "lists no stage");
+}
+}  // namespace
 
 PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   PlanFile p;
@@ -303,6 +354,10 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
     if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
     if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
+    read_stage_layers(q, pl.stage_layers);
+    if (q.has("expert_parallel")) pl.ep = q.whole("expert_parallel", 1, limits::kMaxExperts);
+    if (q.has("expert_tensor_parallel")) pl.etp = q.whole("expert_tensor_parallel", 1, limits::kMaxGpus);
+    if (q.has("moe_load_imbalance")) pl.moe_load_imbalance = q.real("moe_load_imbalance", 1, 1e3);
     if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
     if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
     if (q.has("schedule"))
@@ -473,6 +528,18 @@ std::string to_yaml(const Model& m) {
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   e << YAML::Key << "bias" << YAML::Value << m.bias;
   e << YAML::Key << "dropout" << YAML::Value << m.dropout;
+  if (m.attention_head_dim > 0) emit_num(e, "head_dim", m.attention_head_dim);
+  if (m.is_moe()) {
+    e << YAML::Key << "moe" << YAML::Value << YAML::BeginMap;
+    emit_num(e, "experts", m.moe.experts);
+    emit_num(e, "top_k", m.moe.top_k);
+    emit_num(e, "shared_experts", m.moe.shared_experts);
+    emit_num(e, "expert_ffn_hidden", m.moe.expert_ffn_hidden);
+    emit_num(e, "first_dense_layers", m.moe.first_dense_layers);
+    emit_num(e, "every", m.moe.every);
+    emit_num(e, "capacity_factor", m.moe.capacity_factor);
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
@@ -500,6 +567,16 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "pipeline_parallel", q.pp);
   if (q.dp > 0) emit_num(e, "data_parallel", q.dp);
   emit_num(e, "virtual_stages", q.virtual_stages);
+  if (q.stage_layers.first > 0) emit_num(e, "first_stage_layers", q.stage_layers.first);
+  if (q.stage_layers.last > 0) emit_num(e, "last_stage_layers", q.stage_layers.last);
+  if (q.ep != 1) emit_num(e, "expert_parallel", q.ep);
+  if (q.etp != 0) emit_num(e, "expert_tensor_parallel", q.etp);
+  if (q.moe_load_imbalance != 1.0) emit_num(e, "moe_load_imbalance", q.moe_load_imbalance);
+  if (!q.stage_layers.per_stage.empty()) {
+    e << YAML::Key << "stage_layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int n : q.stage_layers.per_stage) e << n;
+    e << YAML::EndSeq;
+  }
   emit_num(e, "micro_batch", q.micro_batch);
   emit_kv(e, "schedule", to_string(q.schedule));
   e << YAML::Key << "sequence_parallel" << YAML::Value << q.sequence_parallel;

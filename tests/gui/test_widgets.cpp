@@ -87,6 +87,15 @@ class WidgetsTest : public QObject {
     ed.layersBox()->setValue(48);
     QCOMPARE(ed.model().layers, 48);
     QVERIFY(ed.modified());
+    // The MoE fields: Mixtral's 8 experts, top-2, and its total and active parameters.
+    ed.loadModel("mixtral-8x7b");
+    QCOMPARE(ed.expertsBox()->value(), 8);
+    QCOMPARE(ed.topKBox()->value(), 2);
+    QVERIFY2(ed.paramsLabel()->text().startsWith("46.7 B, 12.9 B active"), qPrintable(ed.paramsLabel()->text()));
+    ed.topKBox()->setValue(1);
+    QCOMPARE(ed.model().moe.top_k, 1);
+    ed.expertsBox()->setValue(0);  // a dense model
+    QVERIFY(!ed.model().is_moe());
   }
 
   void plan_table_shows_and_sorts_a_search() {

@@ -123,7 +123,7 @@ TEST(BundledConfigs, EveryHwprofileParsesAndRoundTrips) {
 }
 
 TEST(BundledConfigs, TheHwprofilesTheProjectPromisesExist) {
-  for (const char* name : {"dgx-a100-80gb", "dgx-h100", "dgx2-v100-32gb", "v100-pcie-8x-240gb", "consumer-pc", "cpu-host"})
+  for (const char* name : {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "dgx2-v100-32gb", "v100-pcie-8x-240gb", "consumer-pc", "cpu-host"})
     EXPECT_TRUE(fs::exists(kSourceDir / "hwprofiles" / (std::string(name) + ".yaml"))) << name;
 }
 
@@ -150,7 +150,8 @@ TEST(BundledConfigs, EveryPlanRoundTripsAndValidatesAgainstItsModelAndHardware) 
     ASSERT_TRUE(p.model_path && p.hardware_path) << "a bundled plan names its model and hardware";
     const fs::path dir = f.parent_path();
     const Model m = load_model((dir / *p.model_path).lexically_normal().string());
-    const Cluster c = load_cluster((dir / *p.hardware_path).lexically_normal().string());
+    Cluster c = load_cluster((dir / *p.hardware_path).lexically_normal().string());
+    if (p.nodes) c.nodes = *p.nodes;  // a plan's nodes: overrides the hardware file's
     const int gpus = c.total_gpus();
     Job job;
     ASSERT_NO_THROW(job = make_job(m, c, p.training, p.plan));
@@ -202,6 +203,38 @@ TEST(BundledConfigs, Llama3_405BHas405Point85BillionParameters) {
   EXPECT_EQ(m.kv_heads, 8);
   EXPECT_EQ(m.vocab, 128256);
   EXPECT_FALSE(m.tied_embeddings);
+}
+
+// Llama 3 (Meta's model cards: 8.03B, 70.6B; 405B above) and 3.1 405B (the same network).
+TEST(BundledConfigs, Llama3FamilyMatchesMetasCounts) {
+  EXPECT_NEAR(params_of("llama3-8b"), 8.03e9, 0.01 * 8.03e9);
+  EXPECT_NEAR(params_of("llama3-70b"), 70.6e9, 0.01 * 70.6e9);
+  EXPECT_NEAR(params_of("llama3.1-405b"), 405.853e9, 0.001 * 405.853e9);
+}
+
+// Mixture-of-experts models against their publishers' total and active counts, within 1%:
+// Mixtral 8x7B 46.7B / 12.9B (Jiang et al. 2024), 8x22B 141B / 39B (Mistral AI 2024),
+// Qwen3-30B-A3B 30.5B / 3.3B and Qwen3-235B-A22B 235B / 22B (Qwen3 report, Table 2),
+// gpt-oss-120b 116.83B / 5.13B (OpenAI's model card, which leaves the input embedding out of the
+// active count). Qwen publishes two digits: "3.3B" activated stands for 3.25-3.35B, and the
+// count is 3.353B, 1.6% above 3.3: its tolerance is the published figure's own rounding.
+TEST(BundledConfigs, MixtureOfExpertsModelsMatchTheirPublishedTotalAndActiveCounts) {
+  struct Published {
+    const char* name;
+    double total, active;
+    bool active_without_input_embedding;
+  };
+  for (const Published& p : {Published{"mixtral-8x7b", 46.7e9, 12.9e9, false},
+                             Published{"mixtral-8x22b", 141e9, 39e9, false},
+                             Published{"qwen3-30b-a3b", 30.5e9, 3.35e9, false},
+                             Published{"qwen3-235b-a22b", 235e9, 22e9, false},
+                             Published{"gpt-oss-120b", 116.83e9, 5.13e9, true}}) {
+    const ParamCount c = count_parameters(model_named(p.name));
+    const double active = static_cast<double>(c.active - (p.active_without_input_embedding ? c.word_embedding : 0));
+    EXPECT_NEAR(static_cast<double>(c.total), p.total, 0.01 * p.total) << p.name;
+    EXPECT_NEAR(active, p.active, 0.01 * p.active) << p.name;
+    EXPECT_EQ(c.moe_layers, model_named(p.name).layers) << p.name;  // every layer is MoE
+  }
 }
 
 TEST(BundledConfigs, YuanMatchesTheAnnounced245Point7Billion) {

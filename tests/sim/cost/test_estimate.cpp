@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "sim/cost/estimate.h"
 #include "sim/spec/units.h"
 #include "sim/cost/op_time.h"
+#include "sim/cost/activations.h"
+#include "sim/cost/params.h"
 #include "test_support.h"
 
 namespace starfish {
@@ -30,22 +35,108 @@ TEST(Estimate, SingleGpuIterationIsComputePlusOptimizer) {
   EXPECT_TRUE(e.fits);
 }
 
-TEST(Estimate, PipelineBubbleIsPMinusOneOverVMicroBatches) {
+// Hand-computed pipeline of `e`'s plan: each stage's slot per micro-batch is its layers'
+// forward + backward, the output layer on the last stage, its gradient accumulation and its
+// sends. Under 1F1B stage k finishes after the earlier stages' forwards of micro-batch 0, its own
+// m slots, its wait for the first gradient (the later stages' slots less its warm-up forwards)
+// and the earlier stages' backwards of the last micro-batch; the slowest of these is the
+// iteration, and the bubble is what it adds to the m slots of the slowest stage.
+struct HandPipeline {
+  double slowest_layers = 0, slowest_accumulate_s = 0, bubble_s = 0;
+};
+HandPipeline hand_pipeline(const Model& m, const Plan& p, const Estimate& e, const Cluster& c) {
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  const double mb = static_cast<double>(e.micro_batches);
+  const double pp_comm = e.time.pp_comm_s / mb;
+  const double out = output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1, 52 /* Megatron loss */);
+  std::vector<double> slot, fwd;
+  HandPipeline h;
+  double slowest = -1;
+  for (int s = 0; s < p.pp; ++s) {
+    const double layers = static_cast<double>(stage_layers(m, plan_shard(p, s)).size());
+    const double acc = grad_accumulate_time_s(c.node.gpu, static_cast<double>(shard_parameters(m, plan_shard(p, s))), 2);
+    const bool last = s == p.pp - 1;
+    slot.push_back(layers * (lt.forward_s + lt.backward_s) + (last ? out : 0) + acc + pp_comm);
+    fwd.push_back(layers * lt.forward_s + (last ? out / 3 : 0) + pp_comm / 2);
+    if (slot.back() > slowest) {
+      slowest = slot.back();
+      h.slowest_layers = layers;
+      h.slowest_accumulate_s = acc;
+    }
+  }
+  double iteration = 0;
+  for (int k = 0; k < p.pp; ++k) {
+    double before_f = 0, before_b = 0, after = 0;
+    for (int s = 0; s < k; ++s) before_f += fwd[s], before_b += slot[s] - fwd[s];
+    for (int s = k + 1; s < p.pp; ++s) after += slot[s];
+    const double wait = std::max(0.0, after - (p.pp - k - 1) * fwd[k]);
+    iteration = std::max(iteration, before_f + mb * slot[k] + wait + before_b);
+  }
+  h.bubble_s = (iteration - mb * slowest) / p.virtual_stages;
+  return h;
+}
+
+TEST(Estimate, PipelineBubbleIsTheOtherStagesSlots) {
   const Model m = testing::gpt(16, 1024, 16, 1024, 1000);
   Plan p;
   p.pp = 4;
   const Estimate e = estimate(job_of(m, testing::dgx(1), 32, p));
   EXPECT_EQ(e.micro_batches, 16);
-  // A micro-batch slot of the stage, gradient accumulation included (the first micro-batch has none).
-  auto slot = [](const Estimate& x) {
-    const double accumulate = grad_accumulate_time_s(testing::dgx(1).node.gpu, x.params_per_gpu, 2);
-    return (x.time.compute_s + accumulate + x.time.pp_comm_s) / 16;
-  };
-  EXPECT_NEAR(e.time.bubble_s, 3 * slot(e), 1e-12);
+  EXPECT_NEAR(e.time.bubble_s, hand_pipeline(m, p, e, testing::dgx(1)).bubble_s, 1e-12);
   p.schedule = Schedule::interleaved;
   p.virtual_stages = 2;
   const Estimate i = estimate(job_of(m, testing::dgx(1), 32, p));
-  EXPECT_NEAR(i.time.bubble_s, 1.5 * slot(i), 1e-12);
+  EXPECT_NEAR(i.time.bubble_s, hand_pipeline(m, p, i, testing::dgx(1)).bubble_s, 1e-12);
+  // Equal stages but for the output layer and the embedding's parameters: close to (p - 1) / v
+  // slots (Narayanan et al. 2021).
+  const double slot = (e.time.compute_s + e.time.pp_comm_s) / 16;
+  EXPECT_NEAR(e.time.bubble_s / (3 * slot), 1.0, 0.02);
+  EXPECT_NEAR(i.time.bubble_s / (1.5 * slot), 1.0, 0.02);
+}
+
+TEST(Estimate, DeepPipelinesTakeTheSameCriticalPathAsTheStageByStageSum) {
+  // Beyond 4 stages the estimate evaluates only the first, one middle and the last stage (the
+  // middle ones being equal): the same bubble as the hand loop over every stage. 30 layers over
+  // PP6 evenly, and over PP7 as 2 + 5 x 5 + 3.
+  const Model m = testing::gpt(30, 1024, 16, 1024, 50000);
+  Cluster c = testing::dgx(1);
+  Plan even;
+  even.pp = 6;
+  c.node.gpus = 6;
+  const Estimate e = estimate(job_of(m, c, 24, even));
+  EXPECT_NEAR(e.time.bubble_s, hand_pipeline(m, even, e, c).bubble_s, 1e-12);
+  Plan uneven;
+  uneven.pp = 7;
+  uneven.stage_layers = StageLayout{2, 3, {}};
+  c.node.gpus = 7;
+  const Estimate u = estimate(job_of(m, c, 24, uneven));
+  EXPECT_NEAR(u.time.bubble_s, hand_pipeline(m, uneven, u, c).bubble_s, 1e-12);
+}
+
+TEST(Estimate, UnevenStagesArePacedByTheHeaviestAndHoldTheirOwnLayers) {
+  // 14 layers over PP4 as 2 + 5 + 5 + 2 (Megatron-core's first/last stage layers): the middle
+  // stages hold 5 layers and pace the pipeline; the light ends only add their slots to the bubble.
+  const Model m = testing::gpt(14, 1024, 16, 1024, 1000);
+  Plan p;
+  p.pp = 4;
+  p.stage_layers.first = 2;
+  p.stage_layers.last = 2;
+  const Cluster c = testing::dgx(1);
+  const Estimate e = estimate(job_of(m, c, 32, p));
+  const HandPipeline h = hand_pipeline(m, p, e, c);
+  EXPECT_EQ(h.slowest_layers, 5);
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  EXPECT_NEAR(e.time.compute_s, 16 * 5 * (lt.forward_s + lt.backward_s) + 15 * h.slowest_accumulate_s, 1e-12);
+  EXPECT_NEAR(e.time.bubble_s, h.bubble_s, 1e-12);
+  // Activations in flight under 1F1B: p - s micro-batches of the stage's layers. Stage 0: 4 x 2
+  // layers; stage 1: 3 x 5 layers, the peak.
+  const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{});
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 16, 2, 0).layers_bytes, 8 * per_layer);
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 16, 2, 1).layers_bytes, 15 * per_layer);
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 16, 2, 3).layers_bytes, 2 * per_layer);
+  EXPECT_EQ(e.peak_stage, 1);
+  EXPECT_DOUBLE_EQ(e.gpu.activations_bytes, peak_stage_activations(m, p, 16, 2, 1).total());
+  EXPECT_DOUBLE_EQ(e.params_per_gpu, static_cast<double>(shard_parameters(m, plan_shard(p, 1))));
 }
 
 TEST(Estimate, TooBigModelSaysWhichTierOverflows) {

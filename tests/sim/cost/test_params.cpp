@@ -64,6 +64,26 @@ TEST(Params, PipelineStagesCoverEveryLayerOnceAndCopyTheTiedHead) {
   EXPECT_EQ(sum, count_parameters(m).total + int64_t{m.vocab} * m.hidden);
 }
 
+TEST(Params, UnevenStagesHoldTheirOwnLayerRanges) {
+  // 16 layers over PP2 x v2 as 6 + 10: each stage's layers split evenly over its two chunks, the
+  // chunks in model order: stage 0 chunk 0 = 0-2, stage 1 chunk 0 = 3-7, stage 0 chunk 1 =
+  // 8-10, stage 1 chunk 1 = 11-15.
+  Model m = testing::gpt(16, 256, 4, 128, 1000);
+  m.tied_embeddings = false;
+  Plan p;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.stage_layers.per_stage = {6, 10};
+  EXPECT_EQ(stage_layers(m, plan_shard(p, 0)), (std::vector<int>{0, 1, 2, 8, 9, 10}));
+  EXPECT_EQ(stage_layers(m, plan_shard(p, 1)), (std::vector<int>{3, 4, 5, 6, 7, 11, 12, 13, 14, 15}));
+  // Untied: the stages' parameters add up to the model's, and each holds its own layers'.
+  const ParamCount n = count_parameters(m);
+  const int64_t s0 = shard_parameters(m, plan_shard(p, 0)), s1 = shard_parameters(m, plan_shard(p, 1));
+  EXPECT_EQ(s0 + s1, n.total);
+  EXPECT_EQ(s0, n.word_embedding + n.position_embedding + 6 * n.per_layer);
+  EXPECT_EQ(s1, 10 * n.per_layer + n.final_norm + n.output_head);
+}
+
 TEST(Params, TensorsComeInOrderOfFirstUse) {
   const auto t = parameter_tensors(testing::gpt(2, 64, 4, 16, 100));
   EXPECT_EQ(t.front().name, "embed.word.weight");

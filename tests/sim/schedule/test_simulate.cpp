@@ -93,6 +93,56 @@ TEST(Simulate, InterleavedBubbleIsPMinusOneOverVMPlusPMinusOne) {
   }
 }
 
+TEST(Simulate, UnevenStagesArePacedByTheHeaviest) {
+  // 14 layers over PP4 as 2 + 5 + 5 + 2 (lighter first and last stages, as Llama 3 405B's), 8
+  // micro-batches, a layer's forward f = 1/3 and backward b = 2/3 of its slot (GEMMs only). The
+  // third stage finishes last: the first two stages' forwards of micro-batch 0 (7 f), its own 8 x
+  // 5 slots, its wait for the first gradient (stage 3's 2 slots less its one warm-up forward of 5
+  // f) and the drain of the first two stages' backwards (7 b): 7/3 + 40 + 1/3 + 14/3 = 47 1/3 layer
+  // slots (an even 3.5-layer split would take (m + p - 1) x 3.5 = 38.5). The estimate agrees.
+  const Model m = gpt(14, 1024, 16, 1024);
+  Plan plan;
+  plan.pp = 4;
+  plan.stage_layers.first = 2;
+  plan.stage_layers.last = 2;
+  const Job j = job(m, ideal_node(4), 8, plan);
+  const SimReport r = simulate(j);
+  const LayerTime lt = layer_time(j.cluster.node.gpu, j.training.dtype, m, 1, 1, false, Recompute::none);
+  const double slot = lt.forward_s + lt.backward_s;
+  EXPECT_NEAR(r.iteration_s / (142.0 / 3 * slot), 1.0, 0.005) << r.iteration_s / slot;
+  EXPECT_NEAR(estimate(j).time.iteration_s / r.iteration_s, 1.0, 0.01);
+  // Memory: 3 micro-batches of 5 layers in flight on stage 1 against 4 of 2 on stage 0.
+  ASSERT_EQ(r.memory.size(), 4u);
+  EXPECT_GT(r.memory[1].peak_bytes - r.memory[1].model_state_bytes, r.memory[0].peak_bytes - r.memory[0].model_state_bytes);
+  const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{});
+  EXPECT_NEAR((r.memory[1].peak_bytes - r.memory[1].model_state_bytes) / (15 * per_layer), 1.0, 0.02);
+}
+
+TEST(Simulate, MixtureOfExpertsLayersAgreeWithTheEstimate) {
+  // 4 layers, two of them MoE (8 experts, top-2) on TP2 x DP4 with EP4 over NVLink: the simulated
+  // iteration runs the experts' compute and 4 all-to-alls per MoE layer per micro-batch, as the
+  // analytic tier counts them; the two agree, and the all-to-alls show as "ep".
+  Model m = gpt(4, 1024, 16, 1024);
+  m.moe = Moe{8, 2, 0, 2048, 1, 2, 0};
+  Cluster c = ideal_node(8);
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  Plan plan;
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  plan.ep = 4;
+  plan.etp = 1;
+  const Job j = job(m, c, 16, plan);
+  const SimReport r = simulate(j);
+  const Estimate e = estimate(j);
+  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
+  double ep_s = -1;
+  for (const CommGroupReport& g : r.comm)
+    if (g.group == "ep") ep_s = g.comm_s;
+  // 4 micro-batches x 2 MoE layers x 4 all-to-alls of 1024 x 2 / 2 x 1024 x 2 bytes, 3/4 sent.
+  const double one = 3 * 2e-6 + 1024.0 * 2 / 2 * 1024 * 2 * 3 / 4 / 100e9;
+  EXPECT_NEAR(ep_s / (4 * 2 * 4 * one), 1.0, 0.05) << ep_s;
+}
+
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
   const Model m = gpt(4, 1024, 16, 1024);
   // Infinitely fast HBM (GEMMs only), then an A100's, where element-wise kernels, gradient

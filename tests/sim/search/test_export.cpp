@@ -131,6 +131,53 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   expect_megatron_accepts(job_with(p));
 }
 
+TEST(Export, MegatronCarriesUnevenStagesAsMegatronCoreFlags) {
+  // 8 layers over PP2 as 3 + 5: Megatron-core's first/last stage layer counts.
+  Plan p;
+  p.pp = 2;
+  p.stage_layers.first = 3;
+  p.stage_layers.last = 5;
+  const std::string a = megatron_arguments(job_with(p));
+  EXPECT_NE(a.find("  --decoder-first-pipeline-num-layers 3 \\\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("  --decoder-last-pipeline-num-layers 5 \\\n"), std::string::npos) << a;
+  // Interleaved: the chunks per stage, not a layer count per chunk (they differ by stage).
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.stage_layers.first = 2;
+  p.stage_layers.last = 6;
+  const std::string i = megatron_arguments(job_with(p));
+  EXPECT_NE(i.find("  --num-virtual-stages-per-pipeline-rank 2 \\\n"), std::string::npos) << i;
+  EXPECT_EQ(i.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << i;
+  // A per-stage list has no Megatron flag Starfish writes; DeepSpeed partitions by its own method.
+  p = Plan{};
+  p.pp = 2;
+  p.stage_layers.per_stage = {3, 5};
+  EXPECT_NE(megatron_unsupported(job_with(p)).find("per-stage layer lists"), std::string::npos);
+  p.framework = Framework::deepspeed;
+  EXPECT_NE(deepspeed_unsupported(job_with(p)).find("partition_method"), std::string::npos);
+}
+
+TEST(Export, MegatronCarriesTheExpertsAndTheirLayout) {
+  Model m = search_test::small_gpt(4, 512, 8);
+  m.moe = Moe{8, 2, 1, 1024, 1, 1, 1.25};
+  Plan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  const Job j = make_job(m, search_test::small_cluster(4), search_test::fp16_training(64), p);
+  const std::string a = megatron_arguments(j);
+  for (const char* expected :
+       {"  --num-experts 8 \\\n", "  --moe-router-topk 2 \\\n", "  --moe-ffn-hidden-size 1024 \\\n",
+        "  --moe-shared-expert-intermediate-size 1024 \\\n", "  --moe-layer-freq \"[0,1,1,1]\" \\\n",
+        "  --moe-expert-capacity-factor 1.25 \\\n", "  --expert-model-parallel-size 4 \\\n",
+        "  --expert-tensor-parallel-size 1 \\\n", "  --moe-grouped-gemm \\\n"})
+    EXPECT_NE(a.find(expected), std::string::npos) << expected << " missing in\n" << a;
+  Job ds = j;
+  ds.plan.framework = Framework::deepspeed;
+  EXPECT_NE(deepspeed_unsupported(ds).find("DeepSpeed-MoE"), std::string::npos) << deepspeed_unsupported(ds);
+}
+
 TEST(Export, NumbersAreWrittenExactly) {
   Job job = job_with(Plan{});
   job.training.learning_rate = 3e-7;

@@ -156,10 +156,58 @@ TEST(PlanSpace, ZeroOffloadKeepsParamsOnTheGpuAndGradsAndOptimizerOnTheCpu) {
   }
 }
 
+TEST(PlanSpace, APipelineThatDoesNotDivideTheLayersGetsLighterEnds) {
+  // 6 layers on 8 GPUs: PP4 does not divide them, so the search proposes 1 + 2 + 2 + 1 (Megatron-
+  // core's first/last stage layers) and make_job accepts every such plan as it is.
+  const Model m = search_test::small_gpt(6, 384, 6);
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(8);
+  int uneven = 0;
+  for (const Candidate& k : enumerate_plans(m, c, t, SearchSpace{})) {
+    if (k.pp != 4) {
+      EXPECT_EQ(k.first_stage_layers + k.last_stage_layers, 0);
+      continue;
+    }
+    ++uneven;
+    EXPECT_EQ(k.first_stage_layers, 1);
+    EXPECT_EQ(k.last_stage_layers, 1);
+    EXPECT_EQ(plan_invalid_reason(m, c, t, k.to_plan()), nullptr);
+    if (uneven == 1) EXPECT_NO_THROW(make_job(m, c, t, k.to_plan()));
+  }
+  EXPECT_GT(uneven, 0);
+}
+
+TEST(PlanSpace, MixtureOfExpertsPlansSpanExpertParallelismAndPassMakeJob) {
+  // 8 experts on 8 GPUs: EP in {1, 2, 4, 8} within TP x DP, SP whenever TP > 1, no ZeRO-3, no
+  // chunks; every candidate is one make_job accepts.
+  Model m = search_test::small_gpt(4, 384, 6);
+  m.moe = Moe{8, 2, 0, 768, 0, 1, 0};
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(16);
+  std::set<int> eps;
+  const std::vector<Candidate> all = enumerate_plans(m, c, t, SearchSpace{});
+  ASSERT_FALSE(all.empty());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Candidate& k = all[i];
+    eps.insert(k.ep);
+    EXPECT_LT(k.zero_stage, 3);
+    EXPECT_EQ(k.chunk_elements, 0);
+    if (k.tp > 1) EXPECT_TRUE(k.sequence_parallel);
+    EXPECT_EQ(plan_invalid_reason(m, c, t, k.to_plan()), nullptr) << short_label(k);
+    if (i % 97 == 0) EXPECT_NO_THROW(make_job(m, c, t, k.to_plan())) << short_label(k);
+  }
+  EXPECT_EQ(eps, (std::set<int>{1, 2, 4, 8}));
+}
+
 TEST(PlanSpace, ABatchThatAdmitsNoPlanIsAnEmptySpaceAndZeroBatchAnError) {
   const Model m = search_test::small_gpt(6, 384, 6);
-  const Cluster c = search_test::small_cluster();  // 8 GPUs: TP x PP in {1, 2, 4}, so DP in {2, 4, 8}
-  EXPECT_TRUE(enumerate_plans(m, c, search_test::fp16_training(3), SearchSpace{}).empty());
+  // 8 GPUs, TP 1: PP in {1, 2, 4} (at most the 6 layers; PP4 as 1 + 2 + 2 + 1), so DP in {2, 4, 8}.
+  const Cluster c = search_test::small_cluster();
+  SearchSpace tp1;
+  tp1.tp = {1};
+  EXPECT_TRUE(enumerate_plans(m, c, search_test::fp16_training(3), tp1).empty());
+  // TP2 x PP4 on uneven stages leaves DP 1, which takes any batch.
+  EXPECT_FALSE(enumerate_plans(m, c, search_test::fp16_training(3), SearchSpace{}).empty());
   try {
     enumerate_plans(m, c, search_test::fp16_training(0), SearchSpace{});
     FAIL() << "no error";

@@ -44,6 +44,9 @@ TEST(RoundTrip, ModelAndPlanFile) {
   m.bias = false;
   m.dropout = false;
   EXPECT_EQ(parse_model_text(to_yaml(m)), m);
+  m.attention_head_dim = 256;
+  m.moe = Moe{64, 6, 2, 1408, 1, 1, 1.25};
+  EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
 
   PlanFile p;
   p.model_path = "../models/x.yaml";
@@ -65,6 +68,14 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.attention = Attention::flash;
   const PlanFile back = parse_plan_file_text(to_yaml(p));
   EXPECT_EQ(back, p) << to_yaml(p);
+  p.plan.stage_layers.first = 7;
+  p.plan.stage_layers.last = 7;
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.ep = 8;
+  p.plan.etp = 1;
+  p.plan.moe_load_imbalance = 1.2;
+  p.plan.stage_layers = StageLayout{0, 0, {7, 8, 8, 7}};
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
 }
 
 TEST(RoundTrip, SaveRefusesToOverwriteAndWritesAtomically) {

@@ -132,7 +132,12 @@ TEST(SpecErrors, SyntaxError) {
 
 TEST(SpecErrors, ModelConsistency) {
   EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "heads: 16", "heads: 15"), "m.yaml"); }),
-            "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024");
+            "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024 (give head_dim when the heads have their own "
+            "width)");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 9}\n", "m.yaml"); }),
+            "m.yaml:7:19: field 'moe.top_k': routes each token to 9 of only 8 experts");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 2, first_dense_layers: 24}\n", "m.yaml"); }),
+            "m.yaml:7:29: field 'moe.first_dense_layers': 24 dense layers leave no MoE layer of the 24");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "kv_heads: 3\n", "m.yaml"); }),
             "m.yaml:7:1: field 'kv_heads': 3 must divide heads 16");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: swiglu\n", "m.yaml"); }),
@@ -157,7 +162,21 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "plan.yaml:2:8: field 'plan.tensor_parallel': 3 does not divide the 16 attention heads of model m (m.yaml)");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 5}\n"),
             "plan.yaml:2:8: field 'plan.pipeline_parallel': pipeline_parallel 5 x virtual_stages 1 does not divide the "
-            "24 layers of model m (m.yaml)");
+            "24 layers of model m (m.yaml); for uneven stages set plan.first_stage_layers / last_stage_layers or "
+            "plan.stage_layers");
+  // Uneven stages: Megatron-core's first/last stage counts, or a list.
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 4, first_stage_layers: 3, "
+                      "last_stage_layers: 3}\n"),
+            "(no error)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 4, first_stage_layers: 5}\n"),
+            "plan.yaml:2:30: field 'plan.first_stage_layers': leaves 19 of the 24 layers, which do not divide evenly "
+            "over the other 3 stages of model m (m.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 2, stage_layers: [10, 12]}\n"),
+            "plan.yaml:2:30: field 'plan.stage_layers': the stages hold 22 layers in all, not the model's 24 of model m "
+            "(m.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 2, stage_layers: [10, x]}\n"),
+            "plan.yaml:2:49: field 'plan.stage_layers': each stage's layer count must be a whole number from 1 to "
+            "100000");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {tensor_parallel: 2, data_parallel: 2}\n"),
             "plan.yaml:2:28: field 'plan.data_parallel': tensor_parallel x pipeline_parallel x data_parallel = 4 but "
             "the cluster has 8 GPUs of cluster box (hw.yaml)");

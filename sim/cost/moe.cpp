@@ -1,0 +1,155 @@
+#include "sim/cost/moe.h"
+
+#include <algorithm>
+
+#include "sim/cost/collectives.h"
+#include "sim/cost/params.h"
+#include "sim/spec/pipeline_layout.h"
+
+namespace starfish {
+namespace {
+
+double in_matrices(const Model& m) { return m.activation == Activation::swiglu ? 2 : 1; }
+
+// `count` GEMMs of `flop_each` as one grouped kernel: the efficiency of one of them (a grouped
+// GEMM runs each expert's tile loop on its own rows; small experts do not batch into a big one).
+double grouped_matmul_time_s(const GpuSpec& gpu, DType dtype, double flop_each, double count) {
+  if (flop_each <= 0 || count <= 0) return 0;
+  return flop_each * count / (gpu.peak(dtype) * gpu.matmul_efficiency.at(flop_each));
+}
+
+}  // namespace
+
+int expert_data_parallel(const Plan& p) { return std::max(1, p.tp * std::max(p.dp, 1) / (p.ep * p.expert_tp())); }
+
+MoeLayerShape moe_layer_shape(const Model& m, const Plan& p) {
+  MoeLayerShape x;
+  const Moe& e = m.moe;
+  x.tokens = static_cast<double>(m.seq_len) * p.micro_batch / p.tp;
+  x.routed = x.tokens * e.top_k;
+  x.local_experts = e.experts / p.ep;
+  const double mean = x.routed * p.ep * p.expert_tp() / e.experts;
+  x.load = e.capacity_factor > 0 ? std::min(p.moe_load_imbalance, e.capacity_factor) : p.moe_load_imbalance;
+  x.tokens_per_expert = mean * x.load;
+  x.expert_ffn = static_cast<double>(e.expert_ffn_hidden) / p.expert_tp();
+  x.received = x.local_experts * x.tokens_per_expert;
+  return x;
+}
+
+void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dtype, const Model& m, const Plan& p) {
+  const MoeLayerShape x = moe_layer_shape(m, p);
+  const double B = static_cast<double>(bytes_of(dtype)), h = m.hidden, E = m.moe.experts, in = in_matrices(m);
+  auto add = [&](const char* name, double fwd, double bwd, bool gemm) { ops.push_back(LayerOp{name, fwd, bwd, false, gemm}); };
+  auto gemm = [&](const char* name, double flop_each, double count) {
+    const double fwd = grouped_matmul_time_s(gpu, dtype, flop_each, count);
+    add(name, fwd, 2 * fwd, true);  // input gradient and weight gradient
+  };
+  auto activation = [&](const char* name, double elements) {  // as the dense MLP's (op_time.cpp)
+    add(name, memory_bound_time_s(gpu, (in == 2 ? 3 : 2) * B * elements), memory_bound_time_s(gpu, (in == 2 ? 5 : 3) * B * elements),
+        false);
+  };
+  // Router: logits = x W (h x E) on this GPU's tokens; softmax and top-k over fp32 logits
+  // (Megatron-core's router computes them in fp32): read, write; backward reads output and dy.
+  gemm("MoE router GEMM", 2 * x.tokens * h * E, 1);
+  add("MoE router softmax/top-k", memory_bound_time_s(gpu, 2 * 4 * x.tokens * E), memory_bound_time_s(gpu, 3 * 4 * x.tokens * E),
+      false);
+  // Permute: gather the tokens into expert order, top_k copies (read tokens, write copies).
+  const double permute = memory_bound_time_s(gpu, B * h * (x.tokens + x.routed));
+  add("MoE permute", permute, permute, false);
+  gemm("MoE grouped expert GEMM in", 2 * x.tokens_per_expert * h * in * x.expert_ffn, x.local_experts);
+  activation("MoE expert activation", x.received * x.expert_ffn);
+  gemm("MoE grouped expert GEMM out", 2 * x.tokens_per_expert * x.expert_ffn * h, x.local_experts);
+  // Unpermute: weight each copy by its routing probability and sum the top_k copies of a token;
+  // backward also reads the expert outputs for the probabilities' gradient.
+  add("MoE unpermute", memory_bound_time_s(gpu, B * h * (x.routed + x.tokens)),
+      memory_bound_time_s(gpu, B * h * (2 * x.routed + x.tokens)), false);
+  if (m.moe.shared_experts > 0) {
+    // Shared experts: a dense MLP of shared x expert FFN columns, tensor-parallel on all tokens.
+    const double T = static_cast<double>(m.seq_len) * p.micro_batch, f = m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp;
+    gemm("MoE shared expert GEMM in", 2 * T * h * in * f, 1);
+    activation("MoE shared expert activation", T * f);
+    gemm("MoE shared expert GEMM out", 2 * T * f * h, 1);
+  }
+}
+
+double moe_dispatch_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
+  const MoeLayerShape x = moe_layer_shape(m, p);
+  return x.routed * x.load * m.hidden * static_cast<double>(act_bytes);
+}
+
+double moe_all_to_all_time_s(const Cluster& c, const Model& m, const Plan& p, int64_t act_bytes) {
+  // The EP group's members are ETP apart in the stage's rank order (expert layout: ETP innermost,
+  // then EP, then expert DP -- Megatron-core's expert rank generator).
+  return all_to_all_time_s(c, p.ep, p.expert_tp(), moe_dispatch_bytes(m, p, act_bytes));
+}
+
+double moe_etp_gather_time_s(const Cluster& c, const Model& m, const Plan& p, int64_t act_bytes) {
+  const int etp = p.expert_tp();
+  if (etp <= 1) return 0;
+  const double bytes = moe_dispatch_bytes(m, p, act_bytes) * etp;  // every ETP rank's tokens, gathered
+  return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, etp, bytes, link_for_group(c, etp, 1));
+}
+
+double moe_layer_activation_bytes(const Model& m, const Plan& p, const ActivationOptions& o) {
+  const double dense = layer_activation_bytes(m, p.micro_batch, o);
+  if (o.recompute == Recompute::full) return dense;  // only the layer input, as a dense layer
+  const MoeLayerShape x = moe_layer_shape(m, p);
+  const double B = static_cast<double>(o.act_bytes), h = m.hidden, E = m.moe.experts;
+  double moe = x.tokens * E * (4 + 1) + x.routed * (4 + 8);  // fp32 probabilities, routing map; top-k weights, indices
+  moe += x.received * h * B;                                  // expert inputs
+  moe += (in_matrices(m) == 2 ? 3 : 2) * x.received * x.expert_ffn * B;  // expert intermediates
+  moe += x.routed * h * B;                                    // expert outputs, for the combine's backward
+  if (m.moe.shared_experts > 0)
+    moe += (in_matrices(m) == 2 ? 3 : 2) * static_cast<double>(m.seq_len) * p.micro_batch *
+           (m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp) * B;
+  return dense - mlp_activation_bytes(m, p.micro_batch, o) + moe;
+}
+
+double moe_dispatch_buffer_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
+  return m.is_moe() ? 2 * moe_dispatch_bytes(m, p, act_bytes) * p.expert_tp() : 0;
+}
+
+double moe_mlp_forward_flops(const Model& m, double tokens) {
+  const double h = m.hidden, fe = m.moe.expert_ffn_hidden, expert = 2 * tokens * h * fe * (in_matrices(m) + 1);
+  return 2 * tokens * h * m.moe.experts + (m.moe.top_k + m.moe.shared_experts) * expert;
+}
+
+double moe_expert_reduce_time_s(const Cluster& c, const Plan& p, double grad_bytes, int64_t micro_batches) {
+  const int edp = expert_data_parallel(p);
+  if (edp <= 1 || grad_bytes <= 0) return 0;
+  const LinkParams link = link_for_group(c, edp, p.ep * p.expert_tp());
+  auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, edp, grad_bytes, link); };
+  if (p.zero_stage < 2) return ring(CollectiveKind::all_reduce);
+  return static_cast<double>(micro_batches) * ring(CollectiveKind::reduce_scatter) + ring(CollectiveKind::all_gather);
+}
+
+ModelStates moe_model_states(const Training& t, const Plan& p, double params, double expert_params, double layer_params,
+                             double chunk_bytes) {
+  ModelStates dense = model_states(t, p, p.dp, params - expert_params, layer_params, chunk_bytes);
+  if (expert_params <= 0) return dense;
+  const ModelStates experts = model_states(t, p, expert_data_parallel(p), expert_params, 0, 0);
+  for (Tier tier : {Tier::gpu, Tier::cpu, Tier::nvme}) {
+    dense.params.at(tier) += experts.params.at(tier);
+    dense.grads.at(tier) += experts.grads.at(tier);
+    dense.optimizer.at(tier) += experts.optimizer.at(tier);
+  }
+  return dense;
+}
+
+int stage_moe_layers(const Model& m, const Plan& p, int stage) {
+  if (!m.is_moe()) return 0;
+  int moe_layers = 0;
+  for (int c = 0; c < p.virtual_stages; ++c) {
+    const LayerRange r = chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, c);
+    for (int l = r.first; l < r.first + r.count; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
+  }
+  return moe_layers;
+}
+
+double stage_expert_params(const Model& m, const Plan& p, int stage) {
+  if (!m.is_moe()) return 0;
+  return static_cast<double>(stage_moe_layers(m, p, stage)) *
+         static_cast<double>(moe_layer_expert_params(m, p.ep, p.expert_tp()));
+}
+
+}  // namespace starfish

@@ -1,0 +1,78 @@
+#include "sim/cost/pipeline_slots.h"
+
+#include <algorithm>
+
+#include "sim/cost/moe.h"
+#include "sim/spec/pipeline_layout.h"
+
+namespace starfish {
+
+PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<double>& stage_params,
+                             const StageCosts& c, int64_t micro_batches) {
+  PipelineSlots out;
+  double total_slots = 0;
+  auto slot_of = [&](int s) {
+    StageSlot x;
+    x.stage = s;
+    x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
+    const bool last = s == p.pp - 1;
+    const double moe_layers = m.is_moe() ? stage_moe_layers(m, p, s) : 0;
+    x.compute_s = x.layers * c.layer_s + moe_layers * c.moe_extra_s + (last ? c.output_s : 0);
+    x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
+    x.tp_comm_s = x.layers * c.tp_per_layer_s;
+    x.pp_comm_s = c.pp_comm_s;
+    // The output layer's forward is a third of its work (one GEMM to backward's two); the
+    // sends split evenly between activations and gradients.
+    x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
+                  (last ? c.output_s / 3 : 0) + c.pp_comm_s / 2;
+    return x;
+  };
+  const double mb = static_cast<double>(micro_batches);
+  // Stage k's finish (pipeline_slots.h) from the sums over the stages before it.
+  auto finish = [&](const StageSlot& x, int k, double before_f, double before_b, double before_slots) {
+    const double after = total_slots - before_slots - x.slot_s();
+    const double warmup = std::min(mb, static_cast<double>(p.pp - k - 1)) * x.forward_s;
+    return before_f + mb * x.slot_s() + std::max(0.0, after - warmup) + before_b;
+  };
+  double iteration = 0;
+  if (p.stage_layers.per_stage.empty() && !m.is_moe() && p.pp > 4) {
+    // Every middle stage is the same (the layout differs at most on the first and last stage,
+    // which also hold the embedding and the head): three slots. The finish is convex in k
+    // between the first and last middle stage, so its largest value is at one of them -- an
+    // O(1) answer for the search's hot path, equal to the loop below.
+    const StageSlot first = slot_of(0), middle = slot_of(1), last = slot_of(p.pp - 1);
+    out.slowest = first;
+    if (middle.slot_s() > out.slowest.slot_s()) out.slowest = middle;
+    if (last.slot_s() > out.slowest.slot_s()) out.slowest = last;
+    total_slots = first.slot_s() + (p.pp - 2) * middle.slot_s() + last.slot_s();
+    auto sum_before = [&](int k, double first_part, double middle_part) {
+      return k == 0 ? 0.0 : first_part + (k - 1) * middle_part;
+    };
+    for (int k : {0, 1, p.pp - 2, p.pp - 1}) {
+      const StageSlot& x = k == 0 ? first : k == p.pp - 1 ? last : middle;
+      iteration = std::max(
+          iteration, finish(x, k, sum_before(k, first.forward_s, middle.forward_s),
+                            sum_before(k, first.slot_s() - first.forward_s, middle.slot_s() - middle.forward_s),
+                            sum_before(k, first.slot_s(), middle.slot_s())));
+    }
+  } else {
+    std::vector<StageSlot> slots;
+    for (int s = 0; s < p.pp; ++s) {
+      slots.push_back(slot_of(s));
+      total_slots += slots.back().slot_s();
+      if (s == 0 || slots.back().slot_s() > out.slowest.slot_s()) out.slowest = slots.back();
+    }
+    double before_f = 0, before_b = 0, before_slots = 0;
+    for (int k = 0; k < p.pp; ++k) {
+      const StageSlot& x = slots[static_cast<size_t>(k)];
+      iteration = std::max(iteration, finish(x, k, before_f, before_b, before_slots));
+      before_f += x.forward_s;
+      before_b += x.slot_s() - x.forward_s;
+      before_slots += x.slot_s();
+    }
+  }
+  out.bubble_s = (iteration - mb * out.slowest.slot_s()) / p.virtual_stages;
+  return out;
+}
+
+}  // namespace starfish

@@ -1,0 +1,55 @@
+#pragma once
+// The pipeline's pace and bubble from each stage's time per micro-batch. Stages differ when the
+// layers are spread unevenly (Plan::stage_layers), when the last one carries the LM head and the
+// loss, and by their parameters (gradient accumulation).
+//
+// 1F1B with stage times t_s = f_s + b_s: a stage k runs its m micro-batches back to back once
+// started, except that after its warm-up forwards ((p - k - 1) of them) it waits for the first
+// gradient, which needs the later stages' forward and backward of micro-batch 0. So
+//   T = max_k [ sum_{s<k} f_s + m t_k + max(0, sum_{s>k} t_s - (p - k - 1) f_k) + sum_{s<k} b_s ]
+// (fill through the earlier stages, the stage's own work, its wait, the drain through the
+// earlier stages). With equal stages it is (m + p - 1) t, Narayanan et al. 2021 sec. 2.2; the
+// event-driven tier gives the same for uneven ones (tests/sim/schedule). The bubble is T - m
+// t_max. GPipe gets the same bound; interleaving (v chunks per stage) divides the fill and
+// drain by v, as Narayanan's (p - 1) / v.
+#include <cstdint>
+#include <vector>
+
+#include "sim/spec/model.h"
+#include "sim/spec/plan.h"
+
+namespace starfish {
+
+struct StageCosts {
+  double layer_s = 0;                // one layer's forward + backward + recompute
+  double layer_forward_s = 0;        // its forward part
+  double tp_forward_per_layer_s = 0; // the TP collectives of a layer's forward
+  double output_s = 0;               // the output layer (last stage), forward + backward
+  double tp_per_layer_s = 0;         // one layer's exposed TP collectives
+  double pp_comm_s = 0;              // one micro-batch's pipeline sends of a stage
+  double accumulate_s_per_param = 0; // gradient accumulation per parameter of the stage
+  double moe_extra_s = 0;            // an MoE layer's time over a dense one's (experts, all-to-alls)
+  double moe_forward_extra_s = 0;    // its forward part
+};
+
+struct StageSlot {
+  int stage = 0;
+  double layers = 0;
+  double compute_s = 0;      // layers and output layer
+  double accumulate_s = 0;   // from the second micro-batch on
+  double tp_comm_s = 0;
+  double pp_comm_s = 0;
+  double forward_s = 0;      // the forward part of the slot (the rest is backward)
+  double slot_s() const { return compute_s + accumulate_s + tp_comm_s + pp_comm_s; }
+};
+
+struct PipelineSlots {
+  StageSlot slowest;
+  double bubble_s = 0;  // the fill and drain around the slowest stage's m slots
+};
+
+// `stage_params`: parameters one GPU of each stage holds; `micro_batches` per pipeline.
+PipelineSlots pipeline_slots(const Model& model, const Plan& plan, const std::vector<double>& stage_params,
+                             const StageCosts& costs, int64_t micro_batches);
+
+}  // namespace starfish

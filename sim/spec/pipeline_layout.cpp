@@ -1,0 +1,120 @@
+#include "sim/spec/pipeline_layout.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+namespace starfish {
+
+LayoutProblem check_stage_layout(int layers, int pp, int v, const StageLayout& s) {
+  if (s.even()) {
+    if (layers % (int64_t{pp} * v) != 0)
+      return {v > 1 ? "plan.virtual_stages" : "plan.pipeline_parallel",
+              "pipeline_parallel " + std::to_string(pp) + " x virtual_stages " + std::to_string(v) + " does not divide the " +
+                  std::to_string(layers) + " layers"};
+    return {};
+  }
+  auto divisible = [&](int count, const std::string& field) -> LayoutProblem {
+    if (count % v != 0)
+      return {field, std::to_string(count) + " layers on a stage do not divide over its " + std::to_string(v) +
+                         " virtual stages"};
+    return {};
+  };
+  if (!s.per_stage.empty()) {
+    if (s.first != 0 || s.last != 0)
+      return {"plan.stage_layers", "give either stage_layers or first_stage_layers / last_stage_layers, not both"};
+    if (static_cast<int64_t>(s.per_stage.size()) != pp)
+      return {"plan.stage_layers", "lists " + std::to_string(s.per_stage.size()) + " stages but pipeline_parallel is " +
+                                       std::to_string(pp)};
+    int64_t sum = 0;
+    for (int n : s.per_stage) {
+      if (n < 1) return {"plan.stage_layers", "every stage needs at least one layer, got " + std::to_string(n)};
+      if (LayoutProblem d = divisible(n, "plan.stage_layers"); !d.field.empty()) return d;
+      sum += n;
+    }
+    if (sum != layers)
+      return {"plan.stage_layers", "the stages hold " + std::to_string(sum) + " layers in all, not the model's " +
+                                       std::to_string(layers)};
+    return {};
+  }
+  if (pp < 2)
+    return {s.first ? "plan.first_stage_layers" : "plan.last_stage_layers",
+            "uneven stages need pipeline_parallel >= 2"};
+  int64_t rest = layers, stages_left = pp;
+  for (const auto& [count, field] : {std::pair{s.first, "plan.first_stage_layers"}, std::pair{s.last, "plan.last_stage_layers"}}) {
+    if (count == 0) continue;
+    if (LayoutProblem d = divisible(count, field); !d.field.empty()) return d;
+    rest -= count;
+    --stages_left;
+  }
+  const char* field = s.first ? "plan.first_stage_layers" : "plan.last_stage_layers";
+  if (rest < stages_left || (stages_left == 0 && rest != 0))
+    return {field, "leaves " + std::to_string(rest) + " of the " + std::to_string(layers) + " layers for the other " + std::to_string(stages_left) +
+                       " stages, which need at least one each"};
+  if (stages_left > 0 && rest % stages_left != 0)
+    return {field, "leaves " + std::to_string(rest) + " of the " + std::to_string(layers) + " layers, which do not divide evenly over the other " +
+                       std::to_string(stages_left) + " stages"};
+  if (stages_left > 0) return divisible(static_cast<int>(rest / stages_left), field);
+  return {};
+}
+
+int stage_layer_count(int layers, int pp, int /*virtual_stages*/, const StageLayout& s, int stage) {
+  if (!s.per_stage.empty()) return s.per_stage[static_cast<size_t>(stage)];
+  if (s.first != 0 && stage == 0) return s.first;
+  if (s.last != 0 && stage == pp - 1) return s.last;
+  if (s.even()) return layers / pp;
+  const int ends = (s.first != 0) + (s.last != 0);
+  return (layers - s.first - s.last) / (pp - ends);
+}
+
+LayerRange chunk_layer_range(int layers, int pp, int v, const StageLayout& s, int stage, int chunk) {
+  // Chunks before this one in model order: every stage's first `chunk` chunks, and this
+  // chunk's round on the stages before `stage`.
+  int first = 0;
+  for (int st = 0; st < pp; ++st) {
+    const int per_chunk = stage_layer_count(layers, pp, v, s, st) / v;
+    first += per_chunk * chunk + (st < stage ? per_chunk : 0);
+  }
+  return {first, stage_layer_count(layers, pp, v, s, stage) / v};
+}
+
+int max_stage_layers(int layers, int pp, int v, const StageLayout& s) {
+  int most = 0;
+  for (int st = 0; st < pp; ++st) most = std::max(most, stage_layer_count(layers, pp, v, s, st));
+  return most;
+}
+
+StageLayout balanced_stage_layout(int layers, int pp) {
+  StageLayout out;
+  if (pp < 2 || layers % pp == 0) return out;
+  const int middle = (layers + pp - 1) / pp;
+  const int ends = layers - (pp - 2) * middle;
+  if (ends < 2) return out;
+  out.first = ends / 2;
+  out.last = ends - out.first;
+  return out;
+}
+
+std::string stage_layout_text(int layers, int pp, int v, const StageLayout& s) {
+  if (s.even()) return "";
+  std::string text;
+  int prev = -1, run = 0;
+  auto flush = [&] {
+    if (run == 0) return;
+    text += (text.empty() ? "" : "/") + std::to_string(prev) + (run > 1 ? "x" + std::to_string(run) : "");
+  };
+  for (int st = 0; st < pp; ++st) {
+    const int n = stage_layer_count(layers, pp, v, s, st);
+    if (n == prev) {
+      ++run;
+      continue;
+    }
+    flush();
+    prev = n;
+    run = 1;
+  }
+  flush();
+  return text;
+}
+
+}  // namespace starfish

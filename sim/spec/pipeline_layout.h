@@ -1,0 +1,43 @@
+#pragma once
+// The one home of how a plan's transformer layers are spread over its pipeline stages and
+// model chunks (Plan::stage_layers): every tier, the parameter shards and the search ask here.
+#include <string>
+
+#include "sim/spec/plan.h"
+
+namespace starfish {
+
+// Why `layout` cannot spread `layers` over `pp` stages of `virtual_stages` chunks each, as
+// "<field>: <reason>" pieces (field first, then the message), or an empty field when it can.
+struct LayoutProblem {
+  std::string field;    // "plan.stage_layers", "plan.first_stage_layers", ...; empty: no problem
+  std::string message;
+};
+LayoutProblem check_stage_layout(int layers, int pp, int virtual_stages, const StageLayout& layout);
+
+// Transformer layers of pipeline stage `stage` (0..pp-1). The layout must be valid.
+int stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage);
+
+// First layer and layer count of model chunk `chunk` (0..v-1) of `stage`. Chunks are numbered
+// in the model's order chunk * pp + stage (Megatron's interleaving); each holds its stage's
+// layers / v.
+struct LayerRange {
+  int first = 0;
+  int count = 0;
+};
+LayerRange chunk_layer_range(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, int chunk);
+
+// Layers of the most loaded stage.
+int max_stage_layers(int layers, int pp, int virtual_stages, const StageLayout& layout);
+
+// The split the search proposes when pp does not divide the layers: Megatron-core's first/last
+// layout with ceil(layers / pp) layers on each middle stage and the rest shared by the first and
+// last stage (the lighter ends also carry the embedding and the LM head). Llama 3 405B: 126
+// layers, PP16 -> 7 + 14 x 8 + 7. Even (no uneven layout) when pp divides the layers; an even()
+// layout is also returned when no such split exists (a first or last stage would get no layer).
+StageLayout balanced_stage_layout(int layers, int pp);
+
+// "7/8x14/7": the layout as read in a summary ("" when even).
+std::string stage_layout_text(int layers, int pp, int virtual_stages, const StageLayout& layout);
+
+}  // namespace starfish

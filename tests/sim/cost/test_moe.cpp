@@ -1,0 +1,185 @@
+// Mixture-of-experts layers (sim/cost/moe.h) against hand-computed cases: parameter counts,
+// the grouped GEMMs' shapes, the all-to-all's volume and time, FLOPs, memory per GPU.
+#include <gtest/gtest.h>
+
+#include "sim/cost/collectives.h"
+#include "sim/cost/estimate.h"
+#include "sim/cost/flops.h"
+#include "sim/cost/moe.h"
+#include "sim/cost/params.h"
+#include "test_support.h"
+
+namespace starfish {
+namespace {
+
+// A small Mixtral-like model: 4 layers, hidden 512, SwiGLU experts of 1024, no biases; layer 0
+// dense, then every 2nd layer from 1 MoE (layers 1 and 3), 8 routed experts top-2, 1 shared.
+Model small_moe() {
+  Model m = testing::llama2_7b();
+  m.name = "moe-test";
+  m.layers = 4;
+  m.hidden = 512;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn_hidden = 2048;
+  m.seq_len = 1024;
+  m.vocab = 1000;
+  m.moe = Moe{8, 2, 1, 1024, 1, 2, 0};
+  return m;
+}
+
+// TP2 x DP4 with sequence parallelism, micro-batches of 2 sequences, EP 4, ETP 1.
+Plan tp2_ep4_plan() {
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.micro_batch = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  return p;
+}
+
+TEST(Moe, ParameterCountsTotalAndActiveByHand) {
+  const Model m = small_moe();
+  EXPECT_FALSE(m.moe_layer(0));
+  EXPECT_TRUE(m.moe_layer(1));
+  EXPECT_FALSE(m.moe_layer(2));
+  EXPECT_TRUE(m.moe_layer(3));
+  const int64_t h = 512, f = 2048, fe = 1024, V = 1000;
+  const int64_t attention = 4 * h * h, norms = 2 * h;
+  const int64_t dense_mlp = 3 * h * f, expert = 3 * h * fe;
+  const int64_t moe_mlp = h * 8 /* router */ + 1 * expert /* shared */ + 8 * expert;
+  const ParamCount c = count_parameters(m);
+  EXPECT_EQ(c.moe_layers, 2);
+  EXPECT_EQ(c.per_layer, attention + norms + dense_mlp);
+  EXPECT_EQ(c.per_moe_layer, attention + norms + moe_mlp);
+  EXPECT_EQ(c.experts_per_moe_layer, 8 * expert);
+  EXPECT_EQ(c.total, 2 * V * h + h + 2 * c.per_layer + 2 * c.per_moe_layer);
+  EXPECT_EQ(c.active, c.total - 2 * 6 * expert);  // each token skips 6 of the 8 routed experts
+  // EP 4 x ETP 2: 2 whole experts per rank, each split in two.
+  EXPECT_EQ(moe_layer_expert_params(m, 4, 2), 2 * expert / 2);
+  Plan p;
+  p.tp = 2;
+  p.ep = 4;
+  p.etp = 2;
+  EXPECT_EQ(shard_parameters(m, plan_shard(p, 0)),
+            V * h / 2 + 2 * ((attention + dense_mlp) / 2 + norms) +        // embedding, dense layers 0 and 2
+                2 * (attention / 2 + norms + h * 8 + expert / 2 + 2 * expert / 2) +  // MoE layers 1 and 3
+                h + V * h / 2);                                                // final norm, head
+}
+
+TEST(Moe, GroupedGemmsRunAtTheirRealShape) {
+  // s x b = 1024 x 2 tokens, TP2 with SP: 1024 tokens per GPU, 2048 routed copies. EP 4: the
+  // EP group's 4 x 2048 copies over 8 experts = 1024 rows per expert; 2 experts per GPU.
+  const Model m = small_moe();
+  Plan p = tp2_ep4_plan();
+  const MoeLayerShape x = moe_layer_shape(m, p);
+  EXPECT_DOUBLE_EQ(x.tokens, 1024);
+  EXPECT_DOUBLE_EQ(x.routed, 2048);
+  EXPECT_EQ(x.local_experts, 2);
+  EXPECT_DOUBLE_EQ(x.tokens_per_expert, 1024);
+  EXPECT_DOUBLE_EQ(x.received, 2048);
+  const Cluster c = testing::dgx(1);
+  const GpuSpec& g = c.node.gpu;
+  std::vector<LayerOp> ops;
+  append_moe_mlp_ops(ops, g, DType::bf16, m, p);
+  auto find = [&](const std::string& name) {
+    for (const LayerOp& op : ops)
+      if (name == op.name) return op;
+    ADD_FAILURE() << name;
+    return LayerOp{};
+  };
+  // Each expert's up/gate GEMM: 1024 x 512 x 2048 (gate and up), at its own size's efficiency.
+  const double in_each = 2.0 * 1024 * 512 * 2 * 1024;
+  const LayerOp in = find("MoE grouped expert GEMM in");
+  EXPECT_DOUBLE_EQ(in.forward_s, 2 * in_each / (g.peak(DType::bf16) * g.matmul_efficiency.at(in_each)));
+  EXPECT_DOUBLE_EQ(in.backward_s, 2 * in.forward_s);
+  const double out_each = 2.0 * 1024 * 1024 * 512;
+  EXPECT_DOUBLE_EQ(find("MoE grouped expert GEMM out").forward_s,
+                   2 * out_each / (g.peak(DType::bf16) * g.matmul_efficiency.at(out_each)));
+  const double router = 2.0 * 1024 * 512 * 8;
+  EXPECT_DOUBLE_EQ(find("MoE router GEMM").forward_s, router / (g.peak(DType::bf16) * g.matmul_efficiency.at(router)));
+  // A stated imbalance of 1.25 makes the busiest rank's experts 25% longer; a capacity factor
+  // of 1.1 caps it (tokens beyond capacity are dropped).
+  p.moe_load_imbalance = 1.25;
+  EXPECT_DOUBLE_EQ(moe_layer_shape(m, p).tokens_per_expert, 1280);
+  Model capped = m;
+  capped.moe.capacity_factor = 1.1;
+  EXPECT_DOUBLE_EQ(moe_layer_shape(capped, p).tokens_per_expert, 1024 * 1.1);
+}
+
+TEST(Moe, AllToAllVolumeAndTime) {
+  const Model m = small_moe();
+  Plan p = tp2_ep4_plan();
+  // 2048 routed copies x 512 x 2 bytes per dispatch buffer; each GPU sends 3/4 of it.
+  const double bytes = 2048.0 * 512 * 2;
+  EXPECT_DOUBLE_EQ(moe_dispatch_bytes(m, p, 2), bytes);
+  const Cluster c = testing::dgx(2);  // 300 GB/s NVLink, 2 us; 8 NICs of 25 GB/s, 5 us
+  EXPECT_NEAR(moe_all_to_all_time_s(c, m, p, 2), 3 * 2e-6 + bytes * 3 / 4 / 300e9, 1e-15);
+  // 16 ranks one apart over two nodes: 7/16 of the buffer over NVLink, 8/16 through the GPU's
+  // 25 GB/s NIC share (the slower), one latency per peer.
+  EXPECT_NEAR(all_to_all_time_s(c, 16, 1, bytes), 15 * 5e-6 + bytes * 8 / 16 / 25e9, 1e-12);
+  EXPECT_NEAR(collective_bytes_sent_per_rank(CollectiveKind::all_to_all, 4, bytes), bytes * 3 / 4, 1e-9);
+}
+
+TEST(Moe, FlopsCountActiveParameters) {
+  const Model m = small_moe();
+  Model dense = m;
+  dense.moe = Moe{};
+  const double T = 8.0 * 1024;
+  const IterationFlops moe = iteration_flops(m, 8, Recompute::none);
+  const IterationFlops base = iteration_flops(dense, 8, Recompute::none);
+  // Per MoE layer: the dense MLP (2 T h f x 3) out, the router (2 T h E) and 2 routed + 1 shared
+  // experts (2 T h fe x 3 each) in; forward + backward = 3x.
+  const double h = 512, f = 2048, fe = 1024;
+  const double per_layer = 2 * T * h * 8 + 3 * (2 * T * h * fe * 3) - 2 * T * h * f * 3;
+  EXPECT_NEAR(moe.model - base.model, 3 * 2 * per_layer, 1e-6 * moe.model);
+}
+
+TEST(Moe, ExpertStatesShardOverExpertDataParallel) {
+  // 16 GPUs, TP2 x DP8 (SP): EP 4 x ETP 1 leaves expert DP 4. ZeRO-1 shards the dense optimizer
+  // states 8 ways and the experts' 4 ways.
+  const Model m = small_moe();
+  Plan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  p.zero_stage = 1;
+  Training t;
+  t.global_batch = 16;
+  t.dtype = DType::bf16;
+  const Job j = make_job(m, testing::dgx(2), t, p);
+  EXPECT_EQ(expert_data_parallel(j.plan), 4);
+  const Estimate e = estimate(j);
+  const double n = static_cast<double>(shard_parameters(m, plan_shard(j.plan, 0)));
+  const double experts = 2 * static_cast<double>(moe_layer_expert_params(m, 4, 1));
+  EXPECT_DOUBLE_EQ(stage_expert_params(m, j.plan, 0), experts);
+  EXPECT_DOUBLE_EQ(e.gpu.params_bytes, 2 * n);
+  EXPECT_DOUBLE_EQ(e.gpu.optimizer_bytes, 12 * (n - experts) / 8 + 12 * experts / 4);
+  EXPECT_GT(e.gpu.buffers_bytes, moe_dispatch_buffer_bytes(m, j.plan, 2) - 1);
+}
+
+TEST(Moe, PlansThatCannotRunSayWhy) {
+  const Model m = small_moe();
+  Training t;
+  t.global_batch = 16;
+  Plan p;
+  p.ep = 3;
+  EXPECT_THROW(make_job(m, testing::dgx(1), t, p), SpecError);
+  p.ep = 4;
+  p.tp = 2;  // TP without sequence parallelism
+  try {
+    make_job(m, testing::dgx(1), t, p);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("need sequence_parallel: true"), std::string::npos) << e.what();
+  }
+  Plan dense_ep;
+  dense_ep.ep = 2;
+  EXPECT_THROW(make_job(testing::llama2_7b(), testing::dgx(1), t, dense_ep), SpecError);
+}
+
+}  // namespace
+}  // namespace starfish
