@@ -867,7 +867,10 @@ void Engine::Impl::collect_results() {
   for (TaskId t = 0; t < n; ++t) order[t] = {r.start_s[t], t};
   std::sort(order.begin(), order.end());
   std::vector<uint32_t> fill(r.gpu_task_begin.begin(), r.gpu_task_begin.end() - 1);
-  for (const auto& [start_s, t] : order) for_each_gpu(t, [&](int g) { r.gpu_tasks[fill[g]++] = t; });
+  for (const auto& entry : order) {
+    const TaskId t = entry.second;  // a named copy: clang 14 cannot capture a structured binding
+    for_each_gpu(t, [&](int g) { r.gpu_tasks[fill[g]++] = t; });
+  }
 }
 
 // ---------------------------------------------------------------- Engine: the interface
