@@ -159,14 +159,18 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     if (p.zero_stage == 3) {
       // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
       // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
-      // overlapped with the compute: what shows is what the compute cannot cover, plus the
-      // first layer's gather of each pass (as the event-driven tier's per-layer gathers).
-      const double params_bytes = e.params_per_gpu * static_cast<double>(act_bytes);
-      const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, params_bytes, link);
-      const double first_layer = gather / std::max(1.0, layers_per_stage);
-      const double fwd = layers_per_stage * lt.forward_s, bwd = layers_per_stage * (lt.backward_s + lt.recompute_s);
-      dp_time = mb * (std::max(0.0, gather - fwd) + std::max(0.0, gather + ring(CollectiveKind::reduce_scatter) - bwd) +
-                      2 * first_layer);
+      // overlapped with the compute: what shows is, layer by layer, what the layer's compute
+      // cannot cover, plus the first layer's gather of each pass -- as the event-driven tier's
+      // per-layer gathers. Each layer's collective pays its own ring latency ((n-1) steps), which
+      // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
+      // would pay it once.
+      const double layers = std::max(1.0, layers_per_stage);
+      const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
+                                              e.params_per_gpu / layers * static_cast<double>(act_bytes), link);
+      const double reduce =
+          collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
+      const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
+      dp_time = mb * (layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + 2 * gather);
     }
     e.time.dp_comm_s += dp_time;
   }

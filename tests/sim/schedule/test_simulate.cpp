@@ -312,6 +312,26 @@ TEST(Simulate, RecomputePeakIsTheStoredInputsPlusOneRebuiltLayerInBothTiers) {
   EXPECT_DOUBLE_EQ(e.gpu.activations_bytes, expected);
 }
 
+// ZeRO-3 over 512 ranks with little compute per layer: every layer's gather and reduce-scatter
+// pays its own ring latency (511 steps), in both tiers. The analytic tier once gathered the whole
+// stage and divided by the layers, paying the latency once per pass -- 10x too fast at 65,536
+// GPUs, so the search ranked such plans first.
+TEST(Simulate, ZeroThreeGathersPayTheirLatencyPerLayerInBothTiers) {
+  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  c.nodes = 64;
+  Plan p;
+  p.zero_stage = 3;
+  const Job j = job(gpt(24, 1024, 16, 1024), c, 512, p);
+  const SimReport r = simulate(j);
+  const Estimate e = estimate(j);
+  // 24 layers x (a gather before forward, one before backward, a reduce-scatter after it), each
+  // at least 511 ring steps of the inter-node latency.
+  const double latency_floor = 24 * 3 * 511 * c.inter_node_latency_s();
+  EXPECT_GT(e.time.dp_comm_s, 0.9 * latency_floor);
+  EXPECT_GT(r.iteration_s, latency_floor);
+  EXPECT_NEAR(e.time.iteration_s / r.iteration_s, 1.0, 0.35);
+}
+
 // TP8 DP16 on 16 DGX A100 nodes: each TP rank's data-parallel ring crosses 16 nodes, six links
 // per member (GPU -> PCIe switch -> NIC -> fabric -> NIC -> PCIe switch -> GPU), 768 links in
 // all, beside the simulated replica's 16 NVLink links. The report says how they ran: the TP
