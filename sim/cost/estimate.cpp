@@ -6,7 +6,6 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/capacity.h"
 #include "sim/cost/collectives.h"
-#include "sim/cost/dispatch.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
@@ -88,14 +87,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (!e.fits && options.memory_only_if_rejected) return;
 
   // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
-  LayerTime lt = layer_time(gpu, t.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute,
-                            attention_kernel(p));
-  // An eager framework's per-op dispatch where the host's cores also compute (a CPU host), as the
-  // event-driven tier adds it (sim/schedule/layer_costs.cpp).
-  const LayerDispatch dispatch = layer_dispatch(c.node.host, p.recompute);
-  lt.forward_s += dispatch.forward_s;
-  lt.backward_s += dispatch.backward_s;
-  lt.recompute_s += dispatch.recompute_s;
+  const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
+  const LayerTime& lt = times.layer;
   const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   // A layer's forward runs two TP all-reduces, its backward two, full recompute's forward two more.
   double tp_all_reduce = 0;
@@ -117,8 +110,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   costs.layer_s = lt.forward_s + lt.backward_s + lt.recompute_s;
   costs.layer_forward_s = lt.forward_s;
   costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
-  costs.output_s = output_layer_time_s(gpu, t.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit) +
-                   dispatch.output_s;
+  costs.output_s = times.output_s;
   costs.tp_per_layer_s = tp_per_layer;
   costs.pp_comm_s = pp_comm;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "sim/cost/dispatch.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
 
 namespace starfish {
@@ -180,6 +182,18 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
   const double T = static_cast<double>(m.seq_len) * b;
   // Forward GEMM + two backward GEMMs, and the loss's kernels over this rank's logits.
   return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, loss_bytes_per_logit * T * m.vocab / tp);
+}
+
+PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {
+  PlanLayerTimes out;
+  out.layer = layer_time(node.gpu, dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, attention_kernel(p));
+  out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
+  const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute);
+  out.layer.forward_s += dispatch.forward_s;
+  out.layer.backward_s += dispatch.backward_s;
+  out.layer.recompute_s += dispatch.recompute_s;
+  out.output_s += dispatch.output_s;
+  return out;
 }
 
 }  // namespace starfish

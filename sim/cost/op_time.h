@@ -55,6 +55,16 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, const 
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                            double loss_bytes_per_logit);
 
+// One micro-batch's dense layer and output layer as a plan runs them on a node: the kernels'
+// times above with the framework's attention and loss kernels (framework.h), plus the host's
+// per-op dispatch (dispatch.h; zero on GPU hosts). The one home both tiers take them from.
+struct PlanLayerTimes {
+  LayerTime layer;
+  double output_s = 0;
+};
+PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& model, const Plan& plan);
+
+
 // Gradient accumulation over micro-batches: from the second micro-batch on, every weight
 // gradient the backward pass produces is added into the gradient buffer (PyTorch's
 // AccumulateGrad, Megatron's and DeepSpeed's grad buffers): read the buffer, read the new

@@ -1,7 +1,6 @@
 #include "sim/schedule/layer_costs.h"
 
 #include "sim/cost/activations.h"
-#include "sim/cost/dispatch.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
 
@@ -14,14 +13,9 @@ LayerCosts layer_costs(const Job& job) {
   LayerCosts c;
   c.act_bytes = bytes_of(job.training.dtype);
   const Attention attention = attention_kernel(p);
-  c.layer = layer_time(gpu, job.training.dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, attention);
-  c.output_s = output_layer_time_s(gpu, job.training.dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
-  // An eager framework's per-op dispatch, where the host's cores also compute (a CPU host).
-  const LayerDispatch dispatch = layer_dispatch(job.cluster.node.host, p.recompute);
-  c.layer.forward_s += dispatch.forward_s;
-  c.layer.backward_s += dispatch.backward_s;
-  c.layer.recompute_s += dispatch.recompute_s;
-  c.output_s += dispatch.output_s;
+  const PlanLayerTimes times = plan_layer_times(job.cluster.node, job.training.dtype, m, p);
+  c.layer = times.layer;
+  c.output_s = times.output_s;
   c.boundary_bytes = static_cast<double>(c.act_bytes) * m.seq_len * p.micro_batch * m.hidden;
   c.tp_bytes = 2 * c.boundary_bytes;
   c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
