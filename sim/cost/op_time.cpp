@@ -123,20 +123,19 @@ class LayerOpsBuilder {
   void flash_attention() {
     const double s = m_.seq_len, d = m_.head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
-    const double flop_each = 0.5 * 4 * s * s * d;
     const double cap = shape_.attention == Attention::flash1 ? gpu_.attention_efficiency.flash1
                                                              : gpu_.attention_efficiency.flash2;
-    double efficiency = gpu_.matmul_efficiency.at(flop_each);
-    if (cap > 0) efficiency = std::min(efficiency, cap);
-    const double fwd = flop_each * heads / (gpu_.peak(dtype_) * efficiency);
+    const double fwd = batched_matmul_time_s(0.5 * 4 * s * s * d, heads, cap);
     add("flash attention", fwd, 2.5 * fwd, true, true);
   }
 
   // `count` independent GEMMs of `flop_each` run as one batched kernel: the efficiency is that
-  // of one of them, however many are batched.
-  double batched_matmul_time_s(double flop_each, double count) const {
+  // of one of them, however many are batched, and no more than `cap` when one is given (> 0).
+  double batched_matmul_time_s(double flop_each, double count, double cap = 0) const {
     if (flop_each <= 0 || count <= 0) return 0;
-    return flop_each * count / (gpu_.peak(dtype_) * gpu_.matmul_efficiency.at(flop_each));
+    double efficiency = gpu_.matmul_efficiency.at(flop_each);
+    if (cap > 0) efficiency = std::min(efficiency, cap);
+    return flop_each * count / (gpu_.peak(dtype_) * efficiency);
   }
 
   const GpuSpec& gpu_;
