@@ -326,7 +326,8 @@ void mosaicml(const std::string& dir, Summary& sum) {
     sum.all_time.add(published / predicted, 1.0);
     std::printf("%-5s %5s %6d %4d %3d %3d %3s %5s | %7.0f %7.0f %+6.1f%% | %8.1f %s\n", gb40 ? "40" : "80", size.c_str(), seq,
                 gpus, mbs, acc, p.recompute == Recompute::full ? "yes" : "no", p.zero_stage == 3 ? "full" : "grad", published,
-                predicted, pct(predicted / published - 1), rep.peak_gpu_bytes / 1073741824.0, fits ? "fits" : "MISSED");
+                predicted, pct(predicted / published - 1), rep.peak_gpu_bytes / 1073741824.0,
+                fits ? "fits" : rep.memory_verdict.within_allocator_reserve ? "MISSED (in the allocator's reserve)" : "MISSED");
   }
 }
 

@@ -18,7 +18,8 @@ void write_tier(JsonWriter& w, const char* name, const TierUse& u) {
   w.key(name).begin_object();
   w.field("params_bytes", u.params_bytes).field("grads_bytes", u.grads_bytes);
   w.field("optimizer_bytes", u.optimizer_bytes).field("activations_bytes", u.activations_bytes);
-  w.field("buffers_bytes", u.buffers_bytes).field("allocator_bytes", u.allocator_bytes).field("total_bytes", u.total());
+  w.field("buffers_bytes", u.buffers_bytes).field("allocator_bytes", u.allocator_bytes);
+  w.field("communicator_bytes", u.communicator_bytes).field("total_bytes", u.total());
   w.field("capacity_bytes", u.capacity_bytes).field("fits", u.fits());
   w.end_object();
 }
@@ -46,7 +47,7 @@ std::string json(const Job& job, const Estimate& e) {
   write_tier(w, "cpu_per_node", e.cpu);
   write_tier(w, "nvme_per_node", e.nvme);
   w.end_object();
-  w.field("fits", e.fits);
+  w.field("fits", e.fits).field("within_allocator_reserve", e.memory.within_allocator_reserve);
   if (!e.fits) w.field("why_not", e.why_not);
   w.key("time_s").begin_object();
   w.field("compute", e.time.compute_s).field("bubble", e.time.bubble_s).field("tp_comm", e.time.tp_comm_s);
@@ -84,6 +85,7 @@ void table(const Job& job, const Estimate& e) {
   row("activations", e.gpu.activations_bytes, e.cpu.activations_bytes, e.nvme.activations_bytes);
   row("buffers", e.gpu.buffers_bytes, e.cpu.buffers_bytes, e.nvme.buffers_bytes);
   row("allocator", e.gpu.allocator_bytes, e.cpu.allocator_bytes, e.nvme.allocator_bytes);
+  if (e.gpu.communicator_bytes > 0) row("NCCL", e.gpu.communicator_bytes, 0, 0);
   row("total", e.gpu.total(), e.cpu.total(), e.nvme.total());
   row("capacity", e.gpu.capacity_bytes, e.cpu.capacity_bytes, e.nvme.capacity_bytes);
   std::printf("  (GPU column: pipeline stage %d, the most loaded)\n", e.peak_stage);

@@ -36,7 +36,8 @@ void table(const Job& job, const schedule::SimReport& r, const std::string& trac
   if (r.nvme_bytes_per_node > 0) std::printf(", NVMe per node %s of %s", human_bytes(r.nvme_bytes_per_node).c_str(),
                                              human_bytes(r.nvme_capacity_bytes).c_str());
   std::printf("\n");
-  if (!r.memory_verdict.fits) std::printf("  DOES NOT FIT: %s (shown for --allow-oom)\n", r.memory_verdict.text().c_str());
+  if (!r.memory_verdict.fits)
+    std::printf("  DOES NOT FIT: %s (shown for --allow-oom)\n", r.memory_verdict.text().c_str());
   for (const auto& s : r.memory)
     std::printf("  stage %-3d  gpu %-5d peak %10s (states %s) at %s\n", s.stage, s.gpu, human_bytes(s.peak_bytes).c_str(),
                 human_bytes(s.model_state_bytes).c_str(), human_seconds(s.peak_time_s).c_str());

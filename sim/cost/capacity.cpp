@@ -23,10 +23,17 @@ const char* constraint_name(Tier t) {
 
 const char* MemoryVerdict::constraint() const { return constraint_name(tier); }
 
+const char* MemoryVerdict::allocator_reserve_note() {
+  return "; only the allocator's reserve overflows: it may train while PyTorch's allocator frees its cache and "
+         "retries (slower), or fail on fragments";
+}
+
 std::string MemoryVerdict::text() const {
   if (fits) return "";
-  return std::string(constraint()) + ": needs " + units::human_bytes(needed_bytes) + " of " +
-         units::human_bytes(capacity_bytes) + (tier == Tier::gpu ? " per GPU" : " per node");
+  std::string text = std::string(constraint()) + ": needs " + units::human_bytes(needed_bytes) + " of " +
+                     units::human_bytes(capacity_bytes) + (tier == Tier::gpu ? " per GPU" : " per node");
+  if (within_allocator_reserve) text += allocator_reserve_note();
+  return text;
 }
 
 }  // namespace starfish

@@ -21,13 +21,17 @@ std::string overflow(Tier tier, const Estimate& e) {
   const TierUse& u = tier == Tier::gpu ? e.gpu : tier == Tier::cpu ? e.cpu : e.nvme;
   const char* name = tier == Tier::gpu ? "GPU" : tier == Tier::cpu ? "CPU (per node)" : "NVMe (per node)";
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s%s%s)", name,
+  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s%s%s", name,
                 units::human_bytes(u.total()).c_str(), units::human_bytes(u.capacity_bytes).c_str(),
                 units::human_bytes(u.params_bytes).c_str(), units::human_bytes(u.grads_bytes).c_str(),
                 units::human_bytes(u.optimizer_bytes).c_str(), units::human_bytes(u.activations_bytes).c_str(),
                 u.allocator_bytes > 0 ? ", allocator reserve " : "",
                 u.allocator_bytes > 0 ? units::human_bytes(u.allocator_bytes).c_str() : "");
-  return buf;
+  std::string text = buf;
+  if (u.communicator_bytes > 0) text += ", NCCL buffers " + units::human_bytes(u.communicator_bytes);
+  text += ")";
+  if (tier == Tier::gpu && e.memory.within_allocator_reserve) text += MemoryVerdict::allocator_reserve_note();
+  return text;
 }
 
 }  // namespace
@@ -48,7 +52,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   // ---- memory: every stage, keep the most loaded one
   const double chunk_bytes = static_cast<double>(p.chunk_elements) * act_bytes;
   const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
-  double worst_gpu = -1;
+  double worst_gpu = -1;        // the most loaded stage's reserved bytes, NCCL's buffers included
+  double worst_allocated = 0;   // its tensors' bytes
   ModelStates worst_states;
   const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
   const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
@@ -56,9 +61,13 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     const double n = stage_n[stage];
     const ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunk_bytes);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
-    const double total = ms.total_gpu() + act.total() + p2p + framework_buffers;
+    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers;
+    const double communicators = communicator_buffer_bytes(p, gpu, stage);
+    const double total = allocator_reserved_bytes(p, allocated) + communicators;
     if (total > worst_gpu) {
       worst_gpu = total;
+      worst_allocated = allocated;
+      e.gpu.communicator_bytes = communicators;
       worst_states = ms;
       e.peak_stage = stage;
       e.params_per_gpu = n;
@@ -69,7 +78,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
       e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers;
     }
   }
-  e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_gpu) - worst_gpu;
+  e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_allocated) - worst_allocated;
   const TierBytes capacity = usable_capacity(c);
   e.gpu.capacity_bytes = capacity.gpu;
   const double g = c.node.gpus;
@@ -81,7 +90,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.nvme.grads_bytes = worst_states.grads.nvme * g;
   e.nvme.optimizer_bytes = worst_states.optimizer.nvme * g;
   e.nvme.capacity_bytes = capacity.nvme;
-  e.memory = check_memory(TierBytes{e.gpu.total(), e.cpu.total(), e.nvme.total()}, capacity);
+  e.memory = check_memory(TierBytes{e.gpu.total(), e.cpu.total(), e.nvme.total()}, capacity,
+                          e.gpu.total() - e.gpu.allocator_bytes);
   e.fits = e.memory.fits;
   if (options.explain && !e.fits) e.why_not = overflow(e.memory.tier, e);
   if (!e.fits && options.memory_only_if_rejected) return;

@@ -16,9 +16,11 @@ namespace starfish {
 struct TierUse {
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0, buffers_bytes = 0;
   double allocator_bytes = 0;  // what the framework's caching allocator reserves beyond the tensors
+  double communicator_bytes = 0;  // NCCL's buffers, outside the allocator (GPU only)
   double capacity_bytes = 0;   // usable (after the hwprofile's reserved bytes)
   double total() const {
-    return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + buffers_bytes + allocator_bytes;
+    return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + buffers_bytes + allocator_bytes +
+           communicator_bytes;
   }
   bool fits() const { return total() <= capacity_bytes; }
 };

@@ -119,6 +119,56 @@ double framework_buffer_bytes(const Training& training, const Plan& plan) {
   return f.zero_reduce_bucket_elements * static_cast<double>(bytes_of(training.dtype));
 }
 
+namespace {
+// A process group of `ranks` ranks, counted as the communicator it creates (none for one rank).
+void add_group(Communicators& c, int64_t ranks) {
+  if (ranks == 2) ++c.pairs;
+  if (ranks > 2) ++c.groups;
+}
+}  // namespace
+
+Communicators nccl_communicators(const Plan& p, int stage) {
+  Communicators c;
+  const int64_t world = int64_t{p.tp} * p.pp * p.dp;
+  const Framework f = p.chunked() ? Framework::starfish : p.framework;
+  add_group(c, p.tp);  // the layers' tensor-parallel collectives
+  add_group(c, p.dp);  // the gradient reduction (ZeRO's reduce-scatter and all-gather)
+  if (p.pp > 1) {
+    // One 2-rank communicator per pipeline peer: the previous and the next stage; the first and
+    // the last stage have one, unless the interleaved schedule wraps the last stage's model
+    // chunk back to the first.
+    const bool edge = stage == 0 || stage == p.pp - 1;
+    const bool wraps = p.schedule == Schedule::interleaved && p.virtual_stages > 1 && p.pp > 2;
+    c.pairs += edge && !wraps ? 1 : 2;
+  }
+  if (p.ep > 1) {
+    // Megatron-core's expert groups: the EP all-to-all, and the expert-data-parallel reduction
+    // over the ranks that hold the same experts (parallel_state.py).
+    add_group(c, p.ep);
+    add_group(c, int64_t{p.tp} * p.dp / (int64_t{p.ep} * p.expert_tp()));
+  }
+  if (f == Framework::fsdp || f == Framework::starfish) return c;
+  // Megatron-LM, Megatron-core and Megatron-DeepSpeed (mpu/initialize.py, parallel_state.py):
+  // the model-parallel group (TP x PP) the gradient norm and the inf check are reduced over
+  // (optimizer/clip_grads.py); the embedding group of the first and last stage, which
+  // all-reduces the tied word embeddings' gradients; and the default group of all ranks, used
+  // once at start-up (training.py: the start time all-reduced with MIN) and kept.
+  add_group(c, int64_t{p.tp} * p.pp);
+  if (p.pp > 1 && (stage == 0 || stage == p.pp - 1)) ++c.pairs;
+  add_group(c, world);
+  // DeepSpeed's PipelineEngine broadcasts the loss over its pipe group (engine.py
+  // _aggregate_total_loss). (Its grid's data and slice groups take the places of Megatron's
+  // data and model-parallel groups, counted above.)
+  if (f == Framework::deepspeed) add_group(c, p.pp);
+  return c;
+}
+
+double communicator_buffer_bytes(const Plan& p, const GpuSpec& gpu, int stage) {
+  const Communicators c = nccl_communicators(p, stage);
+  return c.pairs * static_cast<double>(gpu.nccl_communicator.pair) +
+         c.groups * static_cast<double>(gpu.nccl_communicator.group);
+}
+
 double allocator_reserved_bytes(const Plan& plan, double allocated_bytes) {
   // The chunk runtime's plans run in Starfish's own executor, whatever framework they name.
   const double f = framework_traits(plan.chunked() ? Framework::starfish : plan.framework).allocator_fragmentation;

@@ -3,6 +3,7 @@
 // kernel, the precision of the buffer gradients accumulate and reduce in, and the memory its
 // allocator reserves beyond what tensors use. One home for these rules; the analytic tier, the
 // event-driven tier and the exports all ask here. Each trait states its source.
+#include "sim/spec/hardware.h"
 #include "sim/spec/plan.h"
 #include "sim/spec/training.h"
 
@@ -111,6 +112,21 @@ double optimizer_step_bytes_per_param(const Training& training, const Plan& plan
 
 // GPU bytes of buffers the framework holds beside the model states and activations.
 double framework_buffer_bytes(const Training& training, const Plan& plan);
+
+// The NCCL communicators one GPU of `stage` holds while it trains. PyTorch's ProcessGroupNCCL
+// creates one communicator per process group a rank runs a collective in, and one 2-rank
+// communicator per peer it sends to or receives from (torch/csrc/distributed/c10d/
+// ProcessGroupNCCL.cpp: getNCCLComm, keyed by the device for collectives and by the rank pair
+// for send/recv). Which groups a framework creates and uses is framework.cpp's to say; each
+// holds NCCL's buffers for all its channels (`nccl_communicator` in the hwprofile).
+struct Communicators {
+  int groups = 0;  // communicators of 3 or more ranks
+  int pairs = 0;   // 2-rank communicators: point-to-point peers and 2-rank groups
+};
+Communicators nccl_communicators(const Plan& plan, int stage);
+// GPU bytes those communicators' buffers take (NCCL allocates them itself, outside PyTorch's
+// caching allocator: no fragmentation applies).
+double communicator_buffer_bytes(const Plan& plan, const GpuSpec& gpu, int stage);
 
 // What the caching allocator reserves at a moment when tensors take `allocated_bytes`.
 double allocator_reserved_bytes(const Plan& plan, double allocated_bytes);

@@ -179,21 +179,28 @@ SimReport simulate(const Job& job, const SimOptions& options) {
     rep.comm.push_back(g);
   }
 
+  const Cluster& c = job.cluster;
+  double gpu_tensor_bytes = 0;  // the most loaded stage's peak without the allocator's reserve
   for (size_t s = 0; s < it.stages.size(); ++s) {
     rep.memory.push_back(stage_memory(it.stages[s], static_cast<int>(s), r, options.timeline_points));
-    rep.peak_gpu_bytes = std::max(rep.peak_gpu_bytes, rep.memory.back().peak_bytes);
+    // What the framework's allocator reserves at that peak (PyTorch's max_memory_reserved), and
+    // NCCL's buffers beside it: the figure that must fit, as the analytic tier's.
+    const double peak = rep.memory.back().peak_bytes;
+    const double nccl = communicator_buffer_bytes(job.plan, c.node.gpu, static_cast<int>(s));
+    const double reserved = allocator_reserved_bytes(job.plan, peak) + nccl;
+    if (reserved > rep.peak_gpu_bytes) {
+      rep.peak_gpu_bytes = reserved;
+      gpu_tensor_bytes = peak + nccl;
+    }
   }
-  // What the framework's allocator reserves at that peak (PyTorch's max_memory_reserved): the
-  // figure that must fit, as the analytic tier's allocator_bytes.
-  rep.peak_gpu_bytes = allocator_reserved_bytes(job.plan, rep.peak_gpu_bytes);
-  const Cluster& c = job.cluster;
   const TierBytes capacity = usable_capacity(c);
   rep.gpu_capacity_bytes = capacity.gpu;
   rep.cpu_bytes_per_node = it.cpu_bytes_per_node;
   rep.cpu_capacity_bytes = capacity.cpu;
   rep.nvme_bytes_per_node = it.nvme_bytes_per_node;
   rep.nvme_capacity_bytes = capacity.nvme;
-  rep.memory_verdict = check_memory(TierBytes{rep.peak_gpu_bytes, rep.cpu_bytes_per_node, rep.nvme_bytes_per_node}, capacity);
+  rep.memory_verdict = check_memory(TierBytes{rep.peak_gpu_bytes, rep.cpu_bytes_per_node, rep.nvme_bytes_per_node}, capacity,
+                                    gpu_tensor_bytes);
   rep.cpu_bytes_per_gpu = rep.cpu_bytes_per_node / c.node.gpus;
   rep.nvme_bytes_per_gpu = rep.nvme_bytes_per_node / c.node.gpus;
   rep.moves = static_cast<int64_t>(it.moves.size());
@@ -283,6 +290,7 @@ std::string to_json(const SimReport& r) {
     w.field("cpu_bytes_per_node", r.cpu_bytes_per_node).field("cpu_capacity_bytes", r.cpu_capacity_bytes);
     w.field("nvme_bytes_per_node", r.nvme_bytes_per_node).field("nvme_capacity_bytes", r.nvme_capacity_bytes);
     w.field("fits", r.memory_verdict.fits);
+    w.field("within_allocator_reserve", r.memory_verdict.within_allocator_reserve);
     if (!r.memory_verdict.fits) w.field("why_not", r.memory_verdict.text());
     w.key("stages").begin_array();
     for (const auto& s : r.memory) {

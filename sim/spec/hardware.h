@@ -30,10 +30,21 @@ struct AttentionEfficiency {
   bool operator==(const AttentionEfficiency&) const = default;
 };
 
+// GPU memory NCCL allocates for one communicator a rank joins (its ring and tree buffers for
+// every channel, outside PyTorch's allocator), as measured on the GPU: a 2-rank communicator
+// (point-to-point peers, 2-rank groups) and a larger group. 0 and 0: not measured; the profile's
+// `reserved` then has to cover NCCL as a whole.
+struct NcclCommunicatorBytes {
+  int64_t pair = 0;
+  int64_t group = 0;
+  bool operator==(const NcclCommunicatorBytes&) const = default;
+};
+
 struct GpuSpec {
   std::string name;
   int64_t memory_bytes = 0;
-  int64_t reserved_bytes = 0;       // CUDA context, NCCL and allocator overhead: not for the model
+  int64_t reserved_bytes = 0;       // CUDA context (and NCCL when nccl_communicator is not given)
+  NcclCommunicatorBytes nccl_communicator;
   double hbm_bandwidth_Bps = 0;
   double hbm_efficiency = 0.85;     // achieved fraction of hbm_bandwidth for streaming kernels
   std::map<DType, double> peak_flops;  // dense peak per dtype

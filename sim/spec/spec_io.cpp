@@ -32,6 +32,14 @@ GpuSpec read_gpu(MapReader r) {
   if (g.memory_bytes <= 0) r.fail("memory", "must be positive");
   if (r.has("reserved")) g.reserved_bytes = r.bytes("reserved");
   if (g.reserved_bytes >= g.memory_bytes) r.fail("reserved", "must be smaller than memory");
+  if (r.has("nccl_communicator")) {
+    MapReader n = r.map("nccl_communicator");
+    g.nccl_communicator.pair = n.bytes("pair");
+    g.nccl_communicator.group = n.bytes("group");
+    if (g.nccl_communicator.pair < 0 || g.nccl_communicator.pair >= g.memory_bytes) n.fail("pair", "must be at least 0 and below memory");
+    if (g.nccl_communicator.group < 0 || g.nccl_communicator.group >= g.memory_bytes) n.fail("group", "must be at least 0 and below memory");
+    n.finish();
+  }
   g.hbm_bandwidth_Bps = r.rate("hbm_bandwidth");
   if (g.hbm_bandwidth_Bps <= 0) r.fail("hbm_bandwidth", "must be positive");
   if (r.has("hbm_efficiency")) g.hbm_efficiency = r.real("hbm_efficiency", 0.01, 1.0);
@@ -430,6 +438,13 @@ std::string to_yaml(const Cluster& c) {
   emit_kv(e, "name", n.gpu.name);
   emit_kv(e, "memory", units::format_bytes(n.gpu.memory_bytes));
   if (n.gpu.reserved_bytes) emit_kv(e, "reserved", units::format_bytes(n.gpu.reserved_bytes));
+  const NcclCommunicatorBytes& nc = n.gpu.nccl_communicator;
+  if (nc.pair > 0 || nc.group > 0) {
+    e << YAML::Key << "nccl_communicator" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    emit_kv(e, "pair", units::format_bytes(nc.pair));
+    emit_kv(e, "group", units::format_bytes(nc.group));
+    e << YAML::EndMap;
+  }
   emit_kv(e, "hbm_bandwidth", units::format_rate(n.gpu.hbm_bandwidth_Bps));
   emit_num(e, "hbm_efficiency", n.gpu.hbm_efficiency);
   e << YAML::Key << "peak" << YAML::Value << YAML::BeginMap;

@@ -48,6 +48,20 @@ TEST(Capacity, APeakAtCapacityFitsAndOneByteMoreNamesTheFirstTierOver) {
   EXPECT_EQ(check_memory(TierBytes{0, 0, 1e12}, TierBytes{1, 1, 0}).text(), "NVMe: needs 931 GiB of 0 per node");
 }
 
+TEST(Capacity, OverflowingOnlyByTheAllocatorsReserveIsSaidButStillDoesNotFit) {
+  const TierBytes cap{100, 1000, 0};
+  // 120 reserved of 100, 95 of it tensors: over only by the allocator's reserve.
+  MemoryVerdict v = check_memory(TierBytes{120, 0, 0}, cap, 95);
+  EXPECT_FALSE(v.fits);
+  EXPECT_TRUE(v.within_allocator_reserve);
+  EXPECT_NE(v.text().find(MemoryVerdict::allocator_reserve_note()), std::string::npos) << v.text();
+  // The tensors alone overflow, or another tier does, or the tensors are not known: no note.
+  EXPECT_FALSE(check_memory(TierBytes{120, 0, 0}, cap, 101).within_allocator_reserve);
+  EXPECT_FALSE(check_memory(TierBytes{120, 2000, 0}, cap, 95).within_allocator_reserve);
+  EXPECT_FALSE(check_memory(TierBytes{120, 0, 0}, cap).within_allocator_reserve);
+  EXPECT_EQ(check_memory(TierBytes{120, 0, 0}, cap).text().find("allocator"), std::string::npos);
+}
+
 // estimate() applies the same rule to its tier totals: a 22B GPT without parallelism overflows
 // the GPU; split over TP 8 with the optimizer states (12 bytes per parameter) on a 128 GiB host,
 // the host.

@@ -105,6 +105,57 @@ TEST(Framework, CachingAllocatorReservesFifteenPercentOfWhatItHolds) {
   EXPECT_DOUBLE_EQ(allocator_reserved_bytes(chunked, 85e9), 85e9);
 }
 
+Plan layout(Framework f, int tp, int pp, int dp) {
+  Plan p = plan_of(f);
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  return p;
+}
+
+TEST(Framework, EachProcessGroupAndPipelinePeerHoldsItsOwnCommunicator) {
+  // Megatron, TP8 PP12 DP4 (BLOOM's layout), counted by hand: groups TP (8), DP (4),
+  // model-parallel TP x PP (96), the default group (384); pairs: one pipeline peer on the
+  // first and last stage, two in between, and the tied-embedding group of the first and last.
+  const Plan meg = layout(Framework::megatron_lm, 8, 12, 4);
+  EXPECT_EQ(nccl_communicators(meg, 0).groups, 4);
+  EXPECT_EQ(nccl_communicators(meg, 0).pairs, 2);
+  EXPECT_EQ(nccl_communicators(meg, 5).groups, 4);
+  EXPECT_EQ(nccl_communicators(meg, 5).pairs, 2);
+  EXPECT_EQ(nccl_communicators(meg, 11).pairs, 2);
+  // DeepSpeed's engine adds its pipe group (the loss broadcast).
+  EXPECT_EQ(nccl_communicators(layout(Framework::deepspeed, 8, 12, 4), 0).groups, 5);
+  // The interleaved schedule wraps the last stage back to the first: two peers everywhere.
+  Plan inter = meg;
+  inter.schedule = Schedule::interleaved;
+  inter.virtual_stages = 2;
+  EXPECT_EQ(nccl_communicators(inter, 0).pairs, 3);
+  // A 2-rank group is a pair. TP2 PP2 DP1: groups model-parallel (4) and default (4); pairs
+  // the TP group, the pipeline peer and the embedding group.
+  const Communicators small = nccl_communicators(layout(Framework::megatron_lm, 2, 2, 1), 0);
+  EXPECT_EQ(small.groups, 2);
+  EXPECT_EQ(small.pairs, 3);
+  // FSDP over 64 GPUs: its one sharding group. One GPU: none.
+  EXPECT_EQ(nccl_communicators(layout(Framework::fsdp, 1, 1, 64), 0).groups, 1);
+  EXPECT_EQ(nccl_communicators(layout(Framework::fsdp, 1, 1, 64), 0).pairs, 0);
+  const Communicators one = nccl_communicators(layout(Framework::megatron_lm, 1, 1, 1), 0);
+  EXPECT_EQ(one.groups + one.pairs, 0);
+  // Megatron-core's experts: EP 8 and the expert-data-parallel group of TP*DP/(EP*ETP) = 4.
+  Plan moe = layout(Framework::megatron_core, 1, 1, 32);
+  moe.ep = 8;
+  // With DP 32 and the default group of 32: four groups (no model-parallel group of one rank).
+  EXPECT_EQ(nccl_communicators(moe, 0).groups, 4);
+}
+
+TEST(Framework, CommunicatorBuffersAreWhatTheProfileMeasuredPerCommunicator) {
+  GpuSpec gpu;
+  gpu.nccl_communicator = {544LL << 20, 688LL << 20};
+  const Plan meg = layout(Framework::megatron_lm, 8, 12, 4);
+  EXPECT_DOUBLE_EQ(communicator_buffer_bytes(meg, gpu, 0), 4 * 688.0 * (1 << 20) + 2 * 544.0 * (1 << 20));
+  GpuSpec unmeasured;  // the profile's `reserved` covers NCCL as a whole
+  EXPECT_DOUBLE_EQ(communicator_buffer_bytes(meg, unmeasured, 0), 0);
+}
+
 TEST(Framework, PipelineSendsFollowEachFrameworksSplit) {
   // Megatron-LM 2021-22 and DeepSpeed's engine send 1/tp per rank and all-gather on receipt.
   for (Framework f : {Framework::megatron_lm, Framework::deepspeed}) {

@@ -6,6 +6,7 @@
 
 #include "sim/cost/activations.h"
 #include "sim/cost/estimate.h"
+#include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/des/engine.h"
@@ -290,6 +291,28 @@ TEST(Simulate, MemoryPeaksFollowTheOneFOneBInFlightCount) {
   // The report's peak is what PyTorch's caching allocator reserves for it: 15% fragmentation
   // (GMLake's measured mean) on top of the tensors, reserved = allocated / 0.85.
   EXPECT_DOUBLE_EQ(r.peak_gpu_bytes, std::max(r.memory[0].peak_bytes, r.memory[3].peak_bytes) / 0.85);
+}
+
+TEST(Simulate, NcclBuffersSitBesideTheAllocatorsPeakInBothTiers) {
+  // The same 4-stage Megatron plan on a GPU whose profile measured NCCL's communicators. Each
+  // stage holds two groups (model-parallel TP x PP = 4 and the default group of 4) and two
+  // pairs (the first and last stage: one pipeline peer and the embedding group; the middle
+  // ones: two peers). NCCL allocates them itself: the allocator's 15% does not apply to them.
+  const Model m = gpt(8, 1024, 16, 1024);
+  Plan plan;
+  plan.pp = 4;
+  Cluster measured = ideal_node(4);
+  measured.node.gpu.nccl_communicator = {100LL << 20, 300LL << 20};
+  const double nccl = 2 * 100.0 * (1 << 20) + 2 * 300.0 * (1 << 20);
+  const Communicators c = nccl_communicators(job(m, measured, 16, plan).plan, 0);  // its DP resolved
+  EXPECT_EQ(c.pairs, 2);
+  EXPECT_EQ(c.groups, 2);
+  const SimReport plain = simulate(job(m, ideal_node(4), 16, plan));
+  const SimReport with = simulate(job(m, measured, 16, plan));
+  EXPECT_DOUBLE_EQ(with.peak_gpu_bytes - plain.peak_gpu_bytes, nccl);
+  const Estimate e = estimate(job(m, measured, 16, plan));
+  EXPECT_DOUBLE_EQ(e.gpu.communicator_bytes, nccl);
+  EXPECT_DOUBLE_EQ(e.gpu.total() - estimate(job(m, ideal_node(4), 16, plan)).gpu.total(), nccl);
 }
 
 TEST(Simulate, RecomputePeakIsTheStoredInputsPlusOneRebuiltLayerInBothTiers) {

@@ -125,6 +125,25 @@ TEST(SpecErrors, AttentionEfficiencyIsAMeasuredFractionPerKernelGeneration) {
   EXPECT_EQ(e.rfind("hw.yaml:11:28: field 'node.gpu.attention_efficiency.flash3': unknown field", 0), 0u) << e;
 }
 
+TEST(SpecErrors, NcclCommunicatorBytesAreMeasuredPerPairAndGroup) {
+  const std::string curve = "matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]";
+  const Cluster c = parse_cluster_text(
+      replace(kCluster, curve, curve + "\n    nccl_communicator: {pair: 544MiB, group: 688MiB}"), "hw.yaml");
+  EXPECT_EQ(c.node.gpu.nccl_communicator.pair, 544LL << 20);
+  EXPECT_EQ(c.node.gpu.nccl_communicator.group, 688LL << 20);
+  EXPECT_EQ(parse_cluster_text(to_yaml(c), "again.yaml"), c);  // written and read back exactly
+  EXPECT_EQ(parse_cluster_text(kCluster, "hw.yaml").node.gpu.nccl_communicator.group, 0);  // absent: in `reserved`
+  const std::string missing = error_of([&] {
+    parse_cluster_text(replace(kCluster, curve, curve + "\n    nccl_communicator: {pair: 544MiB}"), "hw.yaml");
+  });
+  EXPECT_NE(missing.find("hw.yaml:11:24: field 'node.gpu.nccl_communicator.group'"), std::string::npos) << missing;
+  const std::string huge = error_of([&] {
+    parse_cluster_text(replace(kCluster, curve, curve + "\n    nccl_communicator: {pair: 1MiB, group: 1TiB}"), "hw.yaml");
+  });
+  EXPECT_NE(huge.find("field 'node.gpu.nccl_communicator.group': must be at least 0 and below memory"), std::string::npos)
+      << huge;
+}
+
 TEST(SpecErrors, SyntaxError) {
   EXPECT_EQ(error_of([] { parse_model_text("name: [unclosed\n", "m.yaml"); }).substr(0, 24), "m.yaml:2:1: invalid YAML");
   EXPECT_EQ(error_of([] { load_model("/nonexistent/m.yaml"); }), "/nonexistent/m.yaml: no such file");
