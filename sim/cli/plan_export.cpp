@@ -189,14 +189,24 @@ std::string ProgressBar::line(const search::Progress& p) {
 }
 
 void ProgressBar::operator()(const search::Progress& p) {
-  if (!enabled_ || p.total <= 0) return;
-  std::fprintf(stderr, "\r%-100s", line(p).c_str());
+  if (p.total > 0) draw(line(p));
+}
+
+void ProgressBar::say(const std::string& text) { draw(text); }
+
+void ProgressBar::draw(const std::string& text) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_drawn_ < std::chrono::milliseconds(100)) return;  // ten redraws a second at most
+  last_drawn_ = now;
+  const std::string shown = context_.empty() ? text : context_ + "  " + text;
+  std::fprintf(stderr, "\r%-140.140s", shown.c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
 
 void ProgressBar::finish() {
-  if (drawn_) std::fprintf(stderr, "\r%100s\r", "");
+  if (drawn_) std::fprintf(stderr, "\r%140s\r", "");
   drawn_ = false;
 }
 
