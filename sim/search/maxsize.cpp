@@ -77,6 +77,9 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
       fail = std::move(p);
     }
   }
+  // Cancelled while the sizes still grew: no size has failed, so there is no bracket to refine
+  // (and `fail` holds no model): no answer, as for any search stopped before it has one.
+  if (hi == 0) return out;
   if (lo == 0) {
     out.next_model = fail.model;
     out.binding = fail.result.binding_constraint();

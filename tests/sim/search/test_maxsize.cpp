@@ -1,6 +1,9 @@
 // maxsize and size-cluster: the answers are edges (the found size fits, the next does not).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
+
 #include "sim/cost/params.h"
 #include "sim/search/maxsize.h"
 #include "sim/search/model_family.h"
@@ -35,6 +38,24 @@ TEST(MaxSize, FoundSizeFitsAndTheNextDoesNot) {
   EXPECT_EQ(r.next_model.hidden, r.model.hidden);
   EXPECT_EQ(r.next_model.layers, r.model.layers + 1);
   EXPECT_LT(r.probes, 20);  // a bisection, not a scan of every size
+}
+
+TEST(MaxSize, CancelledWhileGrowingGivesNoAnswerInsteadOfCrashing) {
+  // Cancelled after the first size fitted, before any size failed (a GUI closing its what-if
+  // panel): the bisection has no failing size to refine towards.
+  const Cluster c = search_test::small_cluster(1, 1.0);
+  MaxSizeOptions o;
+  o.seq_len = 512;
+  o.heads_step = 4;
+  o.search.space.param_tiers = o.search.space.grad_tiers = o.search.space.optimizer_tiers = {Tier::gpu};
+  std::atomic<bool> cancel{false};
+  o.search.cancel = &cancel;
+  o.search.progress = [&](const Progress& p) {
+    if (std::string(p.phase) == "done") cancel = true;  // the first probe's search has ended
+  };
+  const MaxSizeResult r = max_model_size(c, o);
+  EXPECT_FALSE(r.found);
+  EXPECT_EQ(r.probes, 1);
 }
 
 TEST(MaxSize, TimeLimitBinds) {
