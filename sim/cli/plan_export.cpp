@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "sim/cli/plan_text.h"
 #include "sim/search/analytic.h"
 #include "sim/search/plan_export.h"
@@ -176,16 +178,12 @@ std::string ProgressBar::line(const search::Progress& p) {
   const int width = 30, filled = std::clamp(static_cast<int>(f * width), 0, width);
   std::string bar(filled, '#');
   bar += std::string(width - filled, '.');
-  char text[200];
   if (refining)
-    std::snprintf(text, sizeof text, "[%s] %4s  simulating the best plans: %lld / %lld (of %s fitting)", bar.c_str(),
-                  pct(f).c_str(), static_cast<long long>(p.refined), static_cast<long long>(p.refine_total),
-                  units::human_count(p.fitting).c_str());
-  else
-    std::snprintf(text, sizeof text, "[%s] %4s  analytic: %s / %s plans, %s fit, best %s tokens/s", bar.c_str(),
-                  pct(f).c_str(), units::human_count(p.done).c_str(), units::human_count(p.total).c_str(),
-                  units::human_count(p.fitting).c_str(), units::human_count(p.best_tokens_per_s).c_str());
-  return text;
+    return fmt::format("[{}] {:>4}  simulating the best plans: {} / {} (of {} fitting)", bar, pct(f), p.refined,
+                       p.refine_total, units::human_count(p.fitting));
+  return fmt::format("[{}] {:>4}  analytic: {} / {} plans, {} fit, best {} tokens/s", bar, pct(f),
+                     units::human_count(p.done), units::human_count(p.total), units::human_count(p.fitting),
+                     units::human_count(p.best_tokens_per_s));
 }
 
 void ProgressBar::operator()(const search::Progress& p) {
