@@ -32,6 +32,10 @@ int parse_nproc(const std::string& text) {
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
+    if (std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end()) {
+      std::cout << starfish::exec::run_usage() << "\n";
+      return 0;
+    }
     int nproc = 0;
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "--nproc") {

@@ -45,26 +45,6 @@ namespace fs = std::filesystem;
 namespace starfish::exec {
 namespace {
 
-using units::parse_bytes;
-
-int64_t to_int(const std::string& flag, const std::string& v, int64_t min) {
-  try {
-    size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used == v.size() && x >= min) return x;
-  } catch (const std::exception&) {
-  }
-  throw SpecError("starfish-run: " + flag + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'");
-}
-
-int64_t bytes_flag(const std::string& flag, const std::string& v) {
-  try {
-    return parse_bytes(v);
-  } catch (const std::exception& e) {
-    throw SpecError("starfish-run: " + flag + " expects a size like 64MiB, got '" + v + "': " + e.what());
-  }
-}
-
 void check_plan_supported(const Plan& p, int world_size) {
   if (p.tp != 1) throw SpecError(p.provenance.file + ": field 'plan.tensor_parallel': starfish-run runs data parallelism only (tp must be 1)");
   if (p.pp != 1) throw SpecError(p.provenance.file + ": field 'plan.pipeline_parallel': starfish-run runs data parallelism only (pp must be 1)");
@@ -74,58 +54,6 @@ void check_plan_supported(const Plan& p, int world_size) {
     throw SpecError(p.provenance.file + ": field 'plan.data_parallel': the plan asks for " + std::to_string(p.dp) +
                     " ranks, this run has " + std::to_string(world_size) + " (WORLD_SIZE / --nproc)");
 }
-
-}  // namespace
-
-const char* run_usage() {
-  return "usage: starfish-run [--nproc N] [--model M.yaml] [--hw H.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
-         "                    [--checkpoint-every N] [--resume] [--report FILE.json] [--params-out FILE] [--threads N]\n"
-         "                    [--gpu-budget SIZE] [--cpu-budget SIZE] [--nvme-budget SIZE] [--non-model SIZE]\n"
-         "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--timeout SECONDS] [--quiet] plan.yaml\n"
-         "  --timeout: how long a rank waits for the others in a collective before it gives up with an error\n"
-         "             (c10d's timeout; default 300 s): a rank that dies or hangs stops the whole run";
-}
-
-RunOptions parse_run_options(const std::vector<std::string>& args) {
-  RunOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw SpecError("starfish-run: " + a + " needs a value\n" + run_usage());
-      return args[++i];
-    };
-    if (a == "--model") o.model_path = value();
-    else if (a == "--data") o.data_path = value();
-    else if (a == "--iterations") o.iterations = to_int(a, value(), 1);
-    else if (a == "--checkpoint-dir") o.checkpoint_dir = value();
-    else if (a == "--checkpoint-every") o.checkpoint_every = to_int(a, value(), 1);
-    else if (a == "--resume") o.resume = true;
-    else if (a == "--report") o.report_path = value();
-    else if (a == "--params-out") o.params_path = value();
-    else if (a == "--threads") o.threads = static_cast<int>(to_int(a, value(), 1));
-    else if (a == "--kill-in-save") o.kill_in_save = static_cast<int>(to_int(a, value(), 1));  // test hook
-    else if (a == "--quiet") o.quiet = true;
-    else if (a == "--timeout") o.timeout_s = to_int(a, value(), 1);
-    else if (a == "--hw") o.hardware_path = value();
-    else if (a == "--gpu-budget") o.gpu_budget_bytes = bytes_flag(a, value());
-    else if (a == "--cpu-budget") o.cpu_budget_bytes = bytes_flag(a, value());
-    else if (a == "--nvme-budget") o.nvme_budget_bytes = bytes_flag(a, value());
-    else if (a == "--non-model") o.non_model_bytes = bytes_flag(a, value());
-    else if (a == "--scratch") o.scratch_dir = value();
-    else if (a == "--move-log") o.move_log_path = value();
-    else if (a == "--lru") o.lru = true;
-    else if (a == "--no-prefetch") o.no_prefetch = true;
-    else if (a.starts_with("--")) throw SpecError("starfish-run: unknown flag " + a + "\n" + run_usage());
-    else if (o.plan_path.empty()) o.plan_path = a;
-    else throw SpecError("starfish-run: more than one plan file ('" + o.plan_path + "', '" + a + "')\n" + run_usage());
-  }
-  if (o.plan_path.empty()) throw SpecError(std::string("starfish-run: no plan file\n") + run_usage());
-  if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
-    throw SpecError("starfish-run: --resume and --checkpoint-every need --checkpoint-dir");
-  return o;
-}
-
-namespace {
 
 // Fails unless a new file can be made in `dir` (a probe file, removed at once): the permission
 // bits do not tell, for root or on /proc or a read-only mount.

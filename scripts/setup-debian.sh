@@ -3,6 +3,9 @@
 # (a minimal image or CI, where there is no sudo) it runs apt-get itself; as any other user it
 # runs apt-get through sudo. `--dry-run` prints the commands instead of running them.
 # clang and its runtime (libFuzzer, ASan, UBSan) build the `sanitize` preset's fuzz targets.
+# nlohmann-json3-dev (JSON parsing and escaping), libcli11-dev (the command-line parser of
+# starfish and starfish-run) and libfmt-dev (number formatting); Boost.Asio's thread pool (the
+# search's) comes with libboost-graph-dev's Boost headers.
 # CUDA and NCCL are not Debian packages: install the CUDA Toolkit from NVIDIA for STARFISH_CUDA.
 # libopenblas0-openmp: Debian's LibTorch calls the BLAS behind the libblas.so.3 alternative, which
 # is otherwise the netlib reference BLAS (single-threaded, unvectorised: ~4 GFLOP/s here). OpenBLAS
@@ -20,6 +23,7 @@ esac
 packages=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libboost-graph-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
   libtorch-dev libgloo-dev libopenblas0-openmp
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
   xvfb xauth

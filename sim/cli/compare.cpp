@@ -1,4 +1,4 @@
-// starfish compare PREDICTED.json MEASURED.json [--moves A.jsonl B.jsonl]: predicted against
+// starfish compare PREDICTED.json MEASURED.json [--moves A.jsonl B.jsonl] [--json]: predicted against
 // measured, quantity by quantity (the report both `starfish simulate --json` and `starfish-run
 // --report` write: sim/report/report.h), where the iteration's time goes on each side, how the
 // measurement was taken (CPU time, whether the machine was shared), and the first move where two
@@ -10,6 +10,7 @@
 #include "sim/chunk/move_log.h"
 #include "sim/cli/cli.h"
 #include "sim/report/report.h"
+#include "sim/spec/json_writer.h"
 #include "sim/spec/units.h"
 
 namespace starfish::cli {
@@ -133,18 +134,64 @@ std::optional<int64_t> moves_over_simulated_iterations(const Report& predicted, 
   return moves;
 }
 
+const char* unit_name(Unit u) { return u == Unit::seconds ? "s" : u == Unit::bytes ? "bytes" : "count"; }
+
+void optional_field(JsonWriter& w, const char* key, std::optional<double> v) {
+  w.key(key);
+  if (v) w.value(*v);
+  else w.null();
+}
+
+// --json: the same comparison as one object: each quantity (predicted, measured, their ratio),
+// the measurement's conditions, the phases, and the move logs' verdict.
+void write_json(const Report& a, const Report& b, const std::optional<MoveDiff>& moves) {
+  JsonWriter w(true);
+  w.begin_object().field("kind", "starfish.compare").key("quantities").begin_array();
+  for (const Quantity& q : quantities()) {
+    const auto pa = q.get(a), pb = q.get(b);
+    if (!pa && !pb) continue;
+    w.begin_object().field("name", q.name).field("unit", unit_name(q.unit));
+    optional_field(w, "predicted", pa);
+    optional_field(w, "measured", pb);
+    optional_field(w, "ratio", pa && pb && *pa != 0 ? std::optional<double>(*pb / *pa) : std::nullopt);
+    w.end_object();
+  }
+  w.end_array();
+  if (b.kind == report::kRunKind) {
+    w.key("measured").begin_object().field("steady_iterations", b.steady_iterations).field("gpus", b.gpus);
+    w.field("threads_per_rank", b.threads_per_rank);
+    optional_field(w, "cpu_s", b.cpu_s);
+    if (b.load) w.field("shared", b.load->shared(b.iteration_s));
+    w.end_object();
+  }
+  if (a.phases && b.phases) {
+    w.key("phases").begin_array();
+    for (report::PhaseId p : report::kPhases) {
+      w.begin_object().field("phase", report::to_string(p)).field("predicted_s", report::seconds(*a.phases, p));
+      w.field("measured_s", report::seconds(*b.phases, p));
+      if (b.cpu_phases) w.field("measured_cpu_s", report::seconds(*b.cpu_phases, p));
+      w.end_object();
+    }
+    w.end_array();
+  }
+  if (moves) w.key("moves").begin_object().field("same", moves->same).field("text", moves->describe()).end_object();
+  w.end_object();
+  std::fputs((w.str() + "\n").c_str(), stdout);
+}
+
 }  // namespace
 
 int run_compare(const std::vector<std::string>& argv) {
-  Args args(argv, {}, {"moves", "help"});
+  Args args(argv, {}, {"moves", "json", "help"});
   if (args.flag("help")) {
     std::printf(
-        "usage: starfish compare PREDICTED.json MEASURED.json [--moves PREDICTED.jsonl MEASURED.jsonl]\n"
+        "usage: starfish compare PREDICTED.json MEASURED.json [--moves PREDICTED.jsonl MEASURED.jsonl] [--json]\n"
         "  PREDICTED: `starfish simulate --json` output; MEASURED: `starfish-run --report` output.\n"
         "  Shows each quantity predicted and measured, where the iteration's time goes on each side\n"
         "  (forward, backward, recompute, moves, optimizer, collectives), the run's CPU time and\n"
         "  whether other work shared the machine while it was measured.\n"
         "  --moves: also diff the two move logs (`simulate --moves`, `starfish-run --move-log`).\n"
+        "  --json: the comparison as one JSON object (quantities, measurement, phases, moves).\n"
         "exit status: 0 when the move logs are identical (or --moves is not given), 3 when they\n"
         "  diverge (a move differs, or one log ends first), 1 for unreadable input, 2 for bad usage.\n");
     return 0;
@@ -158,6 +205,16 @@ int run_compare(const std::vector<std::string>& argv) {
   Report b = report::read_report_file(files[1]);
   const std::optional<int64_t> prefix = moves_over_simulated_iterations(a, b);
   if (prefix) b.moves = prefix;  // the moves of the iterations the simulator ran
+  std::optional<MoveDiff> moves;
+  if (args.flag("moves")) {
+    std::vector<Move> measured_log = read_move_log_file(files[3]);
+    if (prefix && measured_log.size() > static_cast<size_t>(*prefix)) measured_log.resize(static_cast<size_t>(*prefix));
+    moves = diff_move_logs(read_move_log_file(files[2]), measured_log);
+  }
+  if (args.flag("json")) {
+    write_json(a, b, moves);
+    return moves && !moves->same ? 3 : 0;
+  }
   std::printf("%-28s %14s %14s %10s\n", "", "predicted", "measured", "meas/pred");
   for (const Quantity& q : quantities()) {
     const auto pa = q.get(a), pb = q.get(b);
@@ -168,12 +225,9 @@ int run_compare(const std::vector<std::string>& argv) {
                 static_cast<long long>(*a.move_log_iterations), static_cast<long long>(*b.move_log_iterations));
   measurement_notes(a, b);
   phase_table(a, b);
-  if (args.flag("moves")) {
-    std::vector<Move> measured_log = read_move_log_file(files[3]);
-    if (prefix && measured_log.size() > static_cast<size_t>(*prefix)) measured_log.resize(static_cast<size_t>(*prefix));
-    const MoveDiff d = diff_move_logs(read_move_log_file(files[2]), measured_log);
-    std::printf("\nmove logs: %s\n", d.describe().c_str());
-    return d.same ? 0 : 3;
+  if (moves) {
+    std::printf("\nmove logs: %s\n", moves->describe().c_str());
+    return moves->same ? 0 : 3;
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "sim/cli/plan_export.h"
 #include "sim/cli/plan_text.h"
 #include "sim/cost/energy.h"
+#include "sim/cost/params.h"
 #include "sim/search/maxsize.h"
 #include "sim/search/size_cluster.h"
 #include "sim/search/variants.h"
@@ -272,6 +273,8 @@ int run_maxsize(const std::vector<std::string>& argv) {
   base.search.top_k = 1;
   SigintCancel sigint;
   base.search.cancel = sigint.flag();
+  ProgressBar bar;
+  if (bar.enabled()) base.search.progress = [&](const search::Progress& p) { bar(p); };
 
   std::vector<Variant> variants;
   for (search::SystemVariant& sv : search::all_system_variants(args.flag("chunk-nvme"))) {
@@ -279,6 +282,11 @@ int run_maxsize(const std::vector<std::string>& argv) {
     search::MaxSizeOptions o = base;
     o.search.space = v.system.space;
     o.heads_step = cluster.node.gpus;
+    const std::string system = v.system.name;
+    o.on_probe = [&bar, system](const Model& m, int probe) {
+      bar.set_context(system + ", size " + std::to_string(probe) + ": " +
+                      units::human_count(static_cast<double>(count_parameters(m).total)) + " parameters");
+    };
     v.result = search::max_model_size(cluster, o);
     if (base.budget.time_limited) {
       o.budget.time_limited = false;
@@ -286,6 +294,7 @@ int run_maxsize(const std::vector<std::string>& argv) {
     }
     variants.push_back(std::move(v));
   }
+  bar.finish();
   CostInputs costs;
   costs.cluster = &cluster;
   costs.price_per_gpu_hour = cluster.price_per_gpu_hour;

@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "sim/cli/plan_text.h"
 #include "sim/search/analytic.h"
 #include "sim/search/plan_export.h"
@@ -176,27 +178,33 @@ std::string ProgressBar::line(const search::Progress& p) {
   const int width = 30, filled = std::clamp(static_cast<int>(f * width), 0, width);
   std::string bar(filled, '#');
   bar += std::string(width - filled, '.');
-  char text[200];
   if (refining)
-    std::snprintf(text, sizeof text, "[%s] %4s  simulating the best plans: %lld / %lld (of %s fitting)", bar.c_str(),
-                  pct(f).c_str(), static_cast<long long>(p.refined), static_cast<long long>(p.refine_total),
-                  units::human_count(p.fitting).c_str());
-  else
-    std::snprintf(text, sizeof text, "[%s] %4s  analytic: %s / %s plans, %s fit, best %s tokens/s", bar.c_str(),
-                  pct(f).c_str(), units::human_count(p.done).c_str(), units::human_count(p.total).c_str(),
-                  units::human_count(p.fitting).c_str(), units::human_count(p.best_tokens_per_s).c_str());
-  return text;
+    return fmt::format("[{}] {:>4}  simulating the best plans: {} / {} (of {} fitting)", bar, pct(f), p.refined,
+                       p.refine_total, units::human_count(p.fitting));
+  return fmt::format("[{}] {:>4}  analytic: {} / {} plans, {} fit, best {} tokens/s", bar, pct(f),
+                     units::human_count(p.done), units::human_count(p.total), units::human_count(p.fitting),
+                     units::human_count(p.best_tokens_per_s));
 }
 
 void ProgressBar::operator()(const search::Progress& p) {
-  if (!enabled_ || p.total <= 0) return;
-  std::fprintf(stderr, "\r%-100s", line(p).c_str());
+  if (p.total > 0) draw(line(p));
+}
+
+void ProgressBar::say(const std::string& text) { draw(text); }
+
+void ProgressBar::draw(const std::string& text) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_drawn_ < std::chrono::milliseconds(100)) return;  // ten redraws a second at most
+  last_drawn_ = now;
+  const std::string shown = context_.empty() ? text : context_ + "  " + text;
+  std::fprintf(stderr, "\r%-140.140s", shown.c_str());
   std::fflush(stderr);
   drawn_ = true;
 }
 
 void ProgressBar::finish() {
-  if (drawn_) std::fprintf(stderr, "\r%100s\r", "");
+  if (drawn_) std::fprintf(stderr, "\r%140s\r", "");
   drawn_ = false;
 }
 

@@ -4,6 +4,7 @@
 // (--emit plan.yaml, --megatron, --deepspeed; the exporters themselves are in
 // sim/search/plan_export.h so the GUI can call them too).
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,18 +18,26 @@ namespace starfish::cli {
 
 // Draws "[#####.....]  45%  analytic: 150 K / 335 K plans, 12 K fit, best 199 K tokens/s", then
 // "[###.......]  30%  simulating the best plans: 3 / 10 (of 12 K fitting)" on stderr when stderr
-// is a terminal (nothing otherwise), and clears the line when done.
+// is a terminal (nothing otherwise), and clears the line when done. Every verb that can take
+// more than a second draws one: search, maxsize and size-cluster (per probe), simulate.
 class ProgressBar {
  public:
   ProgressBar();
   static std::string line(const search::Progress& p);  // the text of one redraw
   void operator()(const search::Progress& p);
+  // What the bar is part of, drawn before it: "Megatron 3D, size 4: 13.1 B parameters".
+  void set_context(std::string context) { context_ = std::move(context); }
+  // One line of progress without a bar (a phase of a single long step: "simulating").
+  void say(const std::string& text);
   void finish();
   bool enabled() const { return enabled_; }
 
  private:
+  void draw(const std::string& text);
   bool enabled_ = false;
   bool drawn_ = false;
+  std::string context_;
+  std::chrono::steady_clock::time_point last_drawn_{};
 };
 
 // While alive, Ctrl-C (SIGINT) sets flag() instead of killing the process, so a search returns

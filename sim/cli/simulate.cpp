@@ -1,10 +1,11 @@
-// starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json]
-// [--allow-oom]: one iteration in the discrete-event simulator.
+// starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json [--trace-detail
+// stage|rank]] [--json] [--allow-oom]: one iteration in the discrete-event simulator.
 #include <cmath>
 #include <cstdio>
 
 #include "sim/cli/cli.h"
 #include "sim/cli/job_loader.h"
+#include "sim/cli/plan_export.h"  // ProgressBar
 #include "sim/cli/plan_text.h"
 #include "sim/schedule/simulate.h"
 #include "sim/spec/error.h"
@@ -65,14 +66,19 @@ void refuse_if_out_of_memory(const Job& job, const schedule::SimReport& r) {
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "plan", "nodes", "trace", "moves", "non-model"}, {"json", "allow-oom", "help"});
+  Args args(argv, {"model", "hw", "plan", "nodes", "trace", "trace-detail", "moves", "non-model"},
+            {"json", "allow-oom", "help"});
   if (args.flag("help")) {
     std::printf(
-        "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json] [--json] [--allow-oom]\n"
+        "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json [--trace-detail stage|rank]]\n"
+        "                         [--json] [--allow-oom]\n"
         "  Simulates one training iteration with the discrete-event simulator.\n"
         "  A plan whose peak memory exceeds a tier (GPU, CPU per node, NVMe per node) is refused\n"
         "  (exit 1); --allow-oom shows it with the overflow instead.\n"
-        "  --trace writes a Chrome-trace / Perfetto JSON timeline of every task.\n"
+        "  --trace writes a Chrome-trace / Perfetto JSON timeline (ui.perfetto.dev): tasks as slices,\n"
+        "  each stage's GPU memory and each node's CPU/NVMe bytes as counter tracks. --trace-detail:\n"
+        "  stage (default) draws each pipeline stage's lead GPU and its node; rank draws every GPU\n"
+        "  (a 1024-GPU iteration is then a file of a hundred megabytes).\n"
         "  Chunk plans: --moves writes the runtime's move log (JSON lines); --non-model BYTES gives\n"
         "  the runtime that much non-model memory at every moment instead of the computed\n"
         "  activations (to match a starfish-run given the same --non-model).\n");
@@ -82,6 +88,11 @@ int run_simulate(const std::vector<std::string>& argv) {
   const Job job = load_job(args.get("model"), args.get("hw"), args.get("plan"), args.get("nodes"));
   schedule::SimOptions options;
   if (auto t = args.get("trace")) options.trace_path = *t;
+  if (auto d = args.get("trace-detail")) {
+    if (*d != "stage" && *d != "rank") throw UsageError("--trace-detail must be stage or rank, got '" + *d + "'");
+    if (!args.get("trace")) throw UsageError("--trace-detail only applies to --trace");
+    options.trace_every_rank = *d == "rank";
+  }
   if (auto m = args.get("moves")) {
     if (!job.plan.chunked()) throw UsageError("--moves needs a chunk plan (chunk_size > 0): only the chunk runtime moves chunks");
     options.moves_path = *m;
@@ -93,7 +104,14 @@ int run_simulate(const std::vector<std::string>& argv) {
       throw UsageError(std::string("--non-model: ") + e.what());
     }
   }
+  ProgressBar bar;
+  if (bar.enabled())
+    options.progress = [&](const char* phase, double fraction) {
+      bar.say(std::string(phase) + " one iteration on " + std::to_string(job.cluster.total_gpus()) + " GPUs" +
+              (fraction > 0 ? ": " + std::to_string(static_cast<int>(100 * fraction)) + "% of its tasks ended" : ""));
+    };
   const schedule::SimReport r = schedule::simulate(job, options);
+  bar.finish();
   if (!args.flag("allow-oom")) refuse_if_out_of_memory(job, r);
   if (args.flag("json")) std::fputs(schedule::to_json(r).c_str(), stdout);
   else table(job, r, options.trace_path);

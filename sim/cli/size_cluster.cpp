@@ -55,7 +55,13 @@ int run_size_cluster(const std::vector<std::string>& argv) {
   o.search.top_k = 1;
   SigintCancel sigint;
   o.search.cancel = sigint.flag();
+  ProgressBar bar;
+  if (bar.enabled()) o.search.progress = [&](const search::Progress& p) { bar(p); };
+  o.on_probe = [&bar](int nodes, int probe) {
+    bar.set_context("probe " + std::to_string(probe) + ": " + std::to_string(nodes) + " nodes");
+  };
   const search::SizeClusterResult r = search::size_cluster(model, hw, o);
+  bar.finish();
   double price = hw.price_per_gpu_hour;
   if (auto p = args.get("price")) price = parse_positive_number("price", *p, "dollars per GPU-hour");
   EnergyAssumptions energy;

@@ -49,6 +49,7 @@ struct Engine::Impl {
 
   const Results& run();
   void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+  void set_progress(std::function<void(size_t, size_t)> progress) { progress_ = std::move(progress); }
   const Results& results() const { return results_; }
   size_t link_classes() const { return net_->link_class_count(); }
 
@@ -183,6 +184,8 @@ struct Engine::Impl {
   double now_ = 0;
   uint64_t events_processed_ = 0;
   const std::atomic<bool>* cancel_ = nullptr;
+  std::function<void(size_t, size_t)> progress_;
+  size_t tasks_done_ = 0;
   Results results_;
 };
 
@@ -666,6 +669,7 @@ const Results& Engine::Impl::run() {
   dirty_resources_.clear();
   now_ = 0;
   events_processed_ = 0;
+  tasks_done_ = 0;
   results_ = Results{};
   results_.ready_s.assign(n, 0);
   results_.start_s.assign(n, 0);
@@ -676,8 +680,12 @@ const Results& Engine::Impl::run() {
 
   constexpr uint64_t kCancelPoll = 4096;  // iterations of the loop between looks at the flag
   uint64_t steps = 0;
+  const bool polled = cancel_ || progress_;
   for (;;) {
-    if (cancel_ && ++steps % kCancelPoll == 0 && cancel_->load(std::memory_order_relaxed)) throw Cancelled();
+    if (polled && ++steps % kCancelPoll == 0) {
+      if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw Cancelled();
+      if (progress_) progress_(tasks_done_, n);
+    }
     if (!events_.empty() && events_.top().time_s() <= now_) {
       const Event e = events_.pop();
       switch (e.kind()) {
@@ -817,6 +825,7 @@ void Engine::Impl::on_delivered(TaskId t) {
 void Engine::Impl::complete(TaskId t) {
   results_.end_s[t] = now_;
   done_[t] = 1;
+  ++tasks_done_;
   const ResourceId rid = tasks_[t].resource;
   if (rid != kNone) {
     Resource& r = resources_[rid];
@@ -908,6 +917,7 @@ void Engine::set_link_bandwidth(LinkId link, double bandwidth_Bps) { impl_->set_
 double Engine::link_bandwidth(LinkId link) const { return impl_->link_bandwidth(link); }
 const Results& Engine::run() { return impl_->run(); }
 void Engine::set_cancel(const std::atomic<bool>* cancel) { impl_->set_cancel(cancel); }
+void Engine::set_progress(std::function<void(size_t, size_t)> progress) { impl_->set_progress(std::move(progress)); }
 const Results& Engine::results() const { return impl_->results(); }
 size_t Engine::link_classes() const { return impl_->link_classes(); }
 size_t Engine::task_count() const { return impl_->task_count(); }

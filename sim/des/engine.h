@@ -20,6 +20,7 @@
 //   the presence of unrelated ones.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -106,6 +107,9 @@ class Engine {
   // milliseconds, not at its end).
   const Results& run();
   void set_cancel(const std::atomic<bool>* cancel);
+  // Called by run() on its thread every few thousand events with the tasks ended so far and the
+  // total (a progress display; empty: none).
+  void set_progress(std::function<void(size_t tasks_done, size_t tasks_total)> progress);
   const Results& results() const;
   // Link classes of the last run: the links its flows crossed, interchangeable ones merged
   // (flow_network.h). A ring over 512 replicas' NICs is a handful, not thousands.

@@ -61,6 +61,17 @@ void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& 
   const int nodes = topo.nodes();
   const int gpus = topo.total_gpus();
   const int unplaced_pid = nodes;  // delays without a resource
+  const bool every_gpu = options.gpus.empty();
+  std::vector<char> drawn_gpu(static_cast<size_t>(gpus), every_gpu), drawn_node(static_cast<size_t>(nodes), every_gpu);
+  for (int g : options.gpus) {
+    if (g < 0 || g >= gpus) throw SpecError("write_chrome_trace: GPU " + std::to_string(g) + " is not in the topology");
+    drawn_gpu[static_cast<size_t>(g)] = 1;
+    drawn_node[static_cast<size_t>(g / topo.gpus_per_node())] = 1;
+  }
+  const auto resource_drawn = [&](ResourceId r) {
+    const ResourceInfo info = engine.resource(r);
+    return info.gpu >= 0 ? drawn_gpu[static_cast<size_t>(info.gpu)] != 0 : drawn_node[static_cast<size_t>(info.node)] != 0;
+  };
 
   // Resource-less tasks, in start order, get lanes; each (task, lane) becomes one event.
   std::vector<TaskId> order;
@@ -73,6 +84,11 @@ void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& 
   for (TaskId t : order) {
     const double a = results.start_s[t], b = results.end_s[t];
     std::vector<int> on = engine.task_gpus(t);
+    if (!every_gpu) {
+      const bool had_gpus = !on.empty();
+      std::erase_if(on, [&](int g) { return !drawn_gpu[static_cast<size_t>(g)]; });
+      if (had_gpus && on.empty()) continue;  // runs on none of the drawn GPUs
+    }
     if (engine.task_kind(t) == TaskKind::Collective && !options.collectives_on_every_gpu && !on.empty()) on.resize(1);
     if (engine.task_kind(t) == TaskKind::Transfer && !on.empty()) on.resize(1);  // drawn at its source GPU
     if (!on.empty()) {
@@ -82,9 +98,10 @@ void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& 
     } else if (engine.task_kind(t) == TaskKind::Transfer) {
       // A transfer between non-GPU devices (host, NVMe): drawn on its source's node.
       const int node = engine.task_node(t);
+      if (!drawn_node[static_cast<size_t>(node)]) continue;
       lane_events.emplace_back(t, lanes.place(static_cast<size_t>(gpus + 1 + node), node,
                                               "node" + std::to_string(node) + " transfers", a, b));
-    } else {
+    } else if (every_gpu) {  // a delay of no GPU: drawn with every rank only
       lane_events.emplace_back(t, lanes.place(static_cast<size_t>(gpus), unplaced_pid, "delays", a, b));
     }
   }
@@ -102,10 +119,12 @@ void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& 
     put_string(out, name);
     out << "}}";
   };
-  for (int k = 0; k < nodes; ++k) meta("process_name", k, 0, "node " + std::to_string(k));
+  for (int k = 0; k < nodes; ++k)
+    if (drawn_node[static_cast<size_t>(k)]) meta("process_name", k, 0, "node " + std::to_string(k));
   if (lanes.by_owner.size() > static_cast<size_t>(gpus) && !lanes.by_owner[gpus].empty())
     meta("process_name", unplaced_pid, 0, "unplaced");
   for (ResourceId r : engine.used_resources()) {
+    if (!resource_drawn(r)) continue;
     const ResourceInfo info = engine.resource(r);
     meta("thread_name", info.node, r + 1, info.name);
   }
@@ -138,9 +157,21 @@ void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& 
   };
   for (TaskId t = 0; t < n; ++t) {
     const ResourceId r = engine.task_resource(t);
-    if (r != kNone) event(t, engine.resource(r).node, r + 1);
+    if (r != kNone && resource_drawn(r)) event(t, engine.resource(r).node, r + 1);
   }
   for (const auto& [t, li] : lane_events) event(t, lanes.lanes[li].pid, lane_tid0 + li);
+  for (const CounterTrack& track : options.counters) {
+    for (const auto& [time_s, value] : track.points) {
+      sep();
+      out << "{\"name\":";
+      put_string(out, track.name);
+      out << ",\"ph\":\"C\",\"ts\":";
+      put_number(out, time_s * 1e6);
+      out << ",\"pid\":" << track.pid << ",\"args\":{\"bytes\":";
+      put_number(out, value);
+      out << "}}";
+    }
+  }
   out << "\n]}\n";
 }
 

@@ -56,6 +56,28 @@ StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Result
   return out;
 }
 
+// The trace's rows (every GPU, or each stage's lead GPU) and its memory counter tracks: each
+// stage's GPU bytes over the iteration (the report's timeline), and each drawn node's CPU and
+// NVMe bytes (the chunk runtime's and the offloaded states' levels: constant over the iteration).
+des::TraceOptions trace_options(const Job& job, const BuiltIteration& it, const SimReport& rep, bool every_rank) {
+  des::TraceOptions t;
+  const int per_node = job.cluster.node.gpus;
+  std::vector<int> nodes;
+  for (const StageMemoryReport& s : rep.memory) {
+    if (!every_rank) t.gpus.push_back(s.gpu);
+    des::CounterTrack track{s.gpu / per_node, "stage " + std::to_string(s.stage) + " GPU memory (gpu" + std::to_string(s.gpu) + ")", {}};
+    for (const MemorySample& p : s.timeline) track.points.emplace_back(p.time_s, p.bytes);
+    t.counters.push_back(std::move(track));
+    if (std::find(nodes.begin(), nodes.end(), s.gpu / per_node) == nodes.end()) nodes.push_back(s.gpu / per_node);
+  }
+  const std::pair<const char*, double> node_tiers[] = {{"CPU memory", it.cpu_bytes_per_node}, {"NVMe", it.nvme_bytes_per_node}};
+  for (int node : nodes)
+    for (const auto& [tier, bytes] : node_tiers)
+      if (bytes > 0)
+        t.counters.push_back({node, "node " + std::to_string(node) + " " + tier, {{0, bytes}, {rep.iteration_s, bytes}}});
+  return t;
+}
+
 using report::PhaseId;
 using Interval = std::pair<double, double>;
 
@@ -126,6 +148,12 @@ SimReport simulate(const Job& job, const SimOptions& options) {
     if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw des::Cancelled();
   };
   stop_if_cancelled();
+  if (options.progress) {
+    options.progress("building", 0);
+    engine.set_progress([&](size_t done, size_t total) {
+      options.progress("simulating", static_cast<double>(done) / static_cast<double>(std::max<size_t>(1, total)));
+    });
+  }
   BuildOptions build;
   build.fixed_non_model_bytes = options.fixed_non_model_bytes;
   const BuiltIteration it = build_iteration(job, engine, build);
@@ -261,7 +289,8 @@ SimReport simulate(const Job& job, const SimOptions& options) {
       rep.spans.push_back(std::move(span));
     }
   }
-  if (!options.trace_path.empty()) des::write_chrome_trace_file(options.trace_path, engine, r);
+  if (!options.trace_path.empty())
+    des::write_chrome_trace_file(options.trace_path, engine, r, trace_options(job, it, rep, options.trace_every_rank));
   return rep;
 }
 

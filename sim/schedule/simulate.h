@@ -6,6 +6,7 @@
 // Chrome-trace timeline on request.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,11 @@ struct SimReport {
 
 struct SimOptions {
   std::string trace_path;       // write a Chrome-trace JSON here when not empty
+  // The trace's rows: each pipeline stage's lead GPU (the GPU whose memory the report follows)
+  // and its node (false), or every GPU and node (true: a 1024-GPU trace is a hundred megabytes).
+  // Either way each stage's GPU memory is a counter track, and the CPU and NVMe bytes of each
+  // node drawn.
+  bool trace_every_rank = false;
   int timeline_points = 256;    // memory timeline samples per stage
   size_t max_links = 64;        // links listed in the report
   bool keep_spans = false;      // fill SimReport::spans (a GUI's Gantt view)
@@ -96,6 +102,9 @@ struct SimOptions {
   // Raised: simulate throws des::Cancelled (before building, after it, or from the engine's
   // run within a few thousand events).
   const std::atomic<bool>* cancel = nullptr;
+  // Called on the calling thread: ("building", 0) before the iteration's task graph is built,
+  // then ("simulating", fraction of tasks ended) every few thousand events of the run.
+  std::function<void(const char* phase, double fraction)> progress;
 };
 
 SimReport simulate(const Job& job, const SimOptions& options = {});

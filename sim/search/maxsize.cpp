@@ -35,6 +35,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
     Training t = default_search_training(p.model, cluster);
     t.global_batch = o.global_batch > 0 ? o.global_batch : cluster.total_gpus();
     ++out.probes;
+    if (o.on_probe) o.on_probe(p.model, out.probes);
     SearchOptions so = o.search;
     const double limit_s = budget_max_iteration_s(o.budget, count_parameters(p.model).total,
                                                   static_cast<double>(t.global_batch) * p.model.seq_len);
@@ -76,6 +77,9 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
       fail = std::move(p);
     }
   }
+  // Cancelled while the sizes still grew: no size has failed, so there is no bracket to refine
+  // (and `fail` holds no model): no answer, as for any search stopped before it has one.
+  if (hi == 0) return out;
   if (lo == 0) {
     out.next_model = fail.model;
     out.binding = fail.result.binding_constraint();

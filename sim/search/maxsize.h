@@ -7,6 +7,7 @@
 // Fits-or-not is assumed monotone in size (true for the memory model; a layer count with few
 // divisors can hide a pipeline plan, which is why the coarse search steps by whole heads steps).
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "sim/search/budget.h"
@@ -29,6 +30,8 @@ struct MaxSizeOptions {
   // A size fits when some plan trains it within the budget (its simulated iteration at most
   // budget_max_iteration_s for the size's parameters), so time binds as well as memory.
   TrainingBudget budget{false};
+  // Called before each probe's search with the model it tries (a progress display's context).
+  std::function<void(const Model& model, int probe)> on_probe;
 };
 
 struct MaxSizeResult {

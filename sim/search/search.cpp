@@ -1,5 +1,8 @@
 #include "sim/search/search.h"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -79,19 +82,19 @@ struct Worker {
 };
 
 // The one parallel loop of the search: body(worker, begin, end) over [0, n) in blocks of `block`,
-// each block claimed from a shared counter so fast and slow workers balance, on `threads`
-// threads of their own (worker in [0, threads)); a worker stops claiming once `cancelled()`.
-// The calling thread calls tick() every interval_s until all have ended, so the progress
-// reports come from the caller's thread.
+// each block claimed from a shared counter so fast and slow workers balance, on a Boost.Asio
+// thread pool of `threads` threads (worker in [0, threads)); a worker stops claiming once
+// `cancelled()`. The calling thread calls tick() every interval_s until all have ended, so the
+// progress reports come from the caller's thread.
 void parallel_for(int threads, int64_t n, int64_t block, const std::function<void(int, int64_t, int64_t)>& body,
                   const std::function<bool()>& cancelled, const std::function<void()>& tick, double interval_s) {
   std::atomic<int64_t> next{0};
   std::mutex mu;
   std::condition_variable cv;
   int finished = 0;
-  std::vector<std::thread> pool;
+  boost::asio::thread_pool pool(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
+    boost::asio::post(pool, [&, t] {
       while (!cancelled()) {
         const int64_t begin = next.fetch_add(block);
         if (begin >= n) break;
@@ -109,7 +112,7 @@ void parallel_for(int threads, int64_t n, int64_t block, const std::function<voi
     lock.lock();
   }
   lock.unlock();
-  for (auto& th : pool) th.join();
+  pool.join();
 }
 
 // The second tier, in waves: the best K analytic rows first (K = refine_top, else top_k); each

@@ -100,6 +100,7 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
     t.c = hw;
     t.c.nodes = nodes;
     ++out.probes;
+    if (o.on_probe) o.on_probe(nodes, out.probes);
     try {
       t.r = search(model, t.c, training, o.search);
     } catch (const SpecError&) {

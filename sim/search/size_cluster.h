@@ -10,6 +10,7 @@
 // already passed it). Each count's best plan is the search's best that the discrete-event
 // simulator accepts (has_simulated_answer), and its simulated throughput decides.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,8 @@ struct SizeClusterOptions {
   int64_t global_batch = 0;     // 0: about 4Mi tokens (fixed across node counts)
   int max_nodes = 4096;
   SearchOptions search;         // no refiner: the discrete-event simulator (des_refiner)
+  // Called before each probe's search with the node count it tries (a progress display's context).
+  std::function<void(int nodes, int probe)> on_probe;
 };
 
 struct SizeClusterResult {

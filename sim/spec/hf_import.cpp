@@ -1,7 +1,5 @@
 #include "sim/spec/hf_import.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -10,7 +8,9 @@
 #include "sim/spec/error.h"
 #include "sim/spec/input_file.h"
 #include "sim/spec/limits.h"
-#include "sim/spec/yaml_reader.h"
+#include "sim/spec/json_reader.h"
+#include "sim/spec/units.h"
+#include "sim/spec/yaml_reader.h"  // require_utf8_text
 
 namespace starfish {
 namespace {
@@ -22,62 +22,75 @@ constexpr const char* kFamilies =
   throw SpecError(loc.to_string() + ": " + message);
 }
 
+// The top-level fields of a config.json, each error naming the field and where its value starts.
 class JsonFields {
  public:
-  JsonFields(const YAML::Node& root, std::string file) : root_(root), file_(std::move(file)) {}
+  JsonFields(const JsonValue& root, std::string file) : root_(root), file_(std::move(file)) {}
 
-  bool has(const char* key) const { return root_[key] && !root_[key].IsNull(); }
+  bool has(const char* key) const { return get(key) != nullptr; }
 
   // A positive integer up to `max` (the Model field's limit, limits.h).
   int integer(const char* key, int64_t max) const {
     if (!has(key)) fail_at(where(), key, "missing (required for this model_type)");
-    const YAML::Node n = root_[key];
-    long long v = 0;
-    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < 1)
-      fail_at(where(n), key, "expected a positive integer, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
-    if (v > max) fail_at(where(n), key, "must be at most " + std::to_string(max) + " (Starfish's limit), got " + quote_value(n.Scalar()));
-    return static_cast<int>(v);
+    const JsonValue& n = *get(key);
+    if (!is_integer(key) || n.number < 1) fail_at(where(n), key, "expected a positive integer, got " + shown(n));
+    if (n.number > static_cast<double>(max))
+      fail_at(where(n), key, "must be at most " + std::to_string(max) + " (Starfish's limit), got " + shown(n));
+    return static_cast<int>(n.number);
   }
   int integer_or(const char* key, int64_t max, int fallback) const { return has(key) ? integer(key, max) : fallback; }
 
   bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    const YAML::Node n = root_[key];
-    bool v = false;
-    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
-      fail_at(where(n), key, "expected true or false, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
-    return v;
+    const JsonValue& n = *get(key);
+    if (n.type != JsonValue::Type::boolean) fail_at(where(n), key, "expected true or false, got " + shown(n));
+    return n.boolean;
   }
 
+  // A whole number (written as one: "4096", not "4096.0").
   bool is_integer(const char* key) const {
-    long long v = 0;
-    return has(key) && root_[key].IsScalar() && YAML::convert<long long>::decode(root_[key], v);
+    const JsonValue* n = get(key);
+    return n && n->type == JsonValue::Type::number && n->integer;
   }
-  long long integer_value(const char* key) const { return root_[key].as<long long>(); }
+  long long integer_value(const char* key) const { return static_cast<long long>(get(key)->number); }
 
   // A number (rope_theta: 500000.0); a fallback when absent.
   double real_or(const char* key, double fallback) const {
     if (!has(key)) return fallback;
-    const YAML::Node n = root_[key];
-    double v = 0;
-    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v) || v < 0)
-      fail_at(where(n), key, "expected a non-negative number, got " + (n.IsScalar() ? quote_value(n.Scalar()) : "a structure"));
-    return v;
+    const JsonValue& n = *get(key);
+    if (n.type != JsonValue::Type::number || n.number < 0)
+      fail_at(where(n), key, "expected a non-negative number, got " + shown(n));
+    return n.number;
   }
 
   std::string text_or(const char* key, const std::string& fallback) const {
     if (!has(key)) return fallback;
-    const YAML::Node n = root_[key];
-    if (!n.IsScalar()) fail_at(where(n), key, "expected a string");
-    return n.Scalar();
+    const JsonValue& n = *get(key);
+    if (n.type != JsonValue::Type::string) fail_at(where(n), key, "expected a string");
+    return n.string;
   }
 
-  SourceLoc where(const YAML::Node& n) const { return SourceLoc{file_, n.Mark().line + 1, n.Mark().column + 1}; }
-  SourceLoc where(const char* key) const { return has(key) ? where(root_[key]) : where(); }
+  SourceLoc where(const JsonValue& n) const { return SourceLoc{file_, n.line, n.column}; }
+  SourceLoc where(const char* key) const { return has(key) ? where(*get(key)) : where(); }
   SourceLoc where() const { return SourceLoc{file_, 1, 1}; }  // a field the file lacks: its top
 
  private:
-  YAML::Node root_;
+  // A field that is present and not null (HF writes null for "not set": n_inner: null).
+  const JsonValue* get(const char* key) const {
+    const JsonValue* n = root_.find(key);
+    return n && n->type != JsonValue::Type::null ? n : nullptr;
+  }
+  // A value as the user wrote it, for a message: 'big', '4096.5', or what kind of value it is.
+  static std::string shown(const JsonValue& n) {
+    switch (n.type) {
+      case JsonValue::Type::string: return quote_value(n.string);
+      case JsonValue::Type::number: return quote_value(units::format_number(n.number));
+      case JsonValue::Type::boolean: return n.boolean ? "true" : "false";
+      default: return "a structure";
+    }
+  }
+
+  const JsonValue& root_;
   std::string file_;
 };
 
@@ -335,14 +348,9 @@ int training_seq_len(const JsonFields& f, const char* table_key, const HfImportO
 
 HfImport import_hf_config(const std::string& json, const std::string& file, const std::string& fallback_name,
                           const HfImportOptions& options) {
-  require_utf8_text(json, file);  // JSON is Unicode text; yaml-cpp can loop on invalid bytes
-  YAML::Node root;
-  try {
-    root = YAML::Load(json);
-  } catch (const YAML::Exception& e) {
-    fail_file(SourceLoc{file, std::max(1, e.mark.line + 1), std::max(1, e.mark.column + 1)}, "not valid JSON: " + e.msg);
-  }
-  if (!root.IsMap()) fail_file(SourceLoc{file, 1, 1}, "expected a JSON object (a Hugging Face config.json)");
+  require_utf8_text(json, file);  // a one-line error naming the first bad byte
+  const JsonValue root = parse_json(json, file);
+  if (root.type != JsonValue::Type::object) fail_file(SourceLoc{file, 1, 1}, "expected a JSON object (a Hugging Face config.json)");
   const JsonFields f(root, file);
   const std::string type = f.text_or("model_type", "");
   refuse_moe(f, type);

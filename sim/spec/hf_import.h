@@ -1,7 +1,7 @@
 #pragma once
 // A Hugging Face `config.json` as a Starfish Model: the one home of this conversion, used by
-// `starfish import-hf` and the GUI's model editor. Plain spec conversion (yaml-cpp reads JSON,
-// a subset of YAML's flow style, and keeps line:column for errors).
+// `starfish import-hf` and the GUI's model editor. Plain spec conversion over the JSON reader
+// (json_reader.h: nlohmann::json's parser, with line:column for errors).
 //
 // Dense families (model_type): llama (1-3.x, rope_scaling accepted: it changes no shape or
 // cost), mistral, qwen2, qwen3, gemma, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode.

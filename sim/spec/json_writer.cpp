@@ -1,33 +1,17 @@
 #include "sim/spec/json_writer.h"
 
-#include "sim/spec/units.h"
+#include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+
+#include "sim/spec/units.h"
 
 namespace starfish {
 
+// nlohmann::json's escaping (RFC 8259: quotes, backslashes, control characters); bytes that are
+// not UTF-8 become U+FFFD, so the output is always valid JSON whatever a user's name holds.
 void JsonWriter::escape_into(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
+  out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void JsonWriter::newline() {

@@ -1,6 +1,7 @@
 #pragma once
-// A small streaming JSON writer for reports, traces and logs (no DOM, no allocation per value
-// beyond the output string). Numbers are written with full precision; non-finite ones as null.
+// A streaming JSON writer for reports, exports and logs (no DOM: a report is written as it is
+// walked). Strings are escaped by nlohmann::json; numbers are written exactly (the shortest text
+// that reads back to the same double, units::format_number); non-finite ones as null.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -1,9 +1,10 @@
 #include "sim/spec/units.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -158,13 +159,12 @@ int64_t to_integer(double value, std::string_view text) {
 
 // The shortest "<number><suffix>" that parses back to exactly `value`, or "" if none does.
 std::string exact_text(double value, const Suffix& suffix, double (*parse)(std::string_view)) {
-  char buf[64];
   const double v = suffix.unapply(value);
   for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g%.*s", precision, v, static_cast<int>(suffix.text.size()), suffix.text.data());
-    if (std::string_view(buf).find('e') != std::string_view::npos) continue;  // no "8e+01GiB"
+    const std::string text = fmt::format("{:.{}g}{}", v, precision, suffix.text);
+    if (text.find('e') != std::string::npos) continue;  // no "8e+01GiB"
     try {
-      if (parse(buf) == value) return buf;
+      if (parse(text) == value) return text;
     } catch (const std::invalid_argument&) {
       // "298.4KiB" is no whole number of bytes: a longer text may be
     }
@@ -184,11 +184,7 @@ std::string format_with(double value, const std::array<Suffix, N>& suffixes, std
     const std::string text = exact_text(value, s, parse);
     if (!text.empty() && (best.empty() || text.size() < best.size())) best = text;
   }
-  if (best.empty()) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", value);  // exact, in exponent form if it must be
-    best = buf;
-  }
+  if (best.empty()) best = fmt::format("{:.17g}", value);  // exact, in exponent form if it must be
   return best;
 }
 
@@ -196,13 +192,11 @@ double parse_bytes_d(std::string_view t) { return static_cast<double>(parse_byte
 
 std::string human(double value, const std::array<std::pair<double, const char*>, 5>& steps) {
   if (value == 0) return "0";
-  char buf[64];
   for (auto [scale, name] : steps) {
     if (std::fabs(value) >= scale || scale == steps.back().first) {
-      double v = value / scale;
-      const char* fmt = std::fabs(v) >= 100 ? "%.0f %s" : std::fabs(v) >= 10 ? "%.1f %s" : "%.2f %s";
-      std::snprintf(buf, sizeof buf, fmt, v, name);
-      return buf;
+      const double v = value / scale;
+      const int decimals = std::fabs(v) >= 100 ? 0 : std::fabs(v) >= 10 ? 1 : 2;  // three significant digits
+      return fmt::format("{:.{}f} {}", v, decimals, name);
     }
   }
   return "?";
@@ -248,15 +242,8 @@ std::string human_bytes(double bytes) {
   return human(bytes, {{{kKi * kKi * kKi * kKi, "TiB"}, {kKi * kKi * kKi, "GiB"}, {kKi * kKi, "MiB"}, {kKi, "KiB"}, {1, "B"}}});
 }
 std::string human_seconds(double s) {
-  char buf[64];
-  if (s >= 2 * 86400) {
-    std::snprintf(buf, sizeof buf, "%.1f days", s / 86400);
-    return buf;
-  }
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
-    return buf;
-  }
+  if (s >= 2 * 86400) return fmt::format("{:.1f} days", s / 86400);
+  if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
   return human(s, {{{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}, {1e-12, "ps"}}});
 }
 std::string human_count(double c) {

@@ -3,8 +3,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <vector>
 #include <unistd.h>
 
+#include "sim/spec/json_reader.h"
 #include "support/run_command.h"
 
 namespace starfish {
@@ -76,6 +78,51 @@ TEST(CliCheck, ValidatesFilesOfEachKind) {
                              "/configs/models/gpt3-175b.yaml");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("hardware 'dgx-a100-80gb', 1 node(s) x 8 A100-SXM4-80GB"), std::string::npos) << r.out;
+}
+
+// The trace: counter tracks of each stage's GPU memory; the stage detail (default) draws fewer
+// rows than every rank; a detail that is neither is a usage error.
+TEST(CliSimulate, TraceDetailAndMemoryCounters) {
+  const std::string base = ::testing::TempDir() + "/starfish_trace_" + std::to_string(::getpid());
+  const std::string plan = base + "-plan.yaml";  // TP2 PP2 DP2: the stage leads are 2 of 8 GPUs
+  std::ofstream(plan) << "model: " << kRoot << "/configs/models/gpt2-small.yaml\nhardware: " << kRoot
+                      << "/hwprofiles/dgx-a100-80gb.yaml\ntraining: {global_batch: 16}\n"
+                      << "plan: {tensor_parallel: 2, pipeline_parallel: 2, data_parallel: 2, micro_batch: 1}\n";
+  const std::string job = kCli + " simulate --plan " + plan + " --trace ";
+  auto events = [](const JsonValue& trace, const std::string& ph) {
+    std::vector<const JsonValue*> out;
+    for (const JsonValue& e : trace.find("traceEvents")->array)
+      if (e.string_at("ph") == ph) out.push_back(&e);
+    return out;
+  };
+  ASSERT_EQ(run_command(job + base + "-stage.json").exit_code, 0);
+  ASSERT_EQ(run_command(job + base + "-rank.json --trace-detail rank").exit_code, 0);
+  const JsonValue stage = read_json_file(base + "-stage.json"), rank = read_json_file(base + "-rank.json");
+  const auto stage_slices = events(stage, "X"), rank_slices = events(rank, "X");
+  EXPECT_LT(stage_slices.size(), rank_slices.size());
+  for (const JsonValue* e : stage_slices) EXPECT_EQ(e->number_at("pid"), 0);  // stage 0's lead GPU is on node 0
+  const auto counters = events(stage, "C");
+  ASSERT_GE(counters.size(), 2u);
+  EXPECT_EQ(counters.front()->string_at("name"), "stage 0 GPU memory (gpu0)");
+  EXPECT_GT(counters.front()->number_at("args.bytes").value_or(0), 0);
+  const auto r = run_command(job + base + "-x.json --trace-detail everything");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "starfish simulate: --trace-detail must be stage or rank, got 'everything'\n");
+}
+
+TEST(CliCompare, JsonCarriesEachQuantityAndItsRatio) {
+  const std::string report = ::testing::TempDir() + "/starfish_compare_" + std::to_string(::getpid()) + ".json";
+  ASSERT_EQ(run_command(kCli + " simulate --model gpt2-small --hw dgx-a100-80gb --json > " + report).exit_code, 0);
+  const auto r = run_command(kCli + " compare " + report + " " + report + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const JsonValue j = parse_json(r.out);
+  EXPECT_EQ(j.string_at("kind"), "starfish.compare");
+  const JsonValue* quantities = j.find("quantities");
+  ASSERT_NE(quantities, nullptr);
+  ASSERT_FALSE(quantities->array.empty());
+  EXPECT_EQ(quantities->array.front().string_at("name"), "iteration time");
+  for (const JsonValue& q : quantities->array)
+    if (q.number_at("predicted").value_or(0) > 0) EXPECT_EQ(q.number_at("ratio"), 1.0) << *q.string_at("name");
 }
 
 }  // namespace

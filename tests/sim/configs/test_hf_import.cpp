@@ -134,7 +134,7 @@ TEST(HfImport, BadFilesFailWithFileLineAndField) {
             "config.json:7:18: field 'hidden_size': expected a positive integer, got 'big'");
   EXPECT_EQ(error_of(with(llama, "\"silu\"", "\"relu\"")),
             "config.json:6:17: field 'hidden_act': 'relu' is not supported for a LLaMA-style model (expected silu)");
-  EXPECT_NE(error_of("{\"model_type\": \"llama\",").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("{\"model_type\": \"llama\",").find("invalid JSON"), std::string::npos);
   EXPECT_EQ(error_of("[1, 2]"), "config.json:1:1: expected a JSON object (a Hugging Face config.json)");
 }
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -34,6 +35,24 @@ TEST(Engine, AChainOfComputeTasksSumsExactly) {
   EXPECT_EQ(r.resource_busy_s[e.compute_stream(3)], r.end_s.back() - 0.0);
   EXPECT_EQ(r.category_busy_s(3, fwd), expect);
   EXPECT_EQ(r.category_busy_s(2, fwd), 0.0);
+}
+
+TEST(Engine, ProgressCountsTheTasksEndedSoFar) {
+  const Topology topo(dgx_a100());
+  Engine e(topo);
+  const CategoryId fwd = e.category("fwd");
+  constexpr size_t kTasks = 20000;  // several of the engine's polls (every 4096 events)
+  for (size_t i = 0; i < kTasks; ++i) e.compute(static_cast<int>(i % 8), 1e-6, {fwd, "t"});
+  std::vector<size_t> seen;
+  e.set_progress([&](size_t done, size_t total) {
+    EXPECT_EQ(total, kTasks);
+    seen.push_back(done);
+  });
+  e.run();
+  ASSERT_GE(seen.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_GT(seen.front(), 0u);
+  EXPECT_LT(seen.back(), kTasks);  // called while running, not after the last task
 }
 
 TEST(Engine, ASerialResourceRunsTasksInReadyOrderTiesById) {

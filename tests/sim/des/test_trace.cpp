@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/des/trace.h"
+#include "sim/spec/error.h"
 #include "tests/sim/des/des_clusters.h"
 
 namespace starfish::des {
@@ -186,9 +187,9 @@ struct Fixture {
   }
 };
 
-Json trace_of(const Fixture& f) {
+Json trace_of(const Fixture& f, TraceOptions options = {}) {
   std::ostringstream out;
-  write_chrome_trace(out, *f.e, f.e->results());
+  write_chrome_trace(out, *f.e, f.e->results(), options);
   const std::string text = out.str();
   return Parser(text).parse();
 }
@@ -262,6 +263,46 @@ TEST(Trace, ArgsCarryKindBytesAndCollective) {
     EXPECT_DOUBLE_EQ(ev.at("args").at("ready_us").num, 2e3);
   }
   EXPECT_TRUE(found);
+}
+
+TEST(Trace, ListedGpusAloneAreDrawn) {
+  Fixture f;
+  TraceOptions only;
+  only.gpus = {0};  // node 0's GPU 0: its compute, its copy, its half of the all-reduce
+  std::map<TaskId, int> seen;
+  int processes = 0;
+  const Json root = trace_of(f, only);
+  for (const Json& ev : root.at("traceEvents").items) {
+    if (ev.at("ph").str == "M") {
+      processes += ev.at("name").str == "process_name";
+      continue;
+    }
+    EXPECT_EQ(ev.at("pid").num, 0);
+    ++seen[static_cast<TaskId>(ev.at("args").at("task").num)];
+  }
+  EXPECT_EQ(processes, 1);  // node 0 only: no node 1, no "unplaced" delays
+  EXPECT_EQ(seen[f.k], 1);
+  EXPECT_EQ(seen[f.cp], 1);
+  EXPECT_EQ(seen[f.ar], 1);  // on GPU 0 alone
+  EXPECT_EQ(seen.count(f.x), 0u);  // GPU 3 -> 11: neither is drawn
+  EXPECT_EQ(seen.count(f.odd), 0u);
+  only.gpus = {16};
+  EXPECT_THROW(trace_of(f, only), SpecError);
+}
+
+TEST(Trace, CounterTracksAreCounterEvents) {
+  Fixture f;
+  TraceOptions with;
+  with.counters.push_back({1, "stage 1 GPU memory", {{0, 1e9}, {2e-3, 3.5e9}}});
+  std::vector<std::pair<double, double>> points;
+  const Json root = trace_of(f, with);
+  for (const Json& ev : root.at("traceEvents").items) {
+    if (ev.at("ph").str != "C") continue;
+    EXPECT_EQ(ev.at("name").str, "stage 1 GPU memory");
+    EXPECT_EQ(ev.at("pid").num, 1);
+    points.emplace_back(ev.at("ts").num, ev.at("args").at("bytes").num);
+  }
+  EXPECT_EQ(points, (std::vector<std::pair<double, double>>{{0, 1e9}, {2e3, 3.5e9}}));  // microseconds
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // maxsize and size-cluster: the answers are edges (the found size fits, the next does not).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
+
 #include "sim/cost/params.h"
 #include "sim/search/maxsize.h"
 #include "sim/search/model_family.h"
@@ -19,12 +22,18 @@ TEST(ModelFamily, ReproducesGpt3Shapes) {
   EXPECT_THROW(family_model("bert", 8, 8), SpecError);
 }
 
-TEST(MaxSize, FoundSizeFitsAndTheNextDoesNot) {
-  const Cluster c = search_test::small_cluster(1, 1.0);
+// GPT sizes in steps of 4 heads at sequence 512, every state on the GPU: memory binds.
+MaxSizeOptions gpu_only_options() {
   MaxSizeOptions o;
   o.seq_len = 512;
   o.heads_step = 4;
   o.search.space.param_tiers = o.search.space.grad_tiers = o.search.space.optimizer_tiers = {Tier::gpu};
+  return o;
+}
+
+TEST(MaxSize, FoundSizeFitsAndTheNextDoesNot) {
+  const Cluster c = search_test::small_cluster(1, 1.0);
+  const MaxSizeOptions o = gpu_only_options();
   const MaxSizeResult r = max_model_size(c, o);
   ASSERT_TRUE(r.found);
   EXPECT_FALSE(r.best.rows.empty());
@@ -35,6 +44,21 @@ TEST(MaxSize, FoundSizeFitsAndTheNextDoesNot) {
   EXPECT_EQ(r.next_model.hidden, r.model.hidden);
   EXPECT_EQ(r.next_model.layers, r.model.layers + 1);
   EXPECT_LT(r.probes, 20);  // a bisection, not a scan of every size
+}
+
+TEST(MaxSize, CancelledWhileGrowingGivesNoAnswerInsteadOfCrashing) {
+  // Cancelled after the first size fitted, before any size failed (a GUI closing its what-if
+  // panel): the bisection has no failing size to refine towards.
+  const Cluster c = search_test::small_cluster(1, 1.0);
+  MaxSizeOptions o = gpu_only_options();
+  std::atomic<bool> cancel{false};
+  o.search.cancel = &cancel;
+  o.search.progress = [&](const Progress& p) {
+    if (std::string(p.phase) == "done") cancel = true;  // the first probe's search has ended
+  };
+  const MaxSizeResult r = max_model_size(c, o);
+  EXPECT_FALSE(r.found);
+  EXPECT_EQ(r.probes, 1);
 }
 
 TEST(MaxSize, TimeLimitBinds) {
