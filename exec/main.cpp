@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/blas_kernels.h"
 #include "exec/launcher.h"
 #include "exec/run.h"
 #include "sim/spec/error.h"
@@ -30,6 +31,8 @@ int parse_nproc(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: OpenBLAS picked its kernels when it loaded (exec/blas_kernels.h).
+  starfish::exec::reexec_with_best_blas_kernels(argv);
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     int nproc = 0;
