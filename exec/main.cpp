@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/launcher.h"
 #include "exec/run.h"
 #include "sim/spec/error.h"
@@ -33,6 +34,7 @@ int parse_nproc(const std::string& text) {
 int main(int argc, char** argv) {
   // Before anything else: OpenBLAS picked its kernels when it loaded (exec/blas_kernels.h).
   starfish::exec::reexec_with_best_blas_kernels(argv);
+  starfish::exec::keep_freed_host_memory();  // exec/host_memory.h
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     int nproc = 0;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/torch_pch.h"
 
 namespace {
@@ -90,6 +91,7 @@ std::vector<ModelGemm> model_gemms(const std::string& spec) {
 
 int main(int argc, char** argv) {
   starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
   std::string dtype_name = "bf16";
   double max_flop = 1e13;
   int threads = 0;

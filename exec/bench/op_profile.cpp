@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/gpt_model.h"
 #include "exec/torch_pch.h"
 
@@ -93,6 +94,7 @@ void profile(const char* title, F&& f, int reps) {
 
 int main(int argc, char** argv) {
   starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
   if (argc < 6) {
     std::fprintf(stderr, "usage: op_profile HIDDEN HEADS TOKENS_PER_SEQUENCE SEQUENCES VOCAB [repetitions=20]\n");
     return 2;
