@@ -109,7 +109,9 @@ class SimHooks final : public StepHooks {
   }
 
   double cpu_peak() const { return cpu_peak_; }
+  double nvme_peak() const { return nvme_peak_; }
 
+ private:
   // A backward step's gradients go into their grad chunks as the executor's chunk store puts
   // them (exec/chunk_store.cpp, accumulate_grad): the first gradient of a tensor in an
   // iteration is copied (read, write), a later one (the tied embedding's second use) added
@@ -124,9 +126,7 @@ class SimHooks final : public StepHooks {
     }
     return memory_bound_time_s(job_.cluster.node.gpu, bytes);
   }
-  double nvme_peak() const { return nvme_peak_; }
 
- private:
   const Job& job_;
   des::Engine& eng_;
   SimBackend& backend_;
