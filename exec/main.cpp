@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/launcher.h"
 #include "exec/run.h"
 #include "sim/spec/error.h"
@@ -30,6 +32,9 @@ int parse_nproc(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: OpenBLAS picked its kernels when it loaded (exec/blas_kernels.h).
+  starfish::exec::reexec_with_best_blas_kernels(argv);
+  starfish::exec::keep_freed_host_memory();  // exec/host_memory.h
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end()) {

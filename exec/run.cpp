@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include "exec/blas_kernels.h"
 #include "exec/checkpoint.h"
 #include "exec/chunk_store.h"
 #include "exec/data.h"
@@ -296,6 +297,7 @@ void announce(const RunOptions& o, const Resolved& r, const Gpt& gpt, const Byte
        << "global batch " << r.training.global_batch << " x " << r.model.seq_len << " tokens, data "
        << (o.data_path ? *o.data_path : std::string("generated corpus")) << " (" << data.size() << " bytes)"
        << (r.hardware_path ? ", hardware " + r.job.cluster.name + " (" + *r.hardware_path + ")" : std::string());
+  if (const std::string blas = blas_core_name(); !blas.empty()) line << ", OpenBLAS " << blas << " kernels";
   say(line.str());
   if (!s.chunks) {
     say("starfish-run: gpu tier: CPU pool (no CUDA); plan without chunks: parameters in one flat store");
@@ -537,6 +539,7 @@ void write_report(const RunOptions& o, const Resolved& r, StoreTrainer& trainer,
     w.field("gpu_tier", chunked ? s.backend->gpu_tier_description().substr(10) : std::string("CPU pool (no CUDA)"));
     w.field("store", chunked ? "chunks" : "flat").field("dtype", to_string(r.training.dtype));
     w.field("recompute", to_string(r.pf.plan.recompute));
+    w.field("blas", blas_core_name());  // OpenBLAS's kernel set ("" for another BLAS): exec/blas_kernels.h
     if (!chunked) return;
     w.key("copied_bytes").begin_object();  // totals over the run, by tier pair
     const Counters total = Counters::of(*s.backend, s.chunks->runtime());

@@ -27,6 +27,10 @@ plans=(
   "gpt2-2l-zero-2ranks|exec/configs/gpt2-small-2l-zero-2ranks.yaml|2||5"
 )
 
+# The machine and the BLAS kernels belong with the numbers (the CI machine has changed CPUs).
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+cpu_id="$(awk -F': ' '/^cpu family/ && !f {f=$2} /^model\t/ && !m {m=$2} END {print "family " f " model " m}' /proc/cpuinfo)"
+printf 'machine: %s (%s), %s CPUs\n\n' "${cpu_model:-unknown CPU}" "$cpu_id" "$(nproc)"
 printf '| plan | ranks | load avg | predicted | measured wall | wall ratio | CPU/thread ratio | others CPU | machine | moves |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for entry in "${plans[@]}"; do
@@ -69,4 +73,5 @@ for entry in "${plans[@]}"; do
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$ranks" "$load" "$predicted" "$measured" "$ratio" \
     "${cpu_ratio:--}" "${others:--}" "$machine" "$moves"
 done
-echo "(details: $out/<plan>/compare.txt)"
+blas="$(sed -n 's/.*"blas": "\([^"]*\)".*/\1/p' "$out"/*/run.json 2>/dev/null | sort -u | paste -sd' ')"
+echo "(OpenBLAS kernels: ${blas:-not OpenBLAS}; details: $out/<plan>/compare.txt)"

@@ -11,6 +11,8 @@
 #include <torch/torch.h>
 
 #include "exec/bench/bench_model.h"
+#include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/chunk_store.h"
 #include "exec/dist.h"
 #include "exec/trainer.h"
@@ -59,6 +61,8 @@ bool trains(const Model& m, int64_t budget, bool evict, int64_t& peak) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
   const int64_t budget = (argc > 1 ? std::atoll(argv[1]) : 4) << 20;
   const int hidden = argc > 2 ? std::atoi(argv[2]) : 64, max_layers = argc > 3 ? std::atoi(argv[3]) : 64;
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

@@ -38,6 +38,8 @@
 #endif
 
 #include "exec/bench/bench_model.h"
+#include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/chunk_store.h"
 #include "exec/dist.h"
 #include "exec/flat_store.h"
@@ -76,6 +78,8 @@ struct Entry {
 }  // namespace
 
 int main(int argc, char** argv) {
+  starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
   const int layers = argc > 1 ? std::atoi(argv[1]) : 4, hidden = argc > 2 ? std::atoi(argv[2]) : 128;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 9;
   const int threads = argc > 4 ? std::atoi(argv[4]) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

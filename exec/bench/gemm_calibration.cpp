@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/torch_pch.h"
 
 namespace {
@@ -88,6 +90,8 @@ std::vector<ModelGemm> model_gemms(const std::string& spec) {
 }
 
 int main(int argc, char** argv) {
+  starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
   std::string dtype_name = "bf16";
   double max_flop = 1e13;
   int threads = 0;
@@ -126,6 +130,9 @@ int main(int argc, char** argv) {
     dtype_name = "fp32";
   }
   const auto options = torch::TensorOptions().dtype(dtype).device(cuda ? torch::kCUDA : torch::kCPU);
+  // Say on stderr which kernels ran (the CSV's columns are starfish calibrate's): a profile
+  // measured on OpenBLAS's Prescott fallback describes the wrong machine.
+  if (!cuda) std::fprintf(stderr, "gemm_calibration: BLAS kernels: %s\n", starfish::exec::blas_core_name().c_str());
   std::printf("kind,dtype,m,n,k,bytes,seconds\n");
   std::vector<std::array<int64_t, 3>> shapes;
   for (int64_t n = 256; n <= 8192; n *= 2) shapes.push_back({n, n, n});

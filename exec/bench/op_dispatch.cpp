@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "exec/bench/bench_model.h"
+#include "exec/blas_kernels.h"
+#include "exec/host_memory.h"
 #include "exec/gpt_model.h"
 #include "exec/torch_pch.h"
 
@@ -62,6 +64,8 @@ Counted measure(F&& f, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
   using namespace starfish;
   const int reps = argc > 1 ? std::atoi(argv[1]) : 400;
   at::set_num_threads(1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "sim/chunk/iteration_driver.h"
 #include "sim/chunk/runtime_config.h"
@@ -46,13 +47,15 @@ class SimHooks final : public StepHooks {
     return non_model_;
   }
 
-  void compute(const Step& s, const ChunkRuntime&) override {
+  void compute(const Step& s, const ChunkRuntime& rt) override {
+    const bool fwd = s.phase == Phase::forward;
+    const double grads_s = fwd ? 0 : grads_into_chunks_s(s, rt.layout());  // tracked while not recording too
+    if (fwd) grad_written_.assign(rt.layout().tensors().size(), 0);
     if (!backend_.recording()) return;
     const int L = job_.model.layers, lead = stage_.lead_gpu;
-    const bool fwd = s.phase == Phase::forward;
-    double duration = 0;
-    if (s.index >= L) duration = fwd ? c_.output_s / 3 : 2 * c_.output_s / 3;
-    else if (s.index >= 0) duration = fwd ? c_.layer.forward_s : c_.layer.backward_s;
+    double duration = grads_s;
+    if (s.index >= L) duration += fwd ? c_.output_s / 3 : 2 * c_.output_s / 3;
+    else if (s.index >= 0) duration += fwd ? c_.layer.forward_s : c_.layer.backward_s;
     const std::string name = std::string(fwd ? "F" : "B") + " L" + std::to_string(s.index);
     // A recomputed layer's forward runs again first, as its own task (the report's recompute).
     // The executor recomputes the output layer too (exec/segment_function.cpp: with recompute
@@ -109,6 +112,21 @@ class SimHooks final : public StepHooks {
   double nvme_peak() const { return nvme_peak_; }
 
  private:
+  // A backward step's gradients go into their grad chunks as the executor's chunk store puts
+  // them (exec/chunk_store.cpp, accumulate_grad): the first gradient of a tensor in an
+  // iteration is copied (read, write), a later one (the tied embedding's second use) added
+  // (read two, write one). A memory-bound pass over the step's parameters, inside backward.
+  double grads_into_chunks_s(const Step& s, const ChunkLayout& layout) {
+    if (grad_written_.size() != layout.tensors().size()) grad_written_.assign(layout.tensors().size(), 0);
+    double bytes = 0;
+    for (int t : s.tensors) {
+      const double grad_bytes = static_cast<double>(layout.tensors()[static_cast<size_t>(t)].elements) * c_.act_bytes;
+      bytes += (grad_written_[static_cast<size_t>(t)] ? 3 : 2) * grad_bytes;
+      grad_written_[static_cast<size_t>(t)] = 1;
+    }
+    return memory_bound_time_s(job_.cluster.node.gpu, bytes);
+  }
+
   const Job& job_;
   des::Engine& eng_;
   SimBackend& backend_;
@@ -121,6 +139,7 @@ class SimHooks final : public StepHooks {
   int64_t fixed_ = -1;
   int64_t non_model_ = 0;
   double level_ = 0, cpu_peak_ = 0, nvme_peak_ = 0;
+  std::vector<char> grad_written_;  // per layout tensor: its gradient is in its grad chunk this iteration
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // starfish-run as a user runs it: every output is checked before the first iteration, a bare
 // file name is written in the current folder, --nproc takes whole numbers of ranks, and the
-// bundled chunked CPU plan that `starfish check` and `simulate` accept trains.
+// bundled chunked CPU plan that `starfish check` and `simulate` accept trains, and it runs on
+// OpenBLAS's kernels for this CPU, not its Prescott fallback (exec/blas_kernels.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "exec/blas_kernels.h"
 #include "exec_test_util.h"
 
 namespace starfish::exec {
@@ -87,6 +89,30 @@ TEST(RunCli, TheBundledChunkedCpuPlanTrains) {
   EXPECT_NE(read_file(dir / "acc.log").find("field 'plan.micro_batch': the chunk runtime runs each rank's batch as one micro-batch"),
             std::string::npos)
       << read_file(dir / "acc.log");
+}
+
+// The BLAS kernels the run's report names, with OPENBLAS_CORETYPE as `coretype` ("" = unset).
+std::string blas_kernels_of_a_run(const TempDir& dir, const std::string& coretype) {
+  const std::string env = coretype.empty() ? "env -u OPENBLAS_CORETYPE " : "env OPENBLAS_CORETYPE=" + coretype + " ";
+  const std::string cmd = env + STARFISH_RUN + " " + small_plan(dir) + " --threads 1 --iterations 1 --quiet --report " +
+                          (dir / "r.json") + " >" + (dir / "log") + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir / "log");
+  const std::string report = read_file(dir / "r.json");
+  const size_t at = report.find("\"blas\": \"");
+  if (at == std::string::npos) return "(no blas field)";
+  const size_t from = at + 9;
+  return report.substr(from, report.find('"', from) - from);
+}
+
+TEST(RunCli, RunsOnTheBestBlasKernelsThisCpuHasUnlessTheUserChose) {
+  TempDir dir("run-blas");
+  const std::string kernels = blas_kernels_of_a_run(dir, "");
+  ASSERT_FALSE(kernels.empty()) << "LibTorch's BLAS is not OpenBLAS: scripts/setup-debian.sh makes it libblas.so.3";
+  // OpenBLAS 0.3.21 falls back to Prescott (SSE3) on Intel models it does not know
+  // (OpenBLAS#4267): starfish-run must not train on that when the CPU has AVX2 or AVX-512.
+  if (!best_blas_core_for_this_cpu().empty()) EXPECT_NE(kernels, "Prescott");
+  // A user's own OPENBLAS_CORETYPE is kept.
+  EXPECT_EQ(blas_kernels_of_a_run(dir, "Prescott"), "Prescott");
 }
 
 }  // namespace

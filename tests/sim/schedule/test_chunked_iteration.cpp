@@ -114,7 +114,7 @@ TEST(ChunkedIteration, PhasesAreTheComputeTasksTheModelSizes) {
   // One GPU computes the layers one after another, so each compute phase is the sum of its
   // tasks (sim/schedule/layer_costs.h): forward L x forward + a third of the head, recompute
   // L x recompute + the head's forward again (the executor recomputes it), backward L x backward
-  // + two thirds of the head. The CPU Adam steps queue on
+  // + two thirds of the head + the gradients' copy into their chunks. The CPU Adam steps queue on
   // one host stream: their sum. Nothing is idle but the waits for moves (`other`).
   const Job job = chunked_job(4LL << 30);
   Job whole = job;
@@ -122,11 +122,20 @@ TEST(ChunkedIteration, PhasesAreTheComputeTasksTheModelSizes) {
   const LayerCosts c = layer_costs(whole);
   const SimReport r = simulate(job);
   const double L = job.model.layers;
+  const ChunkPlan cp = chunk_plan(job, 0);
+  const ChunkLayout& layout = cp.layout;
+  // Backward also puts every gradient into its grad chunk as the executor's chunk store does:
+  // a copy (read + write) per tensor, and an add (read two, write one) for the tied embedding's
+  // second gradient, at the GPU's memory bandwidth.
+  ASSERT_TRUE(cp.tied_embeddings);
+  double grad_bytes = 0;
+  for (const ParamTensor& t : layout.tensors())
+    grad_bytes += (t.role == ParamRole::word_embedding ? 5 : 2) * static_cast<double>(c.act_bytes) * static_cast<double>(t.elements);
+  const double grads_s = grad_bytes / (job.cluster.node.gpu.hbm_bandwidth_Bps * job.cluster.node.gpu.hbm_efficiency);
   EXPECT_NEAR(r.phases.forward_s, L * c.layer.forward_s + c.output_s / 3, 1e-9 * r.iteration_s);
   EXPECT_NEAR(r.phases.recompute_s, L * c.layer.recompute_s + c.output_s / 3, 1e-9 * r.iteration_s);
-  EXPECT_NEAR(r.phases.backward_s, L * c.layer.backward_s + 2 * c.output_s / 3, 1e-9 * r.iteration_s);
+  EXPECT_NEAR(r.phases.backward_s, L * c.layer.backward_s + 2 * c.output_s / 3 + grads_s, 1e-9 * r.iteration_s);
   EXPECT_GT(r.phases.recompute_s, 0);
-  const ChunkLayout& layout = chunk_plan(job, 0).layout;
   double stepped = 0;  // every param chunk holding tensors, whole (the step runs over its capacity)
   for (int c = 0; c < layout.param_chunks(); ++c)
     if (!layout.tensors_of(c).empty()) stepped += static_cast<double>(layout.chunk(c).elements);
