@@ -11,11 +11,7 @@ std::vector<int> dp_group_ranks(const Job& job) {
 ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const Plan& p = job.plan;
   if (!p.chunked()) p.provenance.fail("plan.chunk_size", "the plan does not use the chunk runtime (chunk_size is 0)");
-  const int world = job.dp();
-  const Shard shard = plan_shard(p, 0);
-  ChunkPlan out{ChunkLayout::build(parameter_tensors(job.model, shard), LayoutOptions::of(job.training, p.chunk_elements,
-                                                                                           p.zero_stage >= 1 ? world : 1)),
-                RuntimeOptions{}, job.model.tied_embeddings};
+  ChunkPlan out{plan_chunk_layout(job.model, job.training, p), RuntimeOptions{}, job.model.tied_embeddings};
   const NodeSpec& node = job.cluster.node;
   RuntimeOptions& o = out.options;
   o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes;

@@ -95,6 +95,7 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
     SearchResult r;
     Cluster c;
   };
+  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
   auto attempt = [&](int nodes) {
     Try t;
     t.c = hw;
@@ -102,13 +103,20 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
     ++out.probes;
     try {
       t.r = search(model, t.c, training, o.search);
+      // The simulator refused every plan the reserve held: that says nothing about the plans
+      // behind them, and a count judged too slow for it would break the bisection's premise
+      // (more nodes never slower). Look deeper before judging the count.
+      if (!has_simulated_answer(t.r) && !t.r.simulator_rejected.empty() && !cancelled()) {
+        SearchOptions deeper = o.search;
+        deeper.refine_reserve = 8 * std::max(1, o.search.refine_reserve);
+        t.r = search(model, t.c, training, deeper);
+      }
     } catch (const SpecError&) {
       return t;
     }
     t.ok = has_simulated_answer(t.r) && t.r.rows.front().tokens_per_s >= needed_tokens_per_s;
     return t;
   };
-  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
   // Bisect over the candidate list: counts[hi] is known good once found.
   size_t lo = 0, hi = counts.size() - 1;
   Try best = attempt(counts[hi]);

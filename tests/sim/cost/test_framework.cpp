@@ -59,7 +59,7 @@ TEST(Framework, MegatronKeepsBf16GradientsInAnFp32MainGradBuffer) {
 
 TEST(Framework, ModelStatesCountTheFrameworksGradientBuffer) {
   // 1e9 parameters, Megatron bf16, no ZeRO: 2 (params) + 4 (fp32 main grads) + 12 (Adam) bytes.
-  const ModelStates s = model_states(bf16(), plan_of(Framework::megatron_lm), 1, 1e9, 0, 0);
+  const ModelStates s = model_states(bf16(), plan_of(Framework::megatron_lm), 1, 1e9, 0, nullptr);
   EXPECT_DOUBLE_EQ(s.params.gpu, 2e9);
   EXPECT_DOUBLE_EQ(s.grads.gpu, 4e9);
   EXPECT_DOUBLE_EQ(s.optimizer.gpu, 12e9);

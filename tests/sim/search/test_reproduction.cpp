@@ -84,7 +84,7 @@ TEST(Reproduction, ZeroTable2TheoreticalColumnsFollowFromTheModelStateBytes) {
     for (int stage = 0; stage < 4; ++stage) {
       Plan p;
       p.zero_stage = stage;
-      const ModelStates ms = model_states(t, p, dp, 1.0, 0.0, 0.0);
+      const ModelStates ms = model_states(t, p, dp, 1.0, 0.0, nullptr);
       const double bytes_per_param = ms.params.gpu + ms.grads.gpu + ms.optimizer.gpu;
       const double ours = mp * gpu_bytes / bytes_per_param;
       double half_ulp = 0;
