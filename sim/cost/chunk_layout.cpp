@@ -126,7 +126,6 @@ ChunkFootprint chunk_footprint(const ChunkLayout& l, bool sharded) {
     if (b > largest) { second = largest; largest = b; } else if (b > second) second = b;
     if (c % world == 0) f.kept_param_elements += l.chunk(c).elements;
   }
-  f.largest_bytes = largest;
   f.moment_bytes = std::max(P > 1 ? largest + second : largest, world > 1 ? world * largest : 0);
   return f;
 }

@@ -98,12 +98,9 @@ class ChunkLayout {
 //    carries its mirrors (grad in fp32 training, master, momentum, variance).
 //  - moment_bytes: the most one moment's chunks take on the GPU: a gathered ZeRO group (world x
 //    the largest param chunk, with its grad chunk in fp32 training) or the two largest chunks.
-//  - largest_bytes: the largest param chunk (with its grad chunk in fp32 training): the host
-//    room a CPU optimizer step needs to bring that param chunk beside its states.
 struct ChunkFootprint {
   int64_t kept_param_elements = 0;
   int64_t moment_bytes = 0;
-  int64_t largest_bytes = 0;
 };
 ChunkFootprint chunk_footprint(const ChunkLayout& layout, bool sharded);
 

@@ -61,6 +61,14 @@ ModelStates model_states(const Training& t, const Plan& plan, int dp, double n, 
   s.params.at(plan.offload.params) = n * b.params / shard_param;
   s.grads.at(plan.offload.grads) = n * b.grads / shard_grad;
   s.optimizer.at(plan.offload.optimizer) = n * b.optimizer / shard_opt;
+  if (is_zero_offload(plan)) {
+    // DeepSpeed's ZeRO-Offload: its own host buffers (framework.h), fp32 gradients among them.
+    const int64_t micro_batches = t.global_batch / std::max<int64_t>(1, int64_t{plan.micro_batch} * dp);
+    const HostOffloadBytes host = zero_offload_host_bytes(t, n / shard_opt, micro_batches);
+    s.grads = TierBytes{};
+    s.grads.cpu = host.grads;
+    s.optimizer.cpu = host.optimizer;
+  }
   // Params that are not resident in full on the GPU (offloaded, or ZeRO-3 sharded) still need
   // room there while a layer computes: two layers' worth (one in use, one being fetched).
   const bool params_resident = plan.offload.params == Tier::gpu && plan.zero_stage < 3;

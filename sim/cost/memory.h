@@ -44,8 +44,9 @@ ModelStates model_states(const Training& training, const Plan& plan, int dp, dou
 // Where a chunked plan's kept states live: the chunk runtime decides, not the plan's offload
 // tiers (sim/chunk/placement.h, place_optimizer_states). Its param chunks take the GPU room
 // left beside `gpu_other_bytes` (activations and buffers) and the busiest moment's chunks, the
-// optimizer states what is left of it (the margin), then the host -- less one largest param
-// chunk, which a CPU optimizer step brings beside its states -- then NVMe; what none holds
+// optimizer states what is left of it (the margin), then the host -- less room for one
+// moment's chunks: evicted ZeRO copies go there, and a CPU optimizer step brings its param chunk
+// beside its states -- then NVMe; what none holds
 // stays on the host (the tier then reported over). `capacity` is one GPU's share of each tier
 // (the node's host and NVMe divided by its GPUs).
 ModelStates place_chunked_states(const ModelStates& states, const ChunkFootprint& chunks, double gpu_other_bytes,

@@ -75,13 +75,13 @@ TEST(Memory, ChunkedGradsLiveInTheParamChunks) {
 TEST(Memory, ChunkedStatesPoolTheGpuMarginTheHostAndNvme) {
   // 100 B of params and 600 B of optimizer states on a GPU of 1000 with 700 taken by activations
   // and 100 by the busiest moment's chunks: params fill 100 of the 200 left, states the other
-  // 100; the host (450, less a largest chunk of 50) takes 400, NVMe the last 100.
+  // 100; the host (450, less room for one moment's chunks, 50) takes 400, NVMe the last 100.
   ModelStates in;
   in.params.gpu = 100;
   in.optimizer.cpu = 600;
-  in.gpu_working_bytes = 100;
+  in.gpu_working_bytes = 100;  // the caller's copy of chunks.moment_bytes; here they differ
   ChunkFootprint chunks;
-  chunks.largest_bytes = 50;
+  chunks.moment_bytes = 50;
   const ModelStates s = place_chunked_states(in, chunks, 700, TierBytes{1000, 450, 1000});
   EXPECT_DOUBLE_EQ(s.params.gpu, 100);
   EXPECT_DOUBLE_EQ(s.optimizer.gpu, 100);
