@@ -108,6 +108,7 @@ TEST(SizeCluster, TheAnswerDoesNotDependOnTheLargestCountTried) {
   o.days = 1;
   o.global_batch = 256;
   o.max_nodes = 64;
+  o.alternatives = false;  // the fewest alone
   const SizeClusterResult wide = size_cluster(m, hw, o);
   ASSERT_TRUE(wide.found) << wide.why_not;
   for (int max_nodes : {wide.nodes, wide.nodes + 1, 2 * wide.nodes, 40}) {
@@ -146,6 +147,36 @@ TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
   EXPECT_GE(e.gpu.buffers_bytes, group_bytes * 0.999);
   const Evaluation sim = simulate_evaluation(job);
   EXPECT_FALSE(sim.fits);
+}
+
+// The answers that meet the deadline, ranked: the fewest nodes first among the options, each
+// within the deadline, by_time fastest first, by_cost fewest GPU-hours (GPUs x days x 24) first.
+TEST(SizeCluster, RanksTheCountsThatMeetTheDeadlineByTimeAndByCost) {
+  const Model m = search_test::small_gpt();
+  const Cluster hw = search_test::small_cluster(1, 4.0);
+  SizeClusterOptions o;
+  o.tokens = parse_token_count("400B");
+  o.days = 1;
+  o.global_batch = 256;
+  o.max_nodes = 64;
+  const SizeClusterResult r = size_cluster(m, hw, o);
+  ASSERT_TRUE(r.found) << r.why_not;
+  ASSERT_GE(r.options.size(), 2u);
+  EXPECT_EQ(r.options.front().nodes, r.nodes);
+  for (const SizeClusterOption& x : r.options) {
+    EXPECT_LE(x.days_needed, o.days) << x.nodes;
+    EXPECT_GE(x.nodes, r.nodes);
+    EXPECT_NEAR(x.gpu_hours, static_cast<double>(x.gpus) * x.days_needed * 24, 1e-9 * x.gpu_hours);
+    EXPECT_NEAR(x.days_needed, 400e9 / x.tokens_per_s / 86400, 1e-9 * x.days_needed);
+  }
+  const std::vector<size_t> t = r.by_time(), c = r.by_cost();
+  ASSERT_EQ(t.size(), r.options.size());
+  for (size_t i = 1; i < t.size(); ++i) {
+    EXPECT_LE(r.options[t[i - 1]].days_needed, r.options[t[i]].days_needed);
+    EXPECT_LE(r.options[c[i - 1]].gpu_hours, r.options[c[i]].gpu_hours);
+  }
+  o.alternatives = false;
+  EXPECT_EQ(size_cluster(m, hw, o).options.size(), 1u);
 }
 
 }  // namespace
