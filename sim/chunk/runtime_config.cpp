@@ -16,7 +16,7 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
   RuntimeOptions& o = out.options;
   o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes;
   o.budget.cpu_bytes = (node.host.memory_bytes - node.host.reserved_bytes) / node.gpus;
-  o.budget.nvme_bytes = node.nvme ? node.nvme->capacity_bytes / node.gpus : 0;
+  o.budget.nvme_bytes = node.nvme && chunks_may_use_nvme(p) ? node.nvme->capacity_bytes / node.gpus : 0;
   o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
   o.dp_ranks = dp_group_ranks(job);
   o.dp_index = dp_index;

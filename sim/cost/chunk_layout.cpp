@@ -130,6 +130,10 @@ ChunkFootprint chunk_footprint(const ChunkLayout& l, bool sharded) {
   return f;
 }
 
+bool chunks_may_use_nvme(const Plan& p) {
+  return p.offload.params == Tier::nvme || p.offload.grads == Tier::nvme || p.offload.optimizer == Tier::nvme;
+}
+
 ChunkLayout plan_chunk_layout(const Model& m, const Training& t, const Plan& p) {
   return ChunkLayout::build(parameter_tensors(m, plan_shard(p, 0)),
                             LayoutOptions::of(t, p.chunk_elements, p.zero_stage >= 1 ? p.dp : 1));

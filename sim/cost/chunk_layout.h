@@ -104,6 +104,12 @@ struct ChunkFootprint {
 };
 ChunkFootprint chunk_footprint(const ChunkLayout& layout, bool sharded);
 
+// Whether a chunked plan's chunks may spill to NVMe: only when the plan names NVMe for some
+// state (PatrickStar keeps chunks on the GPU and the host alone, patrickstar/core/chunk_list.py;
+// NVMe is Starfish's extension, asked for by the plan). Otherwise the plan's tiers do not bind
+// the chunks: the runtime places them on the GPU and the host as room allows.
+bool chunks_may_use_nvme(const Plan& plan);
+
 // The layout a chunked plan's runtime builds on each rank (its one pipeline stage's shard;
 // ZeRO groups of dp chunks when zero_stage >= 1, as the runtime shards then), and its footprint.
 ChunkLayout plan_chunk_layout(const Model& model, const Training& training, const Plan& plan);

@@ -60,7 +60,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
     if (p.chunked())
       ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers,
-                                TierBytes{capacity.gpu, capacity.cpu / g, capacity.nvme / g});
+                                TierBytes{capacity.gpu, capacity.cpu / g, chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
     const double total = ms.total_gpu() + act.total() + p2p + framework_buffers;
     if (total > worst_gpu) {
       worst_gpu = total;

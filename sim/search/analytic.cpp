@@ -80,7 +80,9 @@ AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan&
         moe_model_states(training_, p, stage_n[stage], stage_expert_params(model_, p, stage), layer_params, chunks);
     // Chunks pool the tiers; without activations (>= 0) on the GPU, as much as can goes there,
     // so the host and NVMe shares are lower bounds of estimate()'s.
-    if (p.chunked()) ms = place_chunked_states(ms, *chunks, 0, TierBytes{capacity.gpu, capacity.cpu / g, capacity.nvme / g});
+    if (p.chunked())
+      ms = place_chunked_states(ms, *chunks, 0,
+                                TierBytes{capacity.gpu, capacity.cpu / g, chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
     b.gpu_bytes = std::max(b.gpu_bytes, ms.total_gpu());
     cpu = cpu < 0 ? ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu
                   : std::min(cpu, ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);

@@ -71,14 +71,20 @@ TEST(SizeCluster, TokenCounts) {
   EXPECT_THROW(parse_token_count("-5B"), SpecError);
 }
 
-TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
-  const Model m = search_test::small_gpt();
-  const Cluster hw = search_test::small_cluster(1, 4.0);
+// 400B tokens of a small GPT within a day, on up to 64 nodes of 4 small GPUs.
+SizeClusterOptions small_deadline() {
   SizeClusterOptions o;
   o.tokens = parse_token_count("400B");
   o.days = 1;
   o.global_batch = 256;
   o.max_nodes = 64;
+  return o;
+}
+
+TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
+  const Model m = search_test::small_gpt();
+  const Cluster hw = search_test::small_cluster(1, 4.0);
+  SizeClusterOptions o = small_deadline();
   const SizeClusterResult r = size_cluster(m, hw, o);
   ASSERT_TRUE(r.found) << r.why_not;
   EXPECT_LE(r.days_needed, o.days);
@@ -103,11 +109,7 @@ TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
 TEST(SizeCluster, TheAnswerDoesNotDependOnTheLargestCountTried) {
   const Model m = search_test::small_gpt();
   const Cluster hw = search_test::small_cluster(1, 4.0);
-  SizeClusterOptions o;
-  o.tokens = parse_token_count("400B");
-  o.days = 1;
-  o.global_batch = 256;
-  o.max_nodes = 64;
+  SizeClusterOptions o = small_deadline();
   o.alternatives = false;  // the fewest alone
   const SizeClusterResult wide = size_cluster(m, hw, o);
   ASSERT_TRUE(wide.found) << wide.why_not;
@@ -154,11 +156,7 @@ TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
 TEST(SizeCluster, RanksTheCountsThatMeetTheDeadlineByTimeAndByCost) {
   const Model m = search_test::small_gpt();
   const Cluster hw = search_test::small_cluster(1, 4.0);
-  SizeClusterOptions o;
-  o.tokens = parse_token_count("400B");
-  o.days = 1;
-  o.global_batch = 256;
-  o.max_nodes = 64;
+  SizeClusterOptions o = small_deadline();
   const SizeClusterResult r = size_cluster(m, hw, o);
   ASSERT_TRUE(r.found) << r.why_not;
   ASSERT_GE(r.options.size(), 2u);
