@@ -38,8 +38,9 @@ ChunkRuntime::ChunkRuntime(const ChunkLayout& layout, RuntimeOptions options, Ba
   // Start like PatrickStar's warm-up: nothing on the GPU until a moment needs it but what the
   // host cannot hold. Kept param chunks start on the CPU, optimizer states on the CPU, else NVMe,
   // else the GPU (see place_optimizer_states_for_warmup), which keeps room for one moment's
-  // chunks: a gathered ZeRO group, or the two largest chunks.
-  const int64_t moment_chunks_bytes = std::max(largest + second, zero_.sharded() ? zero_.world() * largest : 0);
+  // chunks: a gathered ZeRO group, or the two largest chunks (chunk_footprint, the rule the
+  // analytic tier's memory model shares).
+  const int64_t moment_chunks_bytes = chunk_footprint(layout, zero_.sharded()).moment_bytes;
   PlacementInput in;
   for (int c : kept_) {
     in.param_bytes += bytes(c) + (layout.grad_chunk(c) != c ? bytes(layout.grad_chunk(c)) : 0);

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sim/chunk/backend.h"
-#include "sim/chunk/chunk_layout.h"
+#include "sim/cost/chunk_layout.h"
 #include "sim/chunk/eviction_policy.h"
 #include "sim/chunk/memory_tracer.h"
 #include "sim/chunk/move_log.h"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/chunk/chunk_layout.h"
+#include "sim/cost/chunk_layout.h"
 #include "sim/spec/plan.h"
 
 namespace starfish {

@@ -1,5 +1,7 @@
 #include "sim/chunk/runtime_config.h"
 
+#include "sim/cost/framework.h"
+
 namespace starfish {
 
 std::vector<int> dp_group_ranks(const Job& job) {
@@ -11,16 +13,14 @@ std::vector<int> dp_group_ranks(const Job& job) {
 ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const Plan& p = job.plan;
   if (!p.chunked()) p.provenance.fail("plan.chunk_size", "the plan does not use the chunk runtime (chunk_size is 0)");
-  const int world = job.dp();
-  const Shard shard = plan_shard(p, 0);
-  ChunkPlan out{ChunkLayout::build(parameter_tensors(job.model, shard), LayoutOptions::of(job.training, p.chunk_elements,
-                                                                                           p.zero_stage >= 1 ? world : 1)),
-                RuntimeOptions{}, job.model.tied_embeddings};
+  ChunkPlan out{plan_chunk_layout(job.model, job.training, p), RuntimeOptions{}, job.model.tied_embeddings};
   const NodeSpec& node = job.cluster.node;
   RuntimeOptions& o = out.options;
-  o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes;
+  // NCCL's communicator buffers take their share before the chunks (as the analytic tier's).
+  o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes -
+                       static_cast<int64_t>(communicator_buffer_bytes(p, node.gpu, 0));
   o.budget.cpu_bytes = (node.host.memory_bytes - node.host.reserved_bytes) / node.gpus;
-  o.budget.nvme_bytes = node.nvme ? node.nvme->capacity_bytes / node.gpus : 0;
+  o.budget.nvme_bytes = node.nvme && chunks_may_use_nvme(p) ? node.nvme->capacity_bytes / node.gpus : 0;
   o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
   o.dp_ranks = dp_group_ranks(job);
   o.dp_index = dp_index;

@@ -2,7 +2,7 @@
 // From a Job to the chunk runtime's inputs, one function for every backend: the simulator and
 // the executor build the same layout and options for the same plan, so they make the same
 // decisions (and their move logs can be diffed).
-#include "sim/chunk/chunk_layout.h"
+#include "sim/cost/chunk_layout.h"
 #include "sim/chunk/chunk_runtime.h"
 #include "sim/spec/job.h"
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/chunk/chunk_layout.h"
+#include "sim/cost/chunk_layout.h"
 
 namespace starfish {
 

@@ -16,6 +16,46 @@
 #include "sim/spec/units.h"
 
 namespace starfish::cli {
+namespace {
+
+// The node counts that meet the deadline, fastest first and cheapest first, and the cheapest.
+void print_options(const search::SizeClusterResult& r, const Cluster& hw, double price, const EnergyAssumptions& energy) {
+  if (r.options.size() < 2) return;
+  auto row = [&](size_t i) {
+    const search::SizeClusterOption& o = r.options[i];
+    const TrainingCost c = training_cost(hw.node, o.gpus, o.days_needed, price, energy);
+    std::printf("  %6d %7lld %7.1f %10s  %s  %s\n", o.nodes, static_cast<long long>(o.gpus), o.days_needed,
+                units::human_count(o.tokens_per_s).c_str(), describe(c).c_str(), o.plan_label.c_str());
+  };
+  for (const auto& [title, order] : {std::pair{"by time", r.by_time()}, std::pair{"by cost", r.by_cost()}}) {
+    std::printf("\nnode counts that meet the deadline, %s (each simulated):\n  %6s %7s %7s %10s  %s\n", title, "nodes", "GPUs",
+                "days", "tokens/s", "cost, plan");
+    for (size_t i : order) row(i);
+  }
+  const search::SizeClusterOption& cheapest = r.options[r.by_cost().front()];
+  std::printf("cheapest that meets the deadline: %d nodes, %.1f days, %s\n", cheapest.nodes, cheapest.days_needed,
+              describe(training_cost(hw.node, cheapest.gpus, cheapest.days_needed, price, energy)).c_str());
+}
+
+void write_options_json(JsonWriter& w, const search::SizeClusterResult& r, const Cluster& hw, double price,
+                        const EnergyAssumptions& energy) {
+  w.key("options").begin_array();
+  for (const search::SizeClusterOption& o : r.options) {
+    const TrainingCost c = training_cost(hw.node, o.gpus, o.days_needed, price, energy);
+    w.begin_object().field("nodes", o.nodes).field("gpus", o.gpus).field("days_needed", o.days_needed);
+    w.field("tokens_per_s", o.tokens_per_s).field("gpu_hours", c.gpu_hours).field("dollars", c.dollars);
+    w.field("kwh", c.kwh).field("tonnes_co2e", c.tonnes_co2e).field("plan_label", o.plan_label).end_object();
+  }
+  w.end_array();
+  for (const auto& [key, order] : {std::pair{"by_time", r.by_time()}, std::pair{"by_cost", r.by_cost()}}) {
+    w.key(key).begin_array();
+    for (size_t i : order) w.value(static_cast<int64_t>(r.options[i].nodes));
+    w.end_array();
+  }
+  w.field("cheapest_nodes", r.options[r.by_cost().front()].nodes);
+}
+
+}  // namespace
 
 int run_size_cluster(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
@@ -28,6 +68,8 @@ int run_size_cluster(const std::vector<std::string>& argv) {
         "  T: tokens to train on: 300B or 1T (B = billion, T = trillion), 300G, or 300e9\n"
         "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n"
         "  Each node count's best plan is simulated; a plan the simulator refuses gives way to the next.\n"
+        "  Beside the fewest nodes, the counts nearest 1.5, 2, 3 and 4 times it are searched too; those\n"
+        "  that meet the deadline are ranked by time and by cost, and the cheapest is named.\n"
         "  Cost: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy (GPU TDP x U,\n"
         "  default 1, + the node's non-GPU share, x PUE P, default 1.1) and tCO2e (KG per kWh,\n"
         "  default 0.429: US average, Patterson et al. 2021).\n"
@@ -89,6 +131,7 @@ int run_size_cluster(const std::vector<std::string>& argv) {
       w.field("nodes", r.nodes).field("gpus", r.cluster.total_gpus()).field("days_needed", r.days_needed);
       if (cost.dollars > 0) w.field("cost", cost.dollars);
       w.field("gpu_hours", cost.gpu_hours).field("kwh", cost.kwh).field("tonnes_co2e", cost.tonnes_co2e);
+      write_options_json(w, r, hw, price, energy);
       w.key("search");
       write_search_json(w, r.best);
     } else {
@@ -115,6 +158,7 @@ int run_size_cluster(const std::vector<std::string>& argv) {
   std::printf("  (%d searches)\n", r.probes);
   std::printf("cost: %s (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n", describe(cost).c_str(),
               energy.gpu_utilisation, energy.pue, energy.grid_kg_co2e_per_kwh);
+  print_options(r, hw, price, energy);
   return 0;
 }
 

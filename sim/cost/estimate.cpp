@@ -5,6 +5,7 @@
 
 #include "sim/cost/activations.h"
 #include "sim/cost/capacity.h"
+#include "sim/cost/chunk_layout.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
@@ -38,7 +39,7 @@ std::string overflow(Tier tier, const Estimate& e) {
 
 void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
                    const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,
-                   Estimate& e) {
+                   const ChunkFootprint* chunks, Estimate& e) {
   const GpuSpec& gpu = c.node.gpu;
   const int dp = p.dp;
   const int64_t act_bytes = bytes_of(t.dtype);
@@ -50,19 +51,25 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.hardware_flops = fl.hardware;
 
   // ---- memory: every stage, keep the most loaded one
-  const double chunk_bytes = static_cast<double>(p.chunk_elements) * act_bytes;
   const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
   double worst_gpu = -1;        // the most loaded stage's reserved bytes, NCCL's buffers included
   double worst_allocated = 0;   // its tensors' bytes
   ModelStates worst_states;
   const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
   const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
+  const TierBytes capacity = usable_capacity(c);
+  const double g = c.node.gpus;
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
-    const ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunk_bytes);
+    ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
-    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers;
     const double communicators = communicator_buffer_bytes(p, gpu, stage);
+    // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.
+    if (p.chunked())
+      ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers,
+                                TierBytes{capacity.gpu - communicators, capacity.cpu / g,
+                                          chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
+    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers;
     const double total = allocator_reserved_bytes(p, allocated) + communicators;
     if (total > worst_gpu) {
       worst_gpu = total;
@@ -79,9 +86,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     }
   }
   e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_allocated) - worst_allocated;
-  const TierBytes capacity = usable_capacity(c);
   e.gpu.capacity_bytes = capacity.gpu;
-  const double g = c.node.gpus;
   e.cpu.params_bytes = worst_states.params.cpu * g;
   e.cpu.grads_bytes = worst_states.grads.cpu * g;
   e.cpu.optimizer_bytes = worst_states.optimizer.cpu * g;
@@ -148,7 +153,11 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const StateBytes sb = state_bytes_per_param(t, p.chunked());
   // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
   const double expert_params = stage_expert_params(m, p, e.peak_stage);
-  const double grad_bytes = (e.params_per_gpu - expert_params) * grad_buffers(t, p).reduce_bytes;
+  // A chunked plan's collectives move whole chunks, padding and each ZeRO group's largest
+  // capacity included (chunk_footprint): the layout's elements, not the shard's parameters.
+  const double comm_params = chunks ? static_cast<double>(chunks->kept_param_elements) * (p.zero_stage >= 1 ? dp : 1)
+                                    : e.params_per_gpu;
+  const double grad_bytes = (comm_params - expert_params) * grad_buffers(t, p).reduce_bytes;
   e.time.dp_comm_s = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
   if (dp > 1) {
     const LinkParams link = link_for_group(c, dp, p.tp);
@@ -168,7 +177,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
       // would pay it once.
       const double layers = std::max(1.0, layers_per_stage);
       const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                              e.params_per_gpu / layers * static_cast<double>(act_bytes), link);
+                                              comm_params / layers * static_cast<double>(act_bytes), link);
       const double reduce =
           collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
       const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
@@ -177,7 +186,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     e.time.dp_comm_s += dp_time;
   }
 
-  const double opt_params = (e.params_per_gpu - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
+  const double opt_params = (comm_params - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
                             expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
   if (p.offload.optimizer == Tier::gpu) {
     e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * optimizer_step_bytes_per_param(t, p));
@@ -192,7 +201,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   }
   if (p.offload.params != Tier::gpu) {
     const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
-    e.time.offload_s += 2 * e.params_per_gpu / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
+    e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
   }
 
   e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
@@ -211,8 +220,10 @@ Estimate estimate(const Job& job) {
   for (int stage = 0; stage < p.pp; ++stage)
     stage_params.push_back(static_cast<double>(shard_parameters(job.model, plan_shard(p, stage))));
   Estimate e;
+  const ChunkFootprint chunks = p.chunked() ? plan_chunk_footprint(job.model, job.training, p) : ChunkFootprint{};
   estimate_into(job.model, job.cluster, job.training, p, count_parameters(job.model), stage_params,
-                iteration_flops(job.model, job.training.global_batch, p.recompute), EstimateOptions{}, e);
+                iteration_flops(job.model, job.training.global_batch, p.recompute), EstimateOptions{},
+                p.chunked() ? &chunks : nullptr, e);
   return e;
 }
 

@@ -61,13 +61,14 @@ Estimate estimate(const Job& job);
 // The same for a caller that evaluates many plans of one model (the search): what depends on
 // the model alone is given, computed once -- the parameter count, the parameters one GPU of each
 // pipeline stage holds (shard_parameters per stage), and the iteration's FLOPs for the plan's
-// recompute mode. `plan.dp` must be resolved (as make_job does).
+// recompute mode, and for a chunked plan its chunk footprint (plan_chunk_footprint; null for
+// a static plan). `plan.dp` must be resolved (as make_job does).
 struct EstimateOptions {
   bool memory_only_if_rejected = false;  // a plan that does not fit stops after the memory model
   bool explain = true;                   // fill why_not
 };
 void estimate_into(const Model& model, const Cluster& cluster, const Training& training, const Plan& plan,
                    const ParamCount& params, const std::vector<double>& stage_params, const IterationFlops& flops,
-                   const EstimateOptions& options, Estimate& out);
+                   const EstimateOptions& options, const ChunkFootprint* chunks, Estimate& out);
 
 }  // namespace starfish

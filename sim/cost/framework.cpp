@@ -1,5 +1,7 @@
 #include "sim/cost/framework.h"
 
+#include <cmath>
+
 #include "sim/cost/memory.h"
 #include "sim/spec/dtype.h"
 
@@ -111,6 +113,25 @@ double optimizer_step_bytes_per_param(const Training& training, const Plan& plan
   if (training.dtype == DType::fp16) bytes += (2 + 4) + (4 + 4);  // to fp32, unscale + inf check
   if (training.grad_clip > 0) bytes += grad;                      // global norm
   return bytes;
+}
+
+bool is_zero_offload(const Plan& plan) {
+  return plan.framework == Framework::deepspeed && !plan.chunked() && (plan.zero_stage == 1 || plan.zero_stage == 2) &&
+         plan.offload.optimizer == Tier::cpu;
+}
+
+double pinned_host_bytes(double bytes) { return bytes <= 1 ? bytes : std::exp2(std::ceil(std::log2(bytes))); }
+
+HostOffloadBytes zero_offload_host_bytes(const Training& training, double k, int64_t micro_batches) {
+  const double low = static_cast<double>(bytes_of(training.dtype));
+  const bool mixed = training.mixed_precision();
+  HostOffloadBytes h;
+  const double master = pinned_host_bytes(4 * k) + (mixed ? pinned_host_bytes(low * k) : 0);
+  const double moments = training.optimizer == Optimizer::sgd ? 4 * k : 8 * k;
+  h.optimizer = master + moments;
+  h.grads = pinned_host_bytes(4 * k);
+  if (micro_batches > 1) h.grads += 2 * low * k;  // per-parameter pinned buffers, at their bound
+  return h;
 }
 
 double framework_buffer_bytes(const Training& training, const Plan& plan) {

@@ -110,6 +110,36 @@ Loss loss_kernel_of(const Plan& plan);
 // bf16 with fp32 main grads needs no copy and no unscale (no loss scaling).
 double optimizer_step_bytes_per_param(const Training& training, const Plan& plan);
 
+// Host memory of DeepSpeed's ZeRO-Offload (ZeRO-1/2 with offload_optimizer on the CPU, a static
+// plan), per GPU holding `partition_params` parameters of the flat partition it steps, as
+// deepspeed/runtime/zero/stage_1_and_2.py allocates it (deepspeedai/DeepSpeed edaa7221):
+//  - the fp32 master partition, pinned (lines 492-497), and a 16-bit copy of it the updated
+//    params go back to the GPU from, pinned (param_buffer_of_bit16_for_cpu_offload_groups,
+//    lines 498-507): optimizer;
+//  - the fp32 gradient partition the reduced gradients are copied into, pinned
+//    (initialize_optimizer_states, lines 840-844): grads, 4 bytes, not the GPU's 2;
+//  - with gradient accumulation (more than one micro-batch), each partition parameter's 16-bit
+//    gradient accumulated on the host, pinned, one buffer per parameter
+//    (async_accumulate_grad_in_cpu_via_gpu, lines 1524-1528): grads;
+//  - CPU Adam's momentum and variance, fp32, unpinned (deepspeed/ops/adam/cpu_adam.py, lines
+//    151-154): optimizer.
+// Every pinned buffer comes from PyTorch's caching host allocator, which rounds each allocation
+// up to the next power of two (aten/src/ATen/core/CachingHostAllocator.h, allocate():
+// `roundSize = c10::llvm::PowerOf2Ceil(size)`); pin_memory is DeepSpeed's default
+// (deepspeed/runtime/zero/offload_config.py) and Starfish's export. The partition is taken as
+// one flat buffer (DeepSpeed flattens each parameter group; the no-weight-decay group of norms
+// and biases is small); the accumulation buffers, one per parameter, are taken at their bound,
+// twice their size (memory is never under-predicted).
+struct HostOffloadBytes {
+  double grads = 0;
+  double optimizer = 0;
+};
+// Whether a plan runs as ZeRO-Offload (DeepSpeed, ZeRO-1/2, optimizer on the CPU, no chunks).
+bool is_zero_offload(const Plan& plan);
+HostOffloadBytes zero_offload_host_bytes(const Training& training, double partition_params, int64_t micro_batches);
+// PyTorch's pinned host allocation of `bytes`: the next power of two.
+double pinned_host_bytes(double bytes);
+
 // GPU bytes of buffers the framework holds beside the model states and activations.
 double framework_buffer_bytes(const Training& training, const Plan& plan);
 

@@ -31,10 +31,25 @@ struct ModelStates {
   double total_gpu() const { return params.gpu + grads.gpu + optimizer.gpu + gpu_working_bytes; }
 };
 
+struct ChunkFootprint;
+
 // Model states of one GPU holding `shard_params` parameters (its TP/PP shard), with DP degree
 // `dp`; `layer_params` is one layer's share on this GPU (for working buffers of offloaded or
-// ZeRO-3 params), `chunk_bytes` the chunk runtime's chunk size in bytes (0 = static).
+// ZeRO-3 params). A chunked plan's states are its chunk layout's (`chunks`, required then:
+// plan_chunk_footprint): the chunks each rank keeps, padding and ZeRO group capacity included,
+// and room for the chunks of its busiest moment.
 ModelStates model_states(const Training& training, const Plan& plan, int dp, double shard_params,
-                         double layer_params, double chunk_bytes);
+                         double layer_params, const ChunkFootprint* chunks);
+
+// Where a chunked plan's kept states live: the chunk runtime decides, not the plan's offload
+// tiers (sim/chunk/placement.h, place_optimizer_states). Its param chunks take the GPU room
+// left beside `gpu_other_bytes` (activations and buffers) and the busiest moment's chunks, the
+// optimizer states what is left of it (the margin), then the host -- less room for one
+// moment's chunks: evicted ZeRO copies go there, and a CPU optimizer step brings its param chunk
+// beside its states -- then NVMe; what none holds
+// stays on the host (the tier then reported over). `capacity` is one GPU's share of each tier
+// (the node's host and NVMe divided by its GPUs).
+ModelStates place_chunked_states(const ModelStates& states, const ChunkFootprint& chunks, double gpu_other_bytes,
+                                 const TierBytes& capacity);
 
 }  // namespace starfish

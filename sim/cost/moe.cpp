@@ -124,10 +124,10 @@ double moe_expert_reduce_time_s(const Cluster& c, const Plan& p, double grad_byt
 }
 
 ModelStates moe_model_states(const Training& t, const Plan& p, double params, double expert_params, double layer_params,
-                             double chunk_bytes) {
-  ModelStates dense = model_states(t, p, p.dp, params - expert_params, layer_params, chunk_bytes);
+                             const ChunkFootprint* chunks) {
+  ModelStates dense = model_states(t, p, p.dp, params - expert_params, layer_params, chunks);
   if (expert_params <= 0) return dense;
-  const ModelStates experts = model_states(t, p, expert_data_parallel(p), expert_params, 0, 0);
+  const ModelStates experts = model_states(t, p, expert_data_parallel(p), expert_params, 0, nullptr);
   for (Tier tier : {Tier::gpu, Tier::cpu, Tier::nvme}) {
     dense.params.at(tier) += experts.params.at(tier);
     dense.grads.at(tier) += experts.grads.at(tier);

@@ -72,7 +72,7 @@ double moe_expert_reduce_time_s(const Cluster& cluster, const Plan& plan, double
 // Model states of one GPU holding `params` parameters of which `expert_params` are routed-expert
 // parameters: the dense ones sharded by ZeRO over DP, the expert ones over expert DP.
 ModelStates moe_model_states(const Training& training, const Plan& plan, double params, double expert_params,
-                             double layer_params, double chunk_bytes);
+                             double layer_params, const ChunkFootprint* chunks);
 
 // MoE layers of pipeline stage `stage`.
 int stage_moe_layers(const Model& model, const Plan& plan, int stage);

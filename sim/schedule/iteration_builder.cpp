@@ -121,9 +121,9 @@ class Builder {
     // Resident model states (and the pipeline's boundary buffers).
     const Shard shard = plan_shard(p, s);
     const double n = static_cast<double>(shard_parameters(job_.model, shard));
+    // (static plans only: a chunked plan's iteration is build_chunked_iteration's)
     const ModelStates ms = moe_model_states(job_.training, p, n, stage_expert_params(job_.model, p, s),
-                                            static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
-                                            static_cast<double>(p.chunk_elements) * act_bytes_);
+                                            static_cast<double>(count_parameters(job_.model).per_layer) / p.tp, nullptr);
     st.model_state_bytes = ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0) +
                            framework_buffer_bytes(job_.training, job_.plan) +
                            moe_dispatch_buffer_bytes(job_.model, p, act_bytes_);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/capacity.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
@@ -36,6 +37,20 @@ void AnalyticEvaluator::prepare(const std::vector<Candidate>& candidates) {
     c.fill(plan);
     stage_params_[key] = stage_params(plan, scratch);
   }
+  for (const Candidate& c : candidates) {
+    if (c.chunk_elements <= 0) continue;
+    c.fill(plan);
+    if (!chunk_footprints_.count(chunk_key(plan)))
+      chunk_footprints_[chunk_key(plan)] = plan_chunk_footprint(model_, training_, plan);
+  }
+}
+
+const ChunkFootprint* AnalyticEvaluator::chunk_footprint_of(const Plan& p, ChunkFootprint& scratch) const {
+  if (!p.chunked()) return nullptr;
+  auto it = chunk_footprints_.find(chunk_key(p));
+  if (it != chunk_footprints_.end()) return &it->second;
+  scratch = plan_chunk_footprint(model_, training_, p);
+  return &scratch;
 }
 
 const std::vector<double>& AnalyticEvaluator::stage_params(const Plan& p, std::vector<double>& scratch) const {
@@ -53,13 +68,21 @@ const std::vector<double>& AnalyticEvaluator::stage_params(const Plan& p, std::v
 AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan& p) const {
   std::vector<double> scratch;
   const std::vector<double>& stage_n = stage_params(p, scratch);
-  const double chunk_bytes = static_cast<double>(p.chunk_elements) * bytes_of(training_.dtype);
+  ChunkFootprint chunk_scratch;
+  const ChunkFootprint* chunks = chunk_footprint_of(p, chunk_scratch);
   const double layer_params = static_cast<double>(params_.per_layer) / p.tp;
   StatesBound b;
   double cpu = -1, nvme = -1;
+  const TierBytes capacity = usable_capacity(cluster_);
+  const double g = cluster_.node.gpus;
   for (int stage = 0; stage < p.pp; ++stage) {
-    const ModelStates ms =
-        moe_model_states(training_, p, stage_n[stage], stage_expert_params(model_, p, stage), layer_params, chunk_bytes);
+    ModelStates ms =
+        moe_model_states(training_, p, stage_n[stage], stage_expert_params(model_, p, stage), layer_params, chunks);
+    // Chunks pool the tiers; without activations (>= 0) on the GPU, as much as can goes there,
+    // so the host and NVMe shares are lower bounds of estimate()'s.
+    if (p.chunked())
+      ms = place_chunked_states(ms, *chunks, 0,
+                                TierBytes{capacity.gpu, capacity.cpu / g, chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
     b.gpu_bytes = std::max(b.gpu_bytes, ms.total_gpu());
     cpu = cpu < 0 ? ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu
                   : std::min(cpu, ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
@@ -74,8 +97,9 @@ AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan&
 void AnalyticEvaluator::evaluate(const Plan& p, Estimate& e, bool memory_only_if_rejected, bool explain) const {
   std::vector<double> scratch;
   const std::vector<double>& stage_n = stage_params(p, scratch);
+  ChunkFootprint chunk_scratch;
   estimate_into(model_, cluster_, training_, p, params_, stage_n, flops_[recompute_index(p.recompute)],
-                EstimateOptions{memory_only_if_rejected, explain}, e);
+                EstimateOptions{memory_only_if_rejected, explain}, chunk_footprint_of(p, chunk_scratch), e);
 }
 
 }  // namespace starfish::search

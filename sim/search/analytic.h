@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/cost/chunk_layout.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/flops.h"
 #include "sim/search/plan_space.h"
@@ -24,7 +25,8 @@ class AnalyticEvaluator {
  public:
   AnalyticEvaluator(const Model& model, const Cluster& cluster, const Training& training);
 
-  // Caches the shard parameter counts of these plans' (TP, PP, v, stage layout) shapes; call before sharing
+  // Caches the shard parameter counts of these plans' (TP, PP, v, stage layout) shapes and the
+  // chunk footprints of their chunked plans (TP, chunk size, ZeRO group); call before sharing
   // the evaluator between threads (evaluate() on an unprepared shape computes it, slowly).
   void prepare(const std::vector<Candidate>& candidates);
 
@@ -52,6 +54,10 @@ class AnalyticEvaluator {
   // Parameters per stage of `plan`'s shape: cached, or computed into `scratch` (an explicit
   // per-stage layout is never cached).
   const std::vector<double>& stage_params(const Plan& plan, std::vector<double>& scratch) const;
+  // A chunked plan's chunk footprint: cached, or computed into `scratch`; null for a static plan.
+  using ChunkKey = std::tuple<int, int64_t, int>;  // tp, chunk elements, ZeRO group (1: unsharded)
+  static ChunkKey chunk_key(const Plan& plan) { return {plan.tp, plan.chunk_elements, plan.zero_stage >= 1 ? plan.dp : 1}; }
+  const ChunkFootprint* chunk_footprint_of(const Plan& plan, ChunkFootprint& scratch) const;
 
   Model model_;
   Cluster cluster_;
@@ -59,6 +65,7 @@ class AnalyticEvaluator {
   ParamCount params_;
   IterationFlops flops_[3];  // per Recompute value
   std::map<ShapeKey, std::vector<double>> stage_params_;
+  std::map<ChunkKey, ChunkFootprint> chunk_footprints_;
 };
 
 // The memory headroom of a tier as a fraction of its capacity (negative when over).

@@ -58,7 +58,38 @@ bool has_layout(const Model& m, const Cluster& c, const Training& t, int max_tp)
   return false;
 }
 
+SizeClusterOption option_of(const SearchResult& r, int nodes, int64_t tokens) {
+  SizeClusterOption o;
+  o.nodes = nodes;
+  o.gpus = r.cluster.total_gpus();
+  o.tokens_per_s = r.rows.front().tokens_per_s;
+  o.days_needed = static_cast<double>(tokens) / o.tokens_per_s / 86400.0;
+  o.gpu_hours = static_cast<double>(o.gpus) * o.days_needed * 24.0;
+  o.plan_label = r.rows.front().label();
+  return o;
+}
+
+// The candidate counts nearest 1.5, 2, 3 and 4 times `fewest` (the first at or above each).
+std::vector<int> alternative_counts(const std::vector<int>& counts, int fewest) {
+  std::vector<int> out;
+  for (double factor : {1.5, 2.0, 3.0, 4.0}) {
+    const auto it = std::lower_bound(counts.begin(), counts.end(), static_cast<int>(std::ceil(factor * fewest)));
+    if (it != counts.end() && *it > fewest && (out.empty() || *it > out.back())) out.push_back(*it);
+  }
+  return out;
+}
+
+std::vector<size_t> ranked(const std::vector<SizeClusterOption>& options, double SizeClusterOption::*key) {
+  std::vector<size_t> order(options.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return options[a].*key < options[b].*key; });
+  return order;
+}
+
 }  // namespace
+
+std::vector<size_t> SizeClusterResult::by_time() const { return ranked(options, &SizeClusterOption::days_needed); }
+std::vector<size_t> SizeClusterResult::by_cost() const { return ranked(options, &SizeClusterOption::gpu_hours); }
 
 SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const SizeClusterOptions& options) {
   SizeClusterOptions o = options;
@@ -95,6 +126,7 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
     SearchResult r;
     Cluster c;
   };
+  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
   auto attempt = [&](int nodes) {
     Try t;
     t.c = hw;
@@ -103,13 +135,20 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
     if (o.on_probe) o.on_probe(nodes, out.probes);
     try {
       t.r = search(model, t.c, training, o.search);
+      // The simulator refused every plan the reserve held: that says nothing about the plans
+      // behind them, and a count judged too slow for it would break the bisection's premise
+      // (more nodes never slower). Look deeper before judging the count.
+      if (!has_simulated_answer(t.r) && !t.r.simulator_rejected.empty() && !cancelled()) {
+        SearchOptions deeper = o.search;
+        deeper.refine_reserve = 8 * std::max(1, o.search.refine_reserve);
+        t.r = search(model, t.c, training, deeper);
+      }
     } catch (const SpecError&) {
       return t;
     }
     t.ok = has_simulated_answer(t.r) && t.r.rows.front().tokens_per_s >= needed_tokens_per_s;
     return t;
   };
-  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
   // Bisect over the candidate list: counts[hi] is known good once found.
   size_t lo = 0, hi = counts.size() - 1;
   Try best = attempt(counts[hi]);
@@ -142,6 +181,13 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   out.best = std::move(best.r);
   out.days_needed = static_cast<double>(o.tokens) / out.best.rows.front().tokens_per_s / 86400.0;
   out.cost = training_cost(hw.node, out.cluster.total_gpus(), out.days_needed, hw.price_per_gpu_hour, {}).dollars;
+  out.options.push_back(option_of(out.best, out.nodes, o.tokens));
+  if (o.alternatives)
+    for (int n : alternative_counts(counts, out.nodes)) {
+      if (cancelled()) break;
+      const Try t = attempt(n);
+      if (t.ok) out.options.push_back(option_of(t.r, n, o.tokens));
+    }
   return out;
 }
 

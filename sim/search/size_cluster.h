@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/search/search.h"
 
@@ -27,9 +28,22 @@ struct SizeClusterOptions {
   double days = 0;
   int64_t global_batch = 0;     // 0: about 4Mi tokens (fixed across node counts)
   int max_nodes = 4096;
+  // Larger node counts searched beside the fewest, to rank the answers that meet the deadline
+  // by time and by cost: the candidate counts nearest 1.5, 2, 3 and 4 times the fewest.
+  bool alternatives = true;
   SearchOptions search;         // no refiner: the discrete-event simulator (des_refiner)
   // Called before each probe's search with the node count it tries (a progress display's context).
   std::function<void(int nodes, int probe)> on_probe;
+};
+
+// One node count that meets the deadline, with its simulated best plan.
+struct SizeClusterOption {
+  int nodes = 0;
+  int64_t gpus = 0;
+  double days_needed = 0;
+  double gpu_hours = 0;         // GPUs x days_needed x 24: what a price per GPU-hour multiplies
+  double tokens_per_s = 0;      // simulated
+  std::string plan_label;
 };
 
 struct SizeClusterResult {
@@ -41,6 +55,11 @@ struct SizeClusterResult {
   double cost = 0;              // price_per_gpu_hour known: GPUs x hours x price; else 0
   std::string why_not;          // found == false: what the largest count tried achieves
   int probes = 0;
+  // found: the fewest nodes first, then the alternatives that also meet the deadline, in node
+  // order (by_time and by_cost rank them).
+  std::vector<SizeClusterOption> options;
+  std::vector<size_t> by_time() const;  // indices into options, fastest first
+  std::vector<size_t> by_cost() const;  // fewest GPU-hours first (the cheapest at any price)
 };
 
 SizeClusterResult size_cluster(const Model& model, const Cluster& hardware, const SizeClusterOptions& options);

@@ -50,7 +50,9 @@ ParityJob write_job(const TempDir& dir, bool states_on_nvme, int64_t iterations,
   const std::string plan = dir / "plan.yaml";
   testing::write_file(plan, "model: model.yaml\nhardware: hw.yaml\ntraining:\n  global_batch: 4\n  dtype: fp32\n  optimizer: adamw\n"
                             "  learning_rate: 0.003\n  weight_decay: 0.01\n  iterations: " +
-                                std::to_string(iterations) + "\n  seed: 5\nplan:\n  micro_batch: 4\n  chunk_size: 5000\n  recompute: full\n");
+                                std::to_string(iterations) + "\n  seed: 5\nplan:\n  micro_batch: 4\n  chunk_size: 5000\n  recompute: full\n" +
+                                // chunks reach NVMe only when the plan names it (chunks_may_use_nvme)
+                                (states_on_nvme ? "  offload: {optimizer: nvme}\n" : ""));
   Cluster hw = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/cpu-host.yaml");
   const PlanFile pf = load_plan_file(plan);
   const Model model = load_model(dir / "model.yaml");

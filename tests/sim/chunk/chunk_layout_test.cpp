@@ -2,7 +2,7 @@
 // mirrors, bytes per parameter, padding, ZeRO padding and the chunk-size search.
 #include <gtest/gtest.h>
 
-#include "sim/chunk/chunk_layout.h"
+#include "sim/cost/chunk_layout.h"
 #include "sim/spec/error.h"
 #include "tests/sim/chunk/hand_model.h"
 
@@ -54,6 +54,23 @@ TEST(ChunkLayout, ZeroPadsChunksToGroupsOfOneSize) {
   EXPECT_EQ(l.chunk(2).elements, 150);
   EXPECT_EQ(l.chunk(3).elements, 150);
   EXPECT_EQ(l.padding_elements(), 150);
+}
+
+TEST(ChunkFootprint, ARankKeepsOneChunkPerGroupAndGathersAWholeGroup) {
+  // Chunks (100, 100, 150, pad) over W = 2: groups of 100 and 150 elements; each rank keeps one
+  // chunk of each (250 elements), and a moment gathers a group of the largest: 2 x 150 x 2 bytes.
+  const ChunkLayout l = ChunkLayout::build(sized({100, 100, 150}), LayoutOptions{100, DType::bf16, Optimizer::adam, 2});
+  const ChunkFootprint sharded = chunk_footprint(l, true);
+  EXPECT_EQ(sharded.kept_param_elements, 100 + 150);
+  EXPECT_EQ(sharded.moment_bytes, 2 * 150 * 2);
+  // Unsharded: every chunk kept; a moment holds the two largest.
+  const ChunkLayout r = ChunkLayout::build(sized({100, 100, 150}), LayoutOptions{100, DType::bf16, Optimizer::adam, 1});
+  const ChunkFootprint replicated = chunk_footprint(r, false);
+  EXPECT_EQ(replicated.kept_param_elements, 100 + 100 + 150);
+  EXPECT_EQ(replicated.moment_bytes, (150 + 100) * 2);
+  // fp32 training: a moment's chunk brings its separate grad chunk.
+  const ChunkLayout f = ChunkLayout::build(sized({100, 150}), LayoutOptions{100, DType::fp32, Optimizer::adam, 1});
+  EXPECT_EQ(chunk_footprint(f, false).moment_bytes, (150 + 100) * 4 * 2);
 }
 
 TEST(ChunkLayout, GptLayoutHoldsEveryParameterOnce) {

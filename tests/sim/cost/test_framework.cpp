@@ -29,6 +29,35 @@ Training bf16() {
   return t;
 }
 
+TEST(Framework, ZeroOffloadHostBuffersArePinnedAndRoundedToPowersOfTwo) {
+  Training t;
+  t.dtype = DType::fp16;
+  t.optimizer = Optimizer::adam;
+  // 1e9 parameters in this GPU's partition: fp32 master 4 GB -> 4 GiB pinned, its fp16 copy
+  // 2 GB -> 2 GiB, the fp32 gradients 4 GB -> 4 GiB, CPU Adam's moments 8 GB unpinned.
+  const HostOffloadBytes one = zero_offload_host_bytes(t, 1e9, 1);
+  EXPECT_DOUBLE_EQ(one.optimizer, 4294967296.0 + 2147483648.0 + 8e9);
+  EXPECT_DOUBLE_EQ(one.grads, 4294967296.0);
+  // Gradient accumulation adds the per-parameter fp16 buffers, at their bound (2 x 2 bytes).
+  EXPECT_DOUBLE_EQ(zero_offload_host_bytes(t, 1e9, 4).grads, 4294967296.0 + 4e9);
+  EXPECT_DOUBLE_EQ(pinned_host_bytes(4096), 4096);
+  EXPECT_DOUBLE_EQ(pinned_host_bytes(4097), 8192);
+  // model_states takes them for DeepSpeed ZeRO-2 with the optimizer on the CPU, and only then.
+  Plan p;
+  p.framework = Framework::deepspeed;
+  p.zero_stage = 2;
+  p.dp = 4;
+  p.micro_batch = 1;
+  p.offload.grads = p.offload.optimizer = Tier::cpu;
+  t.global_batch = 4;
+  const ModelStates s = model_states(t, p, 4, 4e9, 0, nullptr);
+  EXPECT_DOUBLE_EQ(s.grads.cpu, one.grads);
+  EXPECT_DOUBLE_EQ(s.optimizer.cpu, one.optimizer);
+  EXPECT_DOUBLE_EQ(s.grads.gpu, 0);
+  p.framework = Framework::megatron_lm;
+  EXPECT_DOUBLE_EQ(model_states(t, p, 4, 4e9, 0, nullptr).optimizer.cpu, 4e9 * 12 / 4);  // ZeRO (Rajbhandari 2020)
+}
+
 TEST(Framework, AttentionKernelIsThePlansElseTheFrameworks) {
   EXPECT_EQ(attention_kernel(plan_of(Framework::megatron_lm)), Attention::unfused);
   EXPECT_EQ(attention_kernel(plan_of(Framework::megatron_core)), Attention::flash);
@@ -59,7 +88,7 @@ TEST(Framework, MegatronKeepsBf16GradientsInAnFp32MainGradBuffer) {
 
 TEST(Framework, ModelStatesCountTheFrameworksGradientBuffer) {
   // 1e9 parameters, Megatron bf16, no ZeRO: 2 (params) + 4 (fp32 main grads) + 12 (Adam) bytes.
-  const ModelStates s = model_states(bf16(), plan_of(Framework::megatron_lm), 1, 1e9, 0, 0);
+  const ModelStates s = model_states(bf16(), plan_of(Framework::megatron_lm), 1, 1e9, 0, nullptr);
   EXPECT_DOUBLE_EQ(s.params.gpu, 2e9);
   EXPECT_DOUBLE_EQ(s.grads.gpu, 4e9);
   EXPECT_DOUBLE_EQ(s.optimizer.gpu, 12e9);

@@ -2,6 +2,10 @@
 
 #include "sim/cost/memory.h"
 
+#include <stdexcept>
+
+#include "sim/cost/chunk_layout.h"
+
 namespace starfish {
 namespace {
 
@@ -28,7 +32,7 @@ TEST(Memory, ZeroStagesReproduceTheZeroPaperFigureOne) {
   for (int stage = 0; stage <= 3; ++stage) {
     Plan p;
     p.zero_stage = stage;
-    const ModelStates s = model_states(mixed_adam(), p, 64, psi, 0, 0);
+    const ModelStates s = model_states(mixed_adam(), p, 64, psi, 0, nullptr);
     const double states = s.params.gpu + s.grads.gpu + s.optimizer.gpu;
     EXPECT_NEAR(states / 1e9, expected_gb[stage], 0.05) << "stage " << stage;
   }
@@ -38,14 +42,14 @@ TEST(Memory, OffloadMovesEachStateToItsTier) {
   Plan p;
   p.offload.optimizer = Tier::cpu;
   p.offload.grads = Tier::cpu;
-  const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, 0);
+  const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, nullptr);
   EXPECT_DOUBLE_EQ(s.params.gpu, 2e9);
   EXPECT_DOUBLE_EQ(s.grads.cpu, 2e9);
   EXPECT_DOUBLE_EQ(s.optimizer.cpu, 12e9);
   EXPECT_DOUBLE_EQ(s.optimizer.gpu, 0);
   EXPECT_DOUBLE_EQ(s.gpu_working_bytes, 0);  // params stay resident
   p.offload.params = Tier::nvme;
-  const ModelStates n = model_states(mixed_adam(), p, 1, 1e9, 1e7, 0);
+  const ModelStates n = model_states(mixed_adam(), p, 1, 1e9, 1e7, nullptr);
   EXPECT_DOUBLE_EQ(n.params.nvme, 2e9);
   EXPECT_DOUBLE_EQ(n.gpu_working_bytes, 2 * 1e7 * 4);  // two layers of params + grads
 }
@@ -55,10 +59,38 @@ TEST(Memory, ChunkedGradsLiveInTheParamChunks) {
   p.chunk_elements = 64LL << 20;
   p.offload.params = Tier::cpu;
   p.offload.optimizer = Tier::cpu;
-  const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, 2.0 * (64LL << 20));
-  EXPECT_DOUBLE_EQ(s.params.cpu, 2e9);
+  // The layout's kept chunks (padding included), not the shard's parameter count, are what the
+  // rank holds; the GPU keeps room for the busiest moment's chunks.
+  ChunkFootprint chunks;
+  chunks.kept_param_elements = 16 * (64LL << 20);
+  chunks.moment_bytes = 2 * 2 * (64LL << 20);
+  const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, &chunks);
+  EXPECT_DOUBLE_EQ(s.params.cpu, 2.0 * 16 * (64LL << 20));
+  EXPECT_DOUBLE_EQ(s.optimizer.cpu, 12.0 * 16 * (64LL << 20));
   EXPECT_DOUBLE_EQ(s.grads.cpu + s.grads.gpu + s.grads.nvme, 0);
-  EXPECT_DOUBLE_EQ(s.gpu_working_bytes, 2 * 2.0 * (64LL << 20));  // two chunks
+  EXPECT_DOUBLE_EQ(s.gpu_working_bytes, 2.0 * 2 * (64LL << 20));  // two chunks
+  EXPECT_THROW(model_states(mixed_adam(), p, 1, 1e9, 1e7, nullptr), std::logic_error);
+}
+
+TEST(Memory, ChunkedStatesPoolTheGpuMarginTheHostAndNvme) {
+  // 100 B of params and 600 B of optimizer states on a GPU of 1000 with 700 taken by activations
+  // and 100 by the busiest moment's chunks: params fill 100 of the 200 left, states the other
+  // 100; the host (450, less room for one moment's chunks, 50) takes 400, NVMe the last 100.
+  ModelStates in;
+  in.params.gpu = 100;
+  in.optimizer.cpu = 600;
+  in.gpu_working_bytes = 100;  // the caller's copy of chunks.moment_bytes; here they differ
+  ChunkFootprint chunks;
+  chunks.moment_bytes = 50;
+  const ModelStates s = place_chunked_states(in, chunks, 700, TierBytes{1000, 450, 1000});
+  EXPECT_DOUBLE_EQ(s.params.gpu, 100);
+  EXPECT_DOUBLE_EQ(s.optimizer.gpu, 100);
+  EXPECT_DOUBLE_EQ(s.optimizer.cpu, 400);
+  EXPECT_DOUBLE_EQ(s.optimizer.nvme, 100);
+  EXPECT_DOUBLE_EQ(s.total_gpu(), 1000 - 700);
+  // Nowhere to go: the rest is reported on the host, over its capacity.
+  const ModelStates over = place_chunked_states(in, chunks, 700, TierBytes{1000, 450, 0});
+  EXPECT_DOUBLE_EQ(over.optimizer.cpu, 400 + 100);
 }
 
 }  // namespace

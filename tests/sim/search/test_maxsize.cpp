@@ -4,11 +4,14 @@
 #include <atomic>
 #include <string>
 
+#include "sim/cost/estimate.h"
 #include "sim/cost/params.h"
+#include "sim/search/des_refiner.h"
 #include "sim/search/maxsize.h"
 #include "sim/search/model_family.h"
 #include "sim/search/size_cluster.h"
 #include "sim/spec/error.h"
+#include "sim/spec/spec_io.h"
 #include "support.h"
 
 namespace starfish::search {
@@ -27,7 +30,10 @@ MaxSizeOptions gpu_only_options() {
   MaxSizeOptions o;
   o.seq_len = 512;
   o.heads_step = 4;
+  // Everything on the GPU: static plans only (a chunked plan's chunks go wherever the chunk
+  // runtime finds room, whatever tiers the plan names).
   o.search.space.param_tiers = o.search.space.grad_tiers = o.search.space.optimizer_tiers = {Tier::gpu};
+  o.search.space.chunk_elements = {0};
   return o;
 }
 
@@ -89,14 +95,20 @@ TEST(SizeCluster, TokenCounts) {
   EXPECT_THROW(parse_token_count("-5B"), SpecError);
 }
 
-TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
-  const Model m = search_test::small_gpt();
-  const Cluster hw = search_test::small_cluster(1, 4.0);
+// 400B tokens of a small GPT within a day, on up to 64 nodes of 4 small GPUs.
+SizeClusterOptions small_deadline() {
   SizeClusterOptions o;
   o.tokens = parse_token_count("400B");
   o.days = 1;
   o.global_batch = 256;
   o.max_nodes = 64;
+  return o;
+}
+
+TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
+  const Model m = search_test::small_gpt();
+  const Cluster hw = search_test::small_cluster(1, 4.0);
+  SizeClusterOptions o = small_deadline();
   const SizeClusterResult r = size_cluster(m, hw, o);
   ASSERT_TRUE(r.found) << r.why_not;
   EXPECT_LE(r.days_needed, o.days);
@@ -114,6 +126,79 @@ TEST(SizeCluster, FewestNodesMeetTheDeadlineAndFewerDoNot) {
       EXPECT_GT(static_cast<double>(o.tokens) / s.rows.front().tokens_per_s / 86400.0, o.days) << n;
     }
   }
+}
+
+// The answer is the fewest nodes whatever the largest count the bisection starts from: its
+// premise (more nodes are never slower) holds only while each count's verdict is true.
+TEST(SizeCluster, TheAnswerDoesNotDependOnTheLargestCountTried) {
+  const Model m = search_test::small_gpt();
+  const Cluster hw = search_test::small_cluster(1, 4.0);
+  SizeClusterOptions o = small_deadline();
+  o.alternatives = false;  // the fewest alone
+  const SizeClusterResult wide = size_cluster(m, hw, o);
+  ASSERT_TRUE(wide.found) << wide.why_not;
+  for (int max_nodes : {wide.nodes, wide.nodes + 1, 2 * wide.nodes, 40}) {
+    o.max_nodes = max_nodes;
+    const SizeClusterResult r = size_cluster(m, hw, o);
+    ASSERT_TRUE(r.found) << max_nodes << ": " << r.why_not << " (wide: " << wide.nodes << ")";
+    EXPECT_EQ(r.nodes, wide.nodes) << "--max-nodes " << max_nodes;
+  }
+}
+
+// Regression: size-cluster for GPT-3 (300B tokens, 30 days) answered 768 nodes where 96 meet the
+// deadline. Its bisection judged 512 nodes too slow because the simulator refused every plan of
+// the refinement's reserve: chunked ZeRO-3 plans over DP 2048 that the analytic tier said fit
+// in 53 GiB, while the chunk runtime gathers a whole ZeRO group of 2048 chunks, each raised to
+// the group's largest (the 309M-element embedding): 1.26 TB at the first moment. The analytic
+// tier now sizes a chunked plan by its chunk layout (chunk_footprint) and refuses it too.
+TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
+  Model m = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/gpt3-175b.yaml");
+  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  c.nodes = 512;
+  Training t = default_search_training(m, c);
+  t.global_batch = 2048;
+  Plan p;
+  p.tp = 2;
+  p.dp = 2048;
+  p.micro_batch = 1;
+  p.zero_stage = 3;
+  p.chunk_elements = int64_t{1} << 25;
+  p.recompute = Recompute::selective;
+  const Job job = make_job(m, c, t, p);
+  const Estimate e = estimate(job);
+  EXPECT_FALSE(e.fits);
+  EXPECT_EQ(e.memory.constraint(), "GPU memory");
+  // At least the gathered group: 2048 chunks of the embedding's 50257 x 12288 / 2 elements, bf16.
+  const double group_bytes = 2048.0 * ((50257.0 * 12288 + 1) / 2) * 2;
+  EXPECT_GE(e.gpu.buffers_bytes, group_bytes * 0.999);
+  const Evaluation sim = simulate_evaluation(job);
+  EXPECT_FALSE(sim.fits);
+}
+
+// The answers that meet the deadline, ranked: the fewest nodes first among the options, each
+// within the deadline, by_time fastest first, by_cost fewest GPU-hours (GPUs x days x 24) first.
+TEST(SizeCluster, RanksTheCountsThatMeetTheDeadlineByTimeAndByCost) {
+  const Model m = search_test::small_gpt();
+  const Cluster hw = search_test::small_cluster(1, 4.0);
+  SizeClusterOptions o = small_deadline();
+  const SizeClusterResult r = size_cluster(m, hw, o);
+  ASSERT_TRUE(r.found) << r.why_not;
+  ASSERT_GE(r.options.size(), 2u);
+  EXPECT_EQ(r.options.front().nodes, r.nodes);
+  for (const SizeClusterOption& x : r.options) {
+    EXPECT_LE(x.days_needed, o.days) << x.nodes;
+    EXPECT_GE(x.nodes, r.nodes);
+    EXPECT_NEAR(x.gpu_hours, static_cast<double>(x.gpus) * x.days_needed * 24, 1e-9 * x.gpu_hours);
+    EXPECT_NEAR(x.days_needed, 400e9 / x.tokens_per_s / 86400, 1e-9 * x.days_needed);
+  }
+  const std::vector<size_t> t = r.by_time(), c = r.by_cost();
+  ASSERT_EQ(t.size(), r.options.size());
+  for (size_t i = 1; i < t.size(); ++i) {
+    EXPECT_LE(r.options[t[i - 1]].days_needed, r.options[t[i]].days_needed);
+    EXPECT_LE(r.options[c[i - 1]].gpu_hours, r.options[c[i]].gpu_hours);
+  }
+  o.alternatives = false;
+  EXPECT_EQ(size_cluster(m, hw, o).options.size(), 1u);
 }
 
 }  // namespace

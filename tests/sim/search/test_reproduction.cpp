@@ -84,7 +84,7 @@ TEST(Reproduction, ZeroTable2TheoreticalColumnsFollowFromTheModelStateBytes) {
     for (int stage = 0; stage < 4; ++stage) {
       Plan p;
       p.zero_stage = stage;
-      const ModelStates ms = model_states(t, p, dp, 1.0, 0.0, 0.0);
+      const ModelStates ms = model_states(t, p, dp, 1.0, 0.0, nullptr);
       const double bytes_per_param = ms.params.gpu + ms.grads.gpu + ms.optimizer.gpu;
       const double ours = mp * gpu_bytes / bytes_per_param;
       double half_ulp = 0;
@@ -179,12 +179,18 @@ TEST(Reproduction, PatrickStarStyleTrainsThePublished18BAndZeroOffloadIsBoundByT
   EXPECT_EQ(ps.tp, 1);
   EXPECT_EQ(ps.pp, 1);
   EXPECT_TRUE(ps.chunked());
-  // ZeRO-Offload keeps every optimizer state (12 bytes) and the gradients (2 bytes, fp16) of
-  // every parameter on the host: its answer is below the host at 14 bytes per parameter.
+  // ZeRO-Offload keeps on the host, per parameter, the fp32 master (4), its 16-bit copy (2), the
+  // fp32 gradients (4) and CPU Adam's moments (8), the first three pinned and so rounded up to
+  // powers of two (sim/cost/framework.h, zero_offload_host_bytes): below the host at 18 bytes.
   EXPECT_EQ(offload.binding, "CPU memory");
-  EXPECT_LT(offload.parameters, host_bytes / 14.0);
-  // Published: PatrickStar 2.27-2.5x DeepSpeed (about 8B). Not asserted: DeepSpeed's own host
-  // overheads are not all modelled -- see docs/benchmarks.md.
+  EXPECT_LT(offload.parameters, host_bytes / 18.0);
+  // Published: PatrickStar 2.27-2.5x DeepSpeed's largest (arXiv 2108.05818), so DeepSpeed reached
+  // 18B / 2.5 = 7.2B to 18B / 2.27 = 7.9B. Stated tolerance: within 25% of that range, for the
+  // size and for the ratio.
+  EXPECT_GE(offload.parameters, 0.75 * published_max / 2.5);
+  EXPECT_LE(offload.parameters, 1.25 * published_max / 2.27);
+  EXPECT_GE(ratio, 0.75 * 2.27);
+  EXPECT_LE(ratio, 1.25 * 2.5);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 
 #include "sim/cost/params.h"
 #include "sim/spec/dtype.h"
+#include "sim/spec/model.h"
+#include "sim/spec/plan.h"
 #include "sim/spec/training.h"
 
 namespace starfish {
@@ -86,6 +88,32 @@ class ChunkLayout {
   int param_chunks_ = 0;
   int64_t param_elements_ = 0, padding_elements_ = 0;
 };
+
+// What a layout puts on one data-parallel rank, by the chunk runtime's rules
+// (sim/chunk/chunk_runtime.cpp): the one home of the rule the runtime's warm-up and the analytic
+// tier's memory model (model_states) share.
+//  - kept_param_elements: the param chunks' capacity the rank keeps between uses, padding
+//    included: one chunk of each ZeRO group when `sharded` (every chunk of a group has the
+//    group's largest capacity, ChunkLayout::build), every chunk otherwise. Each kept param chunk
+//    carries its mirrors (grad in fp32 training, master, momentum, variance).
+//  - moment_bytes: the most one moment's chunks take on the GPU: a gathered ZeRO group (world x
+//    the largest param chunk, with its grad chunk in fp32 training) or the two largest chunks.
+struct ChunkFootprint {
+  int64_t kept_param_elements = 0;
+  int64_t moment_bytes = 0;
+};
+ChunkFootprint chunk_footprint(const ChunkLayout& layout, bool sharded);
+
+// Whether a chunked plan's chunks may spill to NVMe: only when the plan names NVMe for some
+// state (PatrickStar keeps chunks on the GPU and the host alone, patrickstar/core/chunk_list.py;
+// NVMe is Starfish's extension, asked for by the plan). Otherwise the plan's tiers do not bind
+// the chunks: the runtime places them on the GPU and the host as room allows.
+bool chunks_may_use_nvme(const Plan& plan);
+
+// The layout a chunked plan's runtime builds on each rank (its one pipeline stage's shard;
+// ZeRO groups of dp chunks when zero_stage >= 1, as the runtime shards then), and its footprint.
+ChunkLayout plan_chunk_layout(const Model& model, const Training& training, const Plan& plan);
+ChunkFootprint plan_chunk_footprint(const Model& model, const Training& training, const Plan& plan);
 
 // Chunk size search (PatrickStar searches the size that wastes least): the chunk size in
 // [min_elements, max_elements] (steps of step_elements) whose layout has the least padding

@@ -1,4 +1,4 @@
-#include "sim/chunk/chunk_layout.h"
+#include "sim/cost/chunk_layout.h"
 
 #include <algorithm>
 #include <map>
@@ -114,6 +114,33 @@ double ChunkLayout::bytes_per_param() const {
   double b = double(bytes_of(chunks_[0].dtype));
   for (ChunkKind k : mirror_kinds_) b += k == ChunkKind::param ? 0 : 4;
   return b;
+}
+
+ChunkFootprint chunk_footprint(const ChunkLayout& l, bool sharded) {
+  const int P = l.param_chunks(), world = sharded ? l.options().world : 1;
+  ChunkFootprint f;
+  int64_t largest = 0, second = 0;
+  for (int c = 0; c < P; ++c) {
+    const int g = l.grad_chunk(c);
+    const int64_t b = l.chunk(c).bytes() + (g != c ? l.chunk(g).bytes() : 0);
+    if (b > largest) { second = largest; largest = b; } else if (b > second) second = b;
+    if (c % world == 0) f.kept_param_elements += l.chunk(c).elements;
+  }
+  f.moment_bytes = std::max(P > 1 ? largest + second : largest, world > 1 ? world * largest : 0);
+  return f;
+}
+
+bool chunks_may_use_nvme(const Plan& p) {
+  return p.offload.params == Tier::nvme || p.offload.grads == Tier::nvme || p.offload.optimizer == Tier::nvme;
+}
+
+ChunkLayout plan_chunk_layout(const Model& m, const Training& t, const Plan& p) {
+  return ChunkLayout::build(parameter_tensors(m, plan_shard(p, 0)),
+                            LayoutOptions::of(t, p.chunk_elements, p.zero_stage >= 1 ? p.dp : 1));
+}
+
+ChunkFootprint plan_chunk_footprint(const Model& m, const Training& t, const Plan& p) {
+  return chunk_footprint(plan_chunk_layout(m, t, p), p.zero_stage >= 1 && p.dp > 1);
 }
 
 ChunkSizeChoice search_chunk_size(const std::vector<ParamTensor>& tensors, const LayoutOptions& base,
