@@ -66,11 +66,18 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   // Permute: gather the tokens into expert order, top_k copies (read tokens, write copies).
   const double permute = memory_bound_time_s(gpu, B * h * (x.tokens + x.routed));
   add("MoE permute", permute, permute, false);
+  // With several local experts, the tokens the all-to-all brings from each EP rank arrive in
+  // rank order and are regrouped by local expert before the grouped GEMM, and back after it
+  // (Megatron-core's MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs in dispatch_postprocess and
+  // combine_preprocess): a read and a write of the received copies each way, in both passes.
+  const double sort_chunks = x.local_experts > 1 && p.ep > 1 ? memory_bound_time_s(gpu, 2 * B * h * x.received) : 0;
+  if (sort_chunks > 0) add("MoE sort chunks by expert", sort_chunks, sort_chunks, false);
   linear("MoE grouped expert GEMM in", 2 * x.tokens_per_expert * h * in * x.expert_ffn, x.local_experts, x.received * h,
          x.received * in * x.expert_ffn);
   activation("MoE expert activation", x.received * x.expert_ffn);
   linear("MoE grouped expert GEMM out", 2 * x.tokens_per_expert * x.expert_ffn * h, x.local_experts,
          x.received * x.expert_ffn, x.received * h);
+  if (sort_chunks > 0) add("MoE restore chunk order", sort_chunks, sort_chunks, false);
   // Unpermute: weight each copy by its routing probability and sum the top_k copies of a token;
   // backward also reads the expert outputs for the probabilities' gradient.
   add("MoE unpermute", memory_bound_time_s(gpu, B * h * (x.routed + x.tokens)),
