@@ -331,10 +331,82 @@ void mosaicml(const std::string& dir, Summary& sum) {
   }
 }
 
-void megatron_bridge(Summary& sum) {
-  sum.not_expressed.push_back(
-      "Megatron-Bridge H100 rows (megatron_bridge_h100_llama3_qwen3_30b.csv): FP8 GEMMs and MoE are not modelled yet "
-      "(the modern-workloads issue); 25.09's rows state no precision");
+// ---- Megatron-Bridge's DGX H100 performance summary: Llama 3 8B / 70B and Qwen3-30B-A3B, each
+// with its published layout (TP, PP, VP, EP, micro-batch, FSDP) as Megatron-core runs it. The
+// 25.11 rows are FP8 with current scaling ("FP8-CS": Megatron-Bridge's
+// bf16_with_fp8_current_scaling_mixed, --fp8-format hybrid --fp8-recipe tensorwise); the 25.09
+// table states no precision, so its rows are not expressed.
+Plan bridge_plan(const Table& t, const std::vector<std::string>& r, int gpus) {
+  auto whole = [&](const char* column, int fallback) {
+    const std::string v = t.at(r, column);
+    return v.empty() ? fallback : std::stoi(v);
+  };
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.fp8 = Fp8::hybrid;
+  p.fp8_recipe = Fp8Recipe::tensorwise;
+  p.tp = whole("tensor_parallel", 1);
+  p.pp = whole("pipeline_parallel", 1);
+  p.ep = whole("expert_parallel", 1);
+  p.virtual_stages = whole("virtual_pipeline", 1);
+  if (p.virtual_stages > 1) p.schedule = Schedule::interleaved;
+  p.dp = gpus / (p.tp * p.pp);
+  p.micro_batch = whole("micro_batch_size", 1);
+  p.sequence_parallel = p.tp > 1;
+  p.overlap_grad_reduce = true;  // Megatron-Bridge's performance recipes overlap grad reduce and param gather
+  // Megatron FSDP shards params, grads and optimizer states over DP (ZeRO-3); otherwise the
+  // distributed optimizer (ZeRO-1).
+  p.zero_stage = t.at(r, "fsdp") == "1" ? 3 : 1;
+  return p;
+}
+
+void megatron_bridge(const std::string& dir, Summary& sum) {
+  std::printf("\n== Megatron-Bridge, DGX H100 (Megatron-core, FP8 current scaling): tokens/s per GPU ==\n");
+  std::printf("%-14s %4s %-22s | %9s %9s %9s | %7s %7s | %9s %9s | %8s %s\n", "model", "GPUs", "layout", "published",
+              "analytic", "simulated", "err an.", "err sim", "TFLOP/s p", "TFLOP/s s", "GPU GiB", "memory");
+  const Table t = read_table(dir + "/megatron_bridge_h100_llama3_qwen3_30b.csv");
+  const std::map<std::string, std::string> models = {
+      {"LLAMA3_8B", "llama3-8b"}, {"LLAMA3_70B", "llama3-70b"}, {"Qwen3_30B_a3B (MoE)", "qwen3-30b-a3b"}};
+  for (const auto& r : t.rows) {
+    const std::string name = t.at(r, "model"), release = t.at(r, "container_release");
+    if (t.at(r, "precision") != "FP8-CS" || !models.count(name)) {
+      sum.not_expressed.push_back("Megatron-Bridge " + release + " " + name + ": precision '" + t.at(r, "precision") +
+                                  "' (only the rows stating FP8-CS are predicted)");
+      continue;
+    }
+    const int gpus = std::stoi(t.at(r, "num_gpus"));
+    Model m = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/" + models.at(name) + ".yaml");
+    m.seq_len = std::stoi(t.at(r, "seq_len_tokens"));
+    Cluster cl = profile("dgx-h100");
+    cl.nodes = gpus / cl.node.gpus;
+    Training tr;
+    tr.global_batch = std::stoll(t.at(r, "global_batch_size_seqs"));
+    const Plan p = bridge_plan(t, r, gpus);
+    Job job;
+    try {
+      job = make_job(m, cl, tr, p);
+    } catch (const SpecError& e) {
+      sum.not_expressed.push_back("Megatron-Bridge " + release + " " + name + ": " + e.what());
+      continue;
+    }
+    const double published = std::stod(t.at(r, "tokens_per_sec_per_gpu"));
+    const Estimate e = estimate(job);
+    const schedule::SimReport rep = schedule::simulate(job);
+    const double analytic = e.tokens_per_s / gpus, simulated = rep.tokens_per_s / gpus;
+    // Model TFLOP/s per GPU at the published speed: Starfish's model FLOPs per token against
+    // Megatron-Bridge's (both count active parameters; a gap is a FLOP-counting difference).
+    const double flops_per_token = e.model_flops / (static_cast<double>(tr.global_batch) * m.seq_len);
+    sum.time["Megatron-Bridge H100"].add(published / simulated, 1.0);
+    sum.all_time.add(published / simulated, 1.0);
+    if (!rep.memory_verdict.fits) ++sum.fit_missed;
+    char layout[64];
+    std::snprintf(layout, sizeof layout, "TP%d PP%d VP%d EP%d mb%d %s", p.tp, p.pp, p.virtual_stages, p.ep, p.micro_batch,
+                  p.zero_stage == 3 ? "FSDP" : "DO");
+    std::printf("%-14s %4d %-22s | %9.0f %9.0f %9.0f | %+6.1f%% %+6.1f%% | %9s %9.0f | %8.1f %s\n", models.at(name).c_str(),
+                gpus, layout, published, analytic, simulated, pct(analytic / published - 1), pct(simulated / published - 1),
+                t.at(r, "model_tflops_per_gpu").c_str(), flops_per_token * published / 1e12, rep.peak_gpu_bytes / 1073741824.0,
+                rep.memory_verdict.fits ? "fits" : "MISSED (it ran)");
+  }
 }
 
 }  // namespace
@@ -348,7 +420,7 @@ int main(int argc, char** argv) {
     korthikanti_table4(dir, sum);
     bloom(dir, sum);
     mosaicml(dir, sum);
-    megatron_bridge(sum);
+    megatron_bridge(dir, sum);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "accuracy: %s\n", e.what());
     return 1;

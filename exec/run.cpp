@@ -51,6 +51,8 @@ void check_plan_supported(const Plan& p, int world_size) {
   if (p.pp != 1) throw SpecError(p.provenance.file + ": field 'plan.pipeline_parallel': starfish-run runs data parallelism only (pp must be 1)");
   if (p.recompute == Recompute::selective)
     throw SpecError(p.provenance.file + ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing (none), not selective");
+  if (p.fp8 != Fp8::none)
+    throw SpecError(p.provenance.file + ": field 'plan.fp8': starfish-run computes in fp32, bf16 or fp16 (no fp8 GEMMs)");
   if (p.dp != 0 && p.dp != world_size)
     throw SpecError(p.provenance.file + ": field 'plan.data_parallel': the plan asks for " + std::to_string(p.dp) +
                     " ranks, this run has " + std::to_string(world_size) + " (WORLD_SIZE / --nproc)");

@@ -23,6 +23,7 @@ std::string plan_summary(const Job& job) {
          to_string(o.optimizer);
   if (p.chunked()) s += ", chunks of " + units::format_count(p.chunk_elements) + " elements";
   s += std::string(", ") + to_string(job.training.dtype) + " " + to_string(job.training.optimizer);
+  if (p.fp8 != Fp8::none) s += std::string(", fp8 GEMMs (") + to_string(p.fp8) + ", " + to_string(p.fp8_recipe) + " scaling)";
   return s;
 }
 
@@ -46,6 +47,8 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.end_object();
   w.field("chunk_elements", p.chunk_elements);
   w.field("dtype", to_string(job.training.dtype)).field("optimizer", to_string(job.training.optimizer));
+  w.field("fp8", to_string(p.fp8));
+  if (p.fp8 != Fp8::none) w.field("fp8_recipe", to_string(p.fp8_recipe));
   w.end_object();
 }
 

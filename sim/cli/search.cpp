@@ -16,14 +16,14 @@
 namespace starfish::cli {
 
 int run_search(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp", "nvme-path"},
-            {"json", "megatron", "deepspeed", "force", "analytic-only", "help"});
+  Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp", "nvme-path", "framework"},
+            {"json", "megatron", "deepspeed", "force", "analytic-only", "no-fp8", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
         "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed [--nvme-path P]]\n"
         "                       [--json]\n"
-        "                       [--threads N] [--max-tp N] [--analytic-only]\n"
+        "                       [--threads N] [--max-tp N] [--framework F] [--no-fp8] [--analytic-only]\n"
         "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
         "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s with the analytic\n"
         "  model, then simulates the best K with the event simulator and re-ranks them\n"
@@ -34,6 +34,9 @@ int run_search(const std::vector<std::string>& argv) {
         "  arguments, DeepSpeed JSON) of the best plan that framework runs: the best row it runs\n"
         "  as simulated, else the winner of a search over its plans only, costed as it runs them.\n"
         "  --nvme-path P: where DeepSpeed swaps NVMe-offloaded states (default /local_nvme).\n"
+        "  --framework F: the framework every plan is costed as (megatron-lm, the default,\n"
+        "  megatron-core, deepspeed, fsdp); under megatron-core on a GPU with an fp8 peak the\n"
+        "  plans are also tried with fp8 GEMMs (TransformerEngine), unless --no-fp8.\n"
         "  --json prints the ranking and the exports as one JSON object.\n"
         "  Ctrl-C stops the search and shows the best plans found so far.\n");
     return 0;
@@ -52,6 +55,10 @@ int run_search(const std::vector<std::string>& argv) {
   if (auto k = args.get("top")) opt.top_k = parse_positive("top", *k);
   if (auto t = args.get("threads")) opt.threads = parse_positive("threads", *t);
   if (auto t = args.get("max-tp")) opt.space.max_tp = parse_positive("max-tp", *t);
+  if (auto f = args.get("framework"))
+    if (!parse_framework(*f, opt.space.framework) || opt.space.framework == Framework::starfish)
+      throw UsageError("--framework takes megatron-lm, megatron-core, deepspeed or fsdp, not '" + *f + "'");
+  if (args.flag("no-fp8")) opt.space.fp8 = {Fp8::none};
   const int shown = opt.top_k;
   ProgressBar bar;
   SigintCancel sigint;

@@ -8,6 +8,7 @@
 #include "sim/cost/chunk_layout.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
@@ -63,13 +64,14 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     const double n = stage_n[stage];
     ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
+    const double fp8_weights = fp8_weight_cache_bytes(m, p, stage);
     const double communicators = communicator_buffer_bytes(p, gpu, stage);
     // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.
     if (p.chunked())
-      ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers,
+      ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers + fp8_weights,
                                 TierBytes{capacity.gpu - communicators, capacity.cpu / g,
                                           chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
-    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers;
+    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers + fp8_weights;
     const double total = allocator_reserved_bytes(p, allocated) + communicators;
     if (total > worst_gpu) {
       worst_gpu = total;
@@ -82,7 +84,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
       e.gpu.grads_bytes = ms.grads.gpu;
       e.gpu.optimizer_bytes = ms.optimizer.gpu;
       e.gpu.activations_bytes = act.total();
-      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers;
+      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers + fp8_weights;
     }
   }
   e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_allocated) - worst_allocated;
@@ -134,7 +136,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
     // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in
     // backward, 2 more when full recomputation redoes the forward.
-    const LayerTime moe = layer_time(gpu, t.dtype, m, LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), &p},
+    const LayerTime moe = layer_time(gpu, t.dtype, m, plan_layer_shape(p, true),
                                      p.recompute);
     const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
     costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + 2 * exchange;
@@ -199,6 +201,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
     e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
   }
+  // fp8: the weights' casts once per iteration, before the first micro-batch's forward (fp8.h).
+  e.time.optimizer_s += fp8_weight_cast_time_s(gpu, m, p, e.peak_stage);
   if (p.offload.params != Tier::gpu) {
     const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
     e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
@@ -209,7 +213,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const double gpus = c.total_gpus();
   e.tokens_per_s = static_cast<double>(t.global_batch) * m.seq_len / e.time.iteration_s;
   e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
-  e.mfu = e.model_flops / e.time.iteration_s / gpus / gpu.peak(t.dtype);
+  e.mfu = e.model_flops / e.time.iteration_s / gpus / mfu_peak_flops(gpu, t.dtype, p);
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
 }
 

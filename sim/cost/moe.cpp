@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/collectives.h"
+#include "sim/cost/fp8.h"
 #include "sim/cost/params.h"
 #include "sim/spec/pipeline_layout.h"
 
@@ -40,7 +41,14 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(bytes_of(dtype)), h = m.hidden, E = m.moe.experts, in = in_matrices(m);
   auto add = [&](const char* name, double fwd, double bwd, bool gemm) { ops.push_back(LayerOp{name, fwd, bwd, false, gemm}); };
-  auto gemm = [&](const char* name, double flop_each, double count) {
+  // The experts' (and shared experts') linear layers, in fp8 when the plan says so (fp8.h: the
+  // grouped GEMMs are TE's GroupedLinear), of `in`/`out` elements of input and output in all.
+  auto linear = [&](const char* name, double flop_each, double count, double in_elements, double out_elements) {
+    if (fp8_gemms(p)) {
+      const Fp8Linear t = fp8_linear_time(gpu, dtype, p.fp8_recipe, flop_each, count, in_elements, out_elements, false);
+      add(name, t.forward_s, t.backward_s, true);
+      return;
+    }
     const double fwd = grouped_matmul_time_s(gpu, dtype, flop_each, count);
     add(name, fwd, 2 * fwd, true);  // input gradient and weight gradient
   };
@@ -50,15 +58,26 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   };
   // Router: logits = x W (h x E) on this GPU's tokens; softmax and top-k over fp32 logits
   // (Megatron-core's router computes them in fp32): read, write; backward reads output and dy.
-  gemm("MoE router GEMM", 2 * x.tokens * h * E, 1);
+  // (The router stays in the training dtype: Megatron-core's TopKRouter is no TE module.)
+  const double router = grouped_matmul_time_s(gpu, dtype, 2 * x.tokens * h * E, 1);
+  add("MoE router GEMM", router, 2 * router, true);
   add("MoE router softmax/top-k", memory_bound_time_s(gpu, 2 * 4 * x.tokens * E), memory_bound_time_s(gpu, 3 * 4 * x.tokens * E),
       false);
   // Permute: gather the tokens into expert order, top_k copies (read tokens, write copies).
   const double permute = memory_bound_time_s(gpu, B * h * (x.tokens + x.routed));
   add("MoE permute", permute, permute, false);
-  gemm("MoE grouped expert GEMM in", 2 * x.tokens_per_expert * h * in * x.expert_ffn, x.local_experts);
+  // With several local experts, the tokens the all-to-all brings from each EP rank arrive in
+  // rank order and are regrouped by local expert before the grouped GEMM, and back after it
+  // (Megatron-core's MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs in dispatch_postprocess and
+  // combine_preprocess): a read and a write of the received copies each way, in both passes.
+  const double sort_chunks = x.local_experts > 1 && p.ep > 1 ? memory_bound_time_s(gpu, 2 * B * h * x.received) : 0;
+  if (sort_chunks > 0) add("MoE sort chunks by expert", sort_chunks, sort_chunks, false);
+  linear("MoE grouped expert GEMM in", 2 * x.tokens_per_expert * h * in * x.expert_ffn, x.local_experts, x.received * h,
+         x.received * in * x.expert_ffn);
   activation("MoE expert activation", x.received * x.expert_ffn);
-  gemm("MoE grouped expert GEMM out", 2 * x.tokens_per_expert * x.expert_ffn * h, x.local_experts);
+  linear("MoE grouped expert GEMM out", 2 * x.tokens_per_expert * x.expert_ffn * h, x.local_experts,
+         x.received * x.expert_ffn, x.received * h);
+  if (sort_chunks > 0) add("MoE restore chunk order", sort_chunks, sort_chunks, false);
   // Unpermute: weight each copy by its routing probability and sum the top_k copies of a token;
   // backward also reads the expert outputs for the probabilities' gradient.
   add("MoE unpermute", memory_bound_time_s(gpu, B * h * (x.routed + x.tokens)),
@@ -66,9 +85,10 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   if (m.moe.shared_experts > 0) {
     // Shared experts: a dense MLP of shared x expert FFN columns, tensor-parallel on all tokens.
     const double T = static_cast<double>(m.seq_len) * p.micro_batch, f = m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp;
-    gemm("MoE shared expert GEMM in", 2 * T * h * in * f, 1);
+    const double shard = p.sequence_parallel ? p.tp : 1;  // TE casts before the sequence-parallel gather
+    linear("MoE shared expert GEMM in", 2 * T * h * in * f, 1, T * h / shard, T * in * f);
     activation("MoE shared expert activation", T * f);
-    gemm("MoE shared expert GEMM out", 2 * T * f * h, 1);
+    linear("MoE shared expert GEMM out", 2 * T * f * h, 1, T * f, T * h);
   }
 }
 

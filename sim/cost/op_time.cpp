@@ -4,6 +4,7 @@
 
 #include "sim/cost/dispatch.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
 
@@ -46,10 +47,10 @@ class LayerOpsBuilder {
     const double h = m_.hidden, kv = m_.kv_dim(), q = m_.q_dim(), f = m_.ffn_hidden;
     const double hidden_bytes = B_ * T_ * h / rep_;
     norm("input norm", hidden_bytes);
-    gemm("QKV GEMM", T_ * h * (q + 2 * kv) / t_);
+    gemm("QKV GEMM", T_ * h * (q + 2 * kv) / t_, T_ * h / rep_, T_ * (q + 2 * kv) / t_, true);
     if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
-    gemm("attention output GEMM", T_ * q * h / t_);
+    gemm("attention output GEMM", T_ * q * h / t_, T_ * q / t_, T_ * h);
     residual("attention residual", hidden_bytes);
     norm("MLP norm", hidden_bytes);
     if (shape_.moe) {
@@ -58,13 +59,14 @@ class LayerOpsBuilder {
       return std::move(ops_);
     }
     const bool swiglu = m_.activation == Activation::swiglu;
-    gemm("MLP-in GEMM", T_ * h * f * (swiglu ? 2 : 1) / t_);
+    const double in = swiglu ? 2 : 1;
+    gemm("MLP-in GEMM", T_ * h * f * in / t_, T_ * h / rep_, T_ * f * in / t_, true);
     // GELU (Megatron fuses the bias in): read, write; backward reads x and dy, writes dx.
     // SwiGLU: reads gate and up, writes their product; backward reads both and dy, writes two.
     const double ffn_bytes = B_ * T_ * f / t_;
     add("MLP activation", memory_bound_time_s(gpu_, (swiglu ? 3 : 2) * ffn_bytes),
         memory_bound_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes));
-    gemm("MLP-out GEMM", T_ * f * h / t_);
+    gemm("MLP-out GEMM", T_ * f * h / t_, T_ * f / t_, T_ * h);
     residual("MLP residual", hidden_bytes);
     return std::move(ops_);
   }
@@ -74,9 +76,17 @@ class LayerOpsBuilder {
     ops_.push_back(LayerOp{name, forward_s, backward_s, core, is_gemm});
   }
 
-  // A GEMM of `mac` multiply-adds: forward once; backward computes the input gradient and the
-  // weight gradient, two GEMMs of the forward's size.
-  void gemm(const char* name, double mac) {
+  // A linear layer's GEMM of `mac` multiply-adds: forward once; backward computes the input
+  // gradient and the weight gradient, two GEMMs of the forward's size. With fp8 (fp8.h) the
+  // GEMMs run at the fp8 peak and TE's casts of the input (`input_elements`; none beyond the
+  // norm's own under delayed scaling when `after_norm`) and of the output gradient
+  // (`output_elements`) are added.
+  void gemm(const char* name, double mac, double input_elements, double output_elements, bool after_norm = false) {
+    if (shape_.fp8 != Fp8::none) {
+      const Fp8Linear t = fp8_linear_time(gpu_, dtype_, shape_.fp8_recipe, 2 * mac, 1, input_elements, output_elements, after_norm);
+      add(name, t.forward_s, t.backward_s, false, true);
+      return;
+    }
     const double fwd = matmul_time_s(gpu_, dtype_, 2 * mac);
     add(name, fwd, 2 * fwd, false, true);
   }
@@ -183,9 +193,14 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
   return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, loss_bytes_per_logit * T * m.vocab / tp);
 }
 
+LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
+  return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr, p.fp8,
+                    p.fp8_recipe};
+}
+
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {
   PlanLayerTimes out;
-  out.layer = layer_time(node.gpu, dtype, m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, attention_kernel(p));
+  out.layer = layer_time(node.gpu, dtype, m, plan_layer_shape(p), p.recompute);
   out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
   const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute);
   out.layer.forward_s += dispatch.forward_s;

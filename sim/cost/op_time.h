@@ -31,7 +31,12 @@ struct LayerShape {
   bool sequence_parallel = false;
   Attention attention = Attention::unfused;  // resolved (never framework_default)
   const Plan* moe = nullptr;  // an MoE layer of this plan: its MLP is the experts' (sim/cost/moe.h)
+  Fp8 fp8 = Fp8::none;        // fp8 linear layers (sim/cost/fp8.h), with their scaling recipe
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
 };
+// The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
+// fields become a LayerShape (attention kernel resolved through the framework).
+LayerShape plan_layer_shape(const Plan& plan, bool moe_layer = false);
 
 // The ops of one layer, in forward order: norm, QKV GEMM, attention core, output projection,
 // residual, norm, MLP-in GEMM, activation, MLP-out GEMM, residual.

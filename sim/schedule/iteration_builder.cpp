@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
 #include "sim/cost/moe.h"
@@ -126,7 +127,7 @@ class Builder {
                                             static_cast<double>(count_parameters(job_.model).per_layer) / p.tp, nullptr);
     st.model_state_bytes = ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0) +
                            framework_buffer_bytes(job_.training, job_.plan) +
-                           moe_dispatch_buffer_bytes(job_.model, p, act_bytes_);
+                           moe_dispatch_buffer_bytes(job_.model, p, act_bytes_) + fp8_weight_cache_bytes(job_.model, p, s);
     stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
     stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
 
@@ -530,6 +531,7 @@ class Builder {
       if (p.offload.params == Tier::gpu)
         then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s%d", s)));
     }
+    if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
     // ZeRO-1/2 (and 3 with resident shards) all-gather the updated params.
     if (p.zero_stage >= 1 && p.zero_stage < 3 && DP > 1) {
       for (int t = 0; t < p.tp; ++t) {
@@ -545,6 +547,13 @@ class Builder {
       reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
     out_.cpu_bytes_per_node = std::max(out_.cpu_bytes_per_node, stage_cpu_bytes_[static_cast<size_t>(s)] * c.node.gpus);
     out_.nvme_bytes_per_node = std::max(out_.nvme_bytes_per_node, stage_nvme_bytes_[static_cast<size_t>(s)] * c.node.gpus);
+  }
+
+  // fp8 (sim/cost/fp8.h): the stage's weights cast to fp8 once per iteration, costed with the
+  // optimizer step as the analytic tier does.
+  TaskId fp8_weight_cast(int s, int lead) {
+    const double t = fp8_weight_cast_time_s(job_.cluster.node.gpu, job_.model, job_.plan, s);
+    return eng_.compute(lead, t, label(out_.optimizer, "fp8 weight cast s%d", s));
   }
 
   const Job& job_;

@@ -24,7 +24,7 @@ LayerCosts layer_costs(const Job& job) {
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
   if (m.is_moe()) {
     const DType dtype = job.training.dtype;
-    c.moe_layer = layer_time(gpu, dtype, m, LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention, &p}, p.recompute);
+    c.moe_layer = layer_time(gpu, dtype, m, plan_layer_shape(p, true), p.recompute);
     c.moe_stored_bytes = moe_layer_activation_bytes(m, p, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
     c.moe_full_bytes = moe_layer_activation_bytes(m, p, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
     c.dispatch_bytes = moe_dispatch_bytes(m, p, c.act_bytes);

@@ -10,6 +10,7 @@
 
 #include "sim/cost/capacity.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/fp8.h"
 #include "sim/des/engine.h"
 #include "sim/des/trace.h"
 #include "sim/schedule/chunked_iteration.h"
@@ -175,7 +176,7 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   const IterationFlops fl = iteration_flops(job.model, job.training.global_batch, job.plan.recompute);
   rep.tokens_per_s = static_cast<double>(job.training.global_batch) * job.model.seq_len / rep.iteration_s;
   rep.tflops_per_gpu = fl.hardware / rep.iteration_s / rep.gpus / 1e12;
-  rep.mfu = fl.model / rep.iteration_s / rep.gpus / job.cluster.node.gpu.peak(job.training.dtype);
+  rep.mfu = fl.model / rep.iteration_s / rep.gpus / mfu_peak_flops(job.cluster.node.gpu, job.training.dtype, job.plan);
 
   // Pipeline window: from 0 to the last backward of any stage. A stage's bubble is the time in
   // the window its lead GPU neither computed nor ran its own communication.

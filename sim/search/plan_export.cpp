@@ -55,7 +55,7 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
     return refuse("plan.schedule", "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe");
   if (t.optimizer == Optimizer::sgd && p.zero_stage == 1)
     return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
-  if (t.dtype == DType::fp8 && t.optimizer == Optimizer::sgd)
+  if (p.fp8 != Fp8::none && t.optimizer == Optimizer::sgd)
     return refuse("training.optimizer", "Megatron-LM's fp8 training (TransformerEngine) is set up with adam");
   if (!p.stage_layers.per_stage.empty())
     return refuse("plan.stage_layers", "per-stage layer lists are not exported (Megatron-core takes first_stage_layers / "
@@ -69,6 +69,8 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
 
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
 Refusal deepspeed_refusal(const Plan& p, const Training& t, const Model* model = nullptr) {
+  if (p.fp8 != Fp8::none)
+    return refuse("plan.fp8", "DeepSpeed's config has no fp8 training (fp8 GEMMs come from TransformerEngine in the model code)");
   if (p.framework != Framework::deepspeed)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; DeepSpeed exports take deepspeed plans");
@@ -89,8 +91,6 @@ Refusal deepspeed_refusal(const Plan& p, const Training& t, const Model* model =
     return refuse("plan.offload.optimizer", "DeepSpeed offloads the optimizer to NVMe only under ZeRO-3");
   if (p.offload.grads != p.offload.optimizer && p.offload.grads != Tier::gpu)
     return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
-  if (t.dtype == DType::fp8)
-    return refuse("training.dtype", "DeepSpeed's config has no fp8 training (fp8 comes from TransformerEngine in the model code)");
   if (!p.stage_layers.even())
     return refuse("plan.stage_layers", "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout");
   if (model && model->is_moe()) return refuse("model.moe", "Starfish does not write DeepSpeed-MoE configurations");
@@ -164,13 +164,14 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
     add("--optimizer-cpu-offload");
     add("--use-precision-aware-optimizer");  // required by --optimizer-cpu-offload
   }
-  // Precision: bf16 / fp16 mixed precision; fp8 runs TransformerEngine's fp8 GEMMs over bf16
-  // params (hybrid: e4m3 forward, e5m2 gradients). fp32/tf32 train without a flag.
-  if (t.dtype == DType::bf16 || t.dtype == DType::fp8) add("--bf16");
+  // Precision: bf16 / fp16 mixed precision, fp32/tf32 without a flag; fp8 GEMMs are
+  // TransformerEngine's over the 16-bit params, in the plan's format (hybrid: E4M3 forward, E5M2
+  // gradients) and scaling recipe.
+  if (t.dtype == DType::bf16) add("--bf16");
   if (t.dtype == DType::fp16) add("--fp16");
-  if (t.dtype == DType::fp8) {
-    add("--fp8-format", "hybrid");
-    add("--fp8-recipe", "delayed");
+  if (p.fp8 != Fp8::none) {
+    add("--fp8-format", to_string(p.fp8));
+    add("--fp8-recipe", to_string(p.fp8_recipe));
   }
   // The attention kernel the plan was simulated with (TransformerEngine's backends).
   add("--attention-backend", attention_kernel(p) == Attention::flash ? "flash" : "unfused");

@@ -55,6 +55,16 @@ std::vector<Placement> placements(const Cluster& c, const SearchSpace& s, int ze
   return out;
 }
 
+// The fp8 formats the space tries on this cluster: none only, unless make_job admits fp8 (a
+// Megatron-core space on a GPU with an fp8 peak; the training dtype is checked by the caller).
+std::vector<Fp8> fp8_formats(const Cluster& c, const SearchSpace& s) {
+  std::vector<Fp8> out;
+  for (Fp8 f : s.fp8)
+    if (f == Fp8::none || (s.framework == Framework::megatron_core && c.node.gpu.peak_flops.count(DType::fp8))) out.push_back(f);
+  if (out.empty()) out.push_back(Fp8::none);
+  return out;
+}
+
 }  // namespace
 
 Plan Candidate::to_plan() const {
@@ -78,6 +88,8 @@ void Candidate::fill(Plan& p) const {
   p.offload = Offload{params, grads, optimizer};
   p.chunk_elements = chunk_elements;
   p.recompute = recompute;
+  p.fp8 = fp8;
+  p.fp8_recipe = Fp8Recipe::delayed;
 }
 
 Candidate to_candidate(const Plan& p) {
@@ -99,6 +111,7 @@ Candidate to_candidate(const Plan& p) {
   c.params = p.offload.params;
   c.grads = p.offload.grads;
   c.optimizer = p.offload.optimizer;
+  c.fp8 = p.fp8;
   return c;
 }
 
@@ -153,6 +166,12 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (p.chunked() && micro_batches > 1) return "a chunked plan runs one micro-batch per rank (no gradient accumulation)";
   if (p.chunk_elements < 0) return "negative chunk size";
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
+  if (p.fp8 != Fp8::none) {  // make_job's check_fp8
+    if (!c.node.gpu.peak_flops.count(DType::fp8)) return "GPU has no fp8 peak";
+    if (t.dtype != DType::bf16 && t.dtype != DType::fp16) return "fp8 GEMMs need bf16 or fp16 training";
+    if (p.chunked()) return "the chunk runtime has no fp8 GEMMs";
+    if (p.framework != Framework::megatron_core) return "fp8 GEMMs are modelled under Megatron-core only";
+  }
   return nullptr;
 }
 
@@ -169,6 +188,7 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (p.dp == 1 && p.zero_stage != *std::min_element(s.zero_stages.begin(), s.zero_stages.end()))
     return false;  // (zero_stages is not empty here: it contains p.zero_stage)
   if (!contains(s.chunk_elements, p.chunk_elements)) return false;
+  if (!contains(fp8_formats(c, s), p.fp8)) return false;
   for (const Placement& pl : placements(c, s, p.zero_stage))
     if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
         pl.optimizer == p.offload.optimizer)
@@ -204,6 +224,8 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
       continue;
     tps.push_back(tp);
   }
+  std::vector<Fp8> fp8s = fp8_formats(c, s);
+  if (t.dtype != DType::bf16 && t.dtype != DType::fp16) fp8s = {Fp8::none};
   const int min_zero = s.zero_stages.empty() ? 0 : *std::min_element(s.zero_stages.begin(), s.zero_stages.end());
   // The static/chunked placements per ZeRO stage do not depend on the rest: compute them once.
   std::vector<std::vector<Placement>> placement_of(4);
@@ -257,8 +279,11 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;
                     if (m.is_moe() && tp > 1 && !sp) continue;
-                    for (const auto& [ep, etp] : experts) {
+                    for (const auto& [ep, etp] : experts)
+                    for (Fp8 fp8 : fp8s) {
+                    if (fp8 != Fp8::none && chunk > 0) continue;
                     Candidate k;
+                    k.fp8 = fp8;
                     k.ep = ep;
                     k.etp = etp;
                     k.tp = static_cast<int32_t>(tp);
@@ -293,6 +318,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
 std::string family_label(const Candidate& c) {
   std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " ZeRO-" + std::to_string(c.zero_stage);
   if (c.ep > 1) s += " EP" + std::to_string(c.ep);
+  if (c.fp8 != Fp8::none) s += " fp8";
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" offload ") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
   s += c.chunk_elements > 0 ? " chunked" : " static";
@@ -312,6 +338,7 @@ std::string short_label(const Candidate& c) {
   if (c.recompute != Recompute::none) s += std::string(" rc-") + to_string(c.recompute);
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" off:") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
+  if (c.fp8 != Fp8::none) s += std::string(" fp8-") + to_string(c.fp8);
   if (c.chunk_elements > 0) {
     int shift = 0;
     while ((int64_t{1} << shift) < c.chunk_elements) ++shift;

@@ -21,6 +21,8 @@
 //  - a chunked plan keeps its grads in the param chunks (PatrickStar), so grads = params tier;
 //    and (make_job's rule) it runs each rank's whole batch as one micro-batch;
 //  - the chunk size is enumerated only for chunked plans (0 = static placement);
+//  - fp8 GEMMs only where make_job admits them (Megatron-core, a GPU with an fp8 peak, bf16/fp16
+//    training, no chunks);
 //  - MoE models (make_job's rules): sequence parallelism whenever TP > 1, ZeRO 0-2, no chunks;
 //    EP over the divisors of the experts with EP x ETP dividing TP x DP, ETP in {1, TP}.
 #include <cstdint>
@@ -57,6 +59,9 @@ struct SearchSpace {
   std::vector<int64_t> chunk_elements{0, int64_t{1} << 25, int64_t{1} << 26, int64_t{1} << 27};
   // The framework every plan of the space is run by (its traits: sim/cost/framework.h).
   Framework framework = Framework::megatron_lm;
+  // FP8 GEMM formats tried (sim/cost/fp8.h), each with Megatron's default delayed scaling; only
+  // where make_job admits fp8: a Megatron-core space, a GPU with an fp8 peak, bf16/fp16 training.
+  std::vector<Fp8> fp8{Fp8::none, Fp8::hybrid};
   // (Spaces of named training systems -- PatrickStar, ZeRO-Offload, ...: variants.h.)
 };
 
@@ -75,6 +80,7 @@ struct Candidate {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
+  Fp8 fp8 = Fp8::none;  // fp8 GEMMs (delayed scaling)
 
   Plan to_plan() const;  // dp resolved, as make_job would leave it
 

@@ -106,7 +106,10 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   // Lower bound: model FLOPs per token at the GPUs' dense peak.
   const double flop_per_token = iteration_flops(model, training.global_batch, Recompute::none).model /
                                 (static_cast<double>(training.global_batch) * model.seq_len);
-  const double peak_node = hw.node.gpu.peak(training.dtype) * hw.node.gpus;
+  // (A Megatron-core space may also run its GEMMs in fp8, plan_space.h: then the fp8 peak bounds.)
+  const bool fp8 = o.search.space.framework == Framework::megatron_core && hw.node.gpu.peak_flops.count(DType::fp8) &&
+                   std::any_of(o.search.space.fp8.begin(), o.search.space.fp8.end(), [](Fp8 f) { return f != Fp8::none; });
+  const double peak_node = hw.node.gpu.peak(fp8 ? DType::fp8 : training.dtype) * hw.node.gpus;
   const int min_nodes = std::max(1, static_cast<int>(std::floor(needed_tokens_per_s * flop_per_token / peak_node)));
   const int max_tp = o.search.space.max_tp > 0 ? o.search.space.max_tp : hw.node.gpus;
   const int max_nodes = hw.node.nic ? o.max_nodes : 1;

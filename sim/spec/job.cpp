@@ -66,6 +66,22 @@ void check_experts(const Model& model, const Plan& plan, const std::string& of_m
   if (plan.chunked()) pp.fail("plan.chunk_size", "the chunk runtime does not run mixture-of-experts layers");
 }
 
+// FP8 GEMMs: TransformerEngine's, under Megatron-core, inside bf16/fp16 mixed precision, on a GPU
+// with fp8 tensor cores (a peak for fp8 in its hwprofile).
+void check_fp8(const Cluster& cluster, const Training& training, const Plan& plan, const std::string& of_cluster) {
+  if (plan.fp8 == Fp8::none) return;
+  const Provenance& pp = plan.provenance;
+  if (!cluster.node.gpu.peak_flops.count(DType::fp8))
+    pp.fail("plan.fp8", std::string("GPU ") + cluster.node.gpu.name + " has no fp8 peak" + of_cluster);
+  if (training.dtype != DType::bf16 && training.dtype != DType::fp16)
+    pp.fail("plan.fp8", std::string("fp8 GEMMs run inside bf16 or fp16 mixed precision, not ") + to_string(training.dtype) +
+                            " (set training.dtype: bf16)");
+  if (plan.chunked()) pp.fail("plan.fp8", "the chunk runtime has no fp8 GEMMs");
+  if (plan.framework != Framework::megatron_core)
+    pp.fail("plan.fp8", std::string("fp8 GEMMs are TransformerEngine's, modelled as Megatron-core runs them: set "
+                                    "framework: megatron-core (the plan says ") + to_string(plan.framework) + ")");
+}
+
 }  // namespace
 
 Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
@@ -147,6 +163,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                     std::to_string(plan.micro_batch));
   if (plan.chunked() && plan.chunk_elements < 1024)
     pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
+  check_fp8(cluster, training, plan, of_cluster);
   if (!cluster.node.gpu.peak_flops.count(training.dtype))
     training.provenance.fail("training.dtype", std::string("GPU ") + cluster.node.gpu.name + " has no peak for " +
                                                    to_string(training.dtype) + of_cluster);

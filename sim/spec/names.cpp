@@ -53,6 +53,15 @@ bool parse_tier(const std::string& text, Tier& out) {
   return false;
 }
 
+bool parse_framework(const std::string& text, Framework& out) {
+  for (Framework f : {Framework::megatron_lm, Framework::megatron_core, Framework::deepspeed, Framework::fsdp, Framework::starfish})
+    if (text == to_string(f)) {
+      out = f;
+      return true;
+    }
+  return false;
+}
+
 const char* to_string(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";
@@ -98,6 +107,23 @@ const char* to_string(Loss l) {
     case Loss::vocab_parallel: return "vocab-parallel";
     case Loss::pytorch: return "pytorch";
     case Loss::fused: return "fused";
+  }
+  return "?";
+}
+
+const char* to_string(Fp8 f) {
+  switch (f) {
+    case Fp8::none: return "none";
+    case Fp8::hybrid: return "hybrid";
+    case Fp8::e4m3: return "e4m3";
+  }
+  return "?";
+}
+
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::delayed: return "delayed";
+    case Fp8Recipe::tensorwise: return "tensorwise";
   }
   return "?";
 }

@@ -27,6 +27,16 @@ inline bool fused(Attention a) { return a == Attention::flash || a == Attention:
 // (torchtitan, Starfish's executor), or one fused kernel over the 16-bit logits
 // (flash-attn's CrossEntropyLoss, llm-foundry's default). sim/cost/framework.h has their costs.
 enum class Loss { framework_default, vocab_parallel, pytorch, fused };
+// FP8 GEMMs as TransformerEngine runs them under Megatron-core (--fp8-format): the linear layers'
+// forward and backward GEMMs take fp8 inputs, everything else (params, activations between
+// kernels, attention's core, norms, the LM head, gradients' reduction, the optimizer) stays in the
+// training dtype. `hybrid`: E4M3 forward, E5M2 gradients (TE's Format.HYBRID); `e4m3`: E4M3 both.
+// sim/cost/fp8.h holds their costs.
+enum class Fp8 { none, hybrid, e4m3 };
+// How fp8 scaling factors are found (Megatron's --fp8-recipe): `delayed` from an amax history of
+// earlier iterations (TE's DelayedScaling, Megatron's default), `tensorwise` from the tensor's own
+// amax before each cast (TE's Float8CurrentScaling; Megatron-Bridge's "FP8-CS").
+enum class Fp8Recipe { delayed, tensorwise };
 
 struct Offload {
   Tier params = Tier::gpu;     // fp16/bf16 params (and their grads, which reuse them in chunks)
@@ -82,6 +92,8 @@ struct Plan {
   Framework framework = Framework::megatron_lm;
   Attention attention = Attention::framework_default;  // resolved by attention_kernel()
   Loss loss = Loss::framework_default;                 // resolved by loss_kernel()
+  Fp8 fp8 = Fp8::none;                                 // fp8 GEMMs (TransformerEngine), none = training dtype
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }
@@ -94,7 +106,10 @@ bool parse_tier(const std::string& text, Tier& out);  // false when unknown
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 const char* to_string(Framework f);
+bool parse_framework(const std::string& text, Framework& out);  // false when unknown
 const char* to_string(Attention a);
 const char* to_string(Loss l);
+const char* to_string(Fp8 f);
+const char* to_string(Fp8Recipe r);
 
 }  // namespace starfish

@@ -345,6 +345,11 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     Training& tr = p.training;
     tr.global_batch = t.integer("global_batch", 1, limits::kMaxGlobalBatch);
     if (t.has("dtype")) tr.dtype = t.choice<DType>("dtype", kDTypes);
+    // FP8 training keeps its params, activations and gradients in bf16 and runs the GEMMs in
+    // fp8 (TransformerEngine): a choice of the plan's kernels, not of the model's precision.
+    if (tr.dtype == DType::fp8)
+      t.fail("dtype", "fp8 training keeps bf16 params and activations and runs its GEMMs in fp8: set training.dtype: "
+                      "bf16 and plan.fp8: hybrid");
     if (t.has("optimizer"))
       tr.optimizer = t.choice<Optimizer>("optimizer", {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}});
     if (t.has("learning_rate")) tr.learning_rate = t.real("learning_rate", 0, 10);
@@ -403,6 +408,10 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
                                         {"vocab-parallel", Loss::vocab_parallel},
                                         {"pytorch", Loss::pytorch},
                                         {"fused", Loss::fused}});
+    if (q.has("fp8"))
+      pl.fp8 = q.choice<Fp8>("fp8", {{"none", Fp8::none}, {"hybrid", Fp8::hybrid}, {"e4m3", Fp8::e4m3}});
+    if (q.has("fp8_recipe"))
+      pl.fp8_recipe = q.choice<Fp8Recipe>("fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}});
     q.finish();
   }
   r.finish();
@@ -607,6 +616,10 @@ std::string to_yaml(const PlanFile& p) {
   emit_kv(e, "framework", to_string(q.framework));
   emit_kv(e, "attention", to_string(q.attention));
   emit_kv(e, "loss", to_string(q.loss));
+  if (q.fp8 != Fp8::none) {
+    emit_kv(e, "fp8", to_string(q.fp8));
+    emit_kv(e, "fp8_recipe", to_string(q.fp8_recipe));
+  }
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -100,6 +100,11 @@ TEST(Moe, GroupedGemmsRunAtTheirRealShape) {
                    2 * out_each / (g.peak(DType::bf16) * g.matmul_efficiency.at(out_each)));
   const double router = 2.0 * 1024 * 512 * 8;
   EXPECT_DOUBLE_EQ(find("MoE router GEMM").forward_s, router / (g.peak(DType::bf16) * g.matmul_efficiency.at(router)));
+  // Two local experts: the 2048 received copies of 512 bf16 values are regrouped by expert after
+  // the dispatch and back before the combine, a read and a write each, in both passes.
+  const double sort_s = 2.0 * 2 * 512 * 2048 / (g.hbm_bandwidth_Bps * g.hbm_efficiency);
+  EXPECT_DOUBLE_EQ(find("MoE sort chunks by expert").forward_s, sort_s);
+  EXPECT_DOUBLE_EQ(find("MoE restore chunk order").backward_s, sort_s);
   // A stated imbalance of 1.25 makes the busiest rank's experts 25% longer; a capacity factor
   // of 1.1 caps it (tokens beyond capacity are dropped).
   p.moe_load_imbalance = 1.25;

@@ -6,6 +6,7 @@
 
 #include "sim/cost/activations.h"
 #include "sim/cost/estimate.h"
+#include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
@@ -142,6 +143,32 @@ TEST(Simulate, MixtureOfExpertsLayersAgreeWithTheEstimate) {
   // 4 micro-batches x 2 MoE layers x 4 all-to-alls of 1024 x 2 / 2 x 1024 x 2 bytes, 3/4 sent.
   const double one = 3 * 2e-6 + 1024.0 * 2 / 2 * 1024 * 2 * 3 / 4 / 100e9;
   EXPECT_NEAR(ep_s / (4 * 2 * 4 * one), 1.0, 0.05) << ep_s;
+}
+
+TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
+  // An MoE model on TP2 x DP4 with EP4, fp8 GEMMs under Megatron-core on a GPU with an fp8 peak
+  // and a finite HBM (so TE's casts cost time): both tiers run the fp8 layer ops and the weight
+  // cast, and each stage's model states carry the fp8 weight copies (fp8.h).
+  Model m = gpt(4, 1024, 16, 1024);
+  m.moe = Moe{8, 2, 1, 2048, 1, 2, 0};
+  Cluster c = ideal_node(8);
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.gpu.hbm_bandwidth_Bps = 2e12;
+  c.node.gpu.peak_flops[DType::fp8] = 624e12;
+  Plan plan;
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  plan.ep = 4;
+  plan.etp = 1;
+  plan.framework = Framework::megatron_core;
+  const SimReport bf16 = simulate(job(m, c, 16, plan));
+  plan.fp8 = Fp8::hybrid;
+  const Job j = job(m, c, 16, plan);
+  const SimReport r = simulate(j);
+  const Estimate e = estimate(j);
+  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
+  EXPECT_LT(r.iteration_s, bf16.iteration_s);
+  EXPECT_DOUBLE_EQ(r.memory[0].model_state_bytes - bf16.memory[0].model_state_bytes, fp8_weight_cache_bytes(m, j.plan, 0));
 }
 
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {

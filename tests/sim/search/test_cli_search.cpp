@@ -102,6 +102,22 @@ TEST(CliSearch, MegatronArgumentsForTheBestExpressiblePlan) {
   EXPECT_NE(r.out.find("--global-batch-size"), std::string::npos);
 }
 
+// A Megatron-core search on H100 (fp8 peak) tries fp8 GEMMs, and its Megatron export carries them.
+TEST(CliSearch, MegatronCoreSearchTriesFp8AndExportsIt) {
+  const CliRun r = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-h100") +
+                       " --framework megatron-core --top 3 --analytic-only --megatron");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(" fp8-hybrid "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--fp8-format hybrid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--fp8-recipe delayed"), std::string::npos) << r.out;
+  const CliRun no_fp8 = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-h100") +
+                            " --framework megatron-core --top 3 --analytic-only --no-fp8");
+  ASSERT_EQ(no_fp8.code, 0) << no_fp8.err;
+  EXPECT_EQ(no_fp8.out.find("fp8"), std::string::npos) << no_fp8.out;
+  expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-h100") + " --framework tf"), 2,
+                        "starfish search: --framework takes megatron-lm, megatron-core, deepspeed or fsdp, not 'tf'");
+}
+
 TEST(CliMaxsize, UnknownFamilyIsAUsageError) {
   expect_one_line_error(run("maxsize --hw " + hw("v100-pcie-8x-240gb") + " --family bert"), 2,
                         "starfish maxsize: --family must be gpt or llama, got 'bert'");

@@ -193,11 +193,21 @@ TEST(Export, NumbersAreWrittenExactly) {
 
 TEST(Export, PrecisionFlagsForEveryMixedPrecision) {
   Job job = job_with(Plan{});
-  job.training.dtype = DType::fp8;
+  job.training.dtype = DType::bf16;
+  job.plan.framework = Framework::megatron_core;
+  job.plan.fp8 = Fp8::hybrid;
   EXPECT_TRUE(has_argument(job, "--bf16"));
   EXPECT_TRUE(has_argument(job, "--fp8-format", "hybrid"));
+  EXPECT_TRUE(has_argument(job, "--fp8-recipe", "delayed"));
   expect_megatron_accepts(job);
-  job.training.dtype = DType::bf16;
+  // Megatron-Bridge's "FP8-CS": E4M3 throughout, current (tensorwise) scaling.
+  job.plan.fp8 = Fp8::e4m3;
+  job.plan.fp8_recipe = Fp8Recipe::tensorwise;
+  EXPECT_TRUE(has_argument(job, "--fp8-format", "e4m3"));
+  EXPECT_TRUE(has_argument(job, "--fp8-recipe", "tensorwise"));
+  expect_megatron_accepts(job);
+  job.plan.fp8 = Fp8::none;
+  EXPECT_FALSE(has_argument(job, "--fp8-format", "e4m3"));
   job.plan.framework = Framework::deepspeed;
   const JsonValue c = parse_json(deepspeed_config(job));
   EXPECT_TRUE(c.find("bf16")->find("enabled")->boolean);
@@ -336,8 +346,8 @@ TEST(Export, DeepSpeedRefusalsNameTheField) {
     EXPECT_THROW(deepspeed_config(job_with(plan)), SpecError) << field;
   }
   Job fp8 = job_with(deepspeed_plan());
-  fp8.training.dtype = DType::fp8;
-  EXPECT_EQ(deepspeed_unsupported(fp8).rfind("field 'training.dtype': ", 0), 0u) << deepspeed_unsupported(fp8);
+  fp8.plan.fp8 = Fp8::hybrid;
+  EXPECT_EQ(deepspeed_unsupported(fp8).rfind("field 'plan.fp8': ", 0), 0u) << deepspeed_unsupported(fp8);
 }
 
 // A plan read from a file: the reason starts with the field's file:line:column.

@@ -217,4 +217,40 @@ TEST(PlanSpace, ABatchThatAdmitsNoPlanIsAnEmptySpaceAndZeroBatchAnError) {
 }
 
 }  // namespace
+TEST(PlanSpace, Fp8GemmsAreTriedUnderMegatronCoreOnAGpuWithAnFp8Peak) {
+  const Model m = search_test::small_gpt(4, 384, 6);
+  Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(16);
+  SearchSpace s;
+  s.chunk_elements = {0, 1 << 20};
+  s.framework = Framework::megatron_core;
+  auto count_fp8 = [&](const SearchSpace& space) {
+    int64_t n = 0, all = 0;
+    for (const Candidate& k : enumerate_plans(m, c, t, space)) {
+      ++all;
+      if (k.fp8 == Fp8::none) continue;
+      ++n;
+      EXPECT_EQ(k.chunk_elements, 0);
+      Plan p = k.to_plan();
+      p.framework = space.framework;
+      EXPECT_EQ(plan_invalid_reason(m, c, t, p), nullptr) << short_label(k);
+      if (n % 97 == 1) EXPECT_NO_THROW(make_job(m, c, t, p)) << short_label(k);
+      EXPECT_NE(short_label(k).find(" fp8-hybrid"), std::string::npos);
+      EXPECT_TRUE(is_enumerated_shape(p, c, space));
+    }
+    return std::make_pair(n, all);
+  };
+  EXPECT_EQ(count_fp8(s).first, 0);  // no fp8 peak on this GPU
+  c.node.gpu.peak_flops[DType::fp8] = 2 * c.node.gpu.peak_flops.at(DType::fp16);
+  const auto [fp8, all] = count_fp8(s);
+  EXPECT_GT(fp8, 0);
+  s.framework = Framework::megatron_lm;  // TransformerEngine's fp8 is modelled under Megatron-core only
+  EXPECT_EQ(count_fp8(s).first, 0);
+  s.framework = Framework::megatron_core;
+  s.fp8 = {Fp8::none};  // --no-fp8
+  EXPECT_EQ(count_fp8(s).first, 0);
+  // Each static plan once without and once with fp8; chunked plans without only.
+  EXPECT_EQ(count_fp8(s).second + fp8, all);
+}
+
 }  // namespace starfish::search

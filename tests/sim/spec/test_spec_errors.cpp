@@ -211,8 +211,16 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "plan.yaml:2:8: field 'plan.zero_stage': ZeRO stages are 0, 1, 2 and 3, got 4");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {schedule: interleaved}\n"),
             "plan.yaml:2:8: field 'plan.schedule': the interleaved schedule needs virtual_stages >= 2");
+  EXPECT_EQ(job_error("training: {global_batch: 8, dtype: fp16}\n"),
+            "plan.yaml:1:29: field 'training.dtype': GPU G has no peak for fp16 of cluster box (hw.yaml)");
+  // FP8 is the plan's GEMMs, not the training dtype (TransformerEngine keeps bf16 params).
   EXPECT_EQ(job_error("training: {global_batch: 8, dtype: fp8}\n"),
-            "plan.yaml:1:29: field 'training.dtype': GPU G has no peak for fp8 of cluster box (hw.yaml)");
+            "plan.yaml:1:29: field 'training.dtype': fp8 training keeps bf16 params and activations and runs its "
+            "GEMMs in fp8: set training.dtype: bf16 and plan.fp8: hybrid");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: megatron-core, fp8: hybrid}\n"),
+            "plan.yaml:2:34: field 'plan.fp8': GPU G has no fp8 peak of cluster box (hw.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {fp8: e4m3x}\n"),
+            "plan.yaml:2:8: field 'plan.fp8': 'e4m3x' is not one of: none, hybrid, e4m3");
 }
 
 // TP 3 on 8-GPU nodes: some tensor-parallel groups straddle two nodes (the simulator used to
