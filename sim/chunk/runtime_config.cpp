@@ -2,12 +2,6 @@
 
 namespace starfish {
 
-std::vector<int> dp_group_ranks(const Job& job) {
-  std::vector<int> ranks;
-  for (int d = 0; d < job.dp(); ++d) ranks.push_back(job.plan.tp * d);
-  return ranks;
-}
-
 ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const Plan& p = job.plan;
   if (!p.chunked()) p.provenance.fail("plan.chunk_size", "the plan does not use the chunk runtime (chunk_size is 0)");
@@ -22,7 +16,7 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
   o.budget.cpu_bytes = (node.host.memory_bytes - node.host.reserved_bytes) / node.gpus;
   o.budget.nvme_bytes = node.nvme ? node.nvme->capacity_bytes / node.gpus : 0;
   o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
-  o.dp_ranks = dp_group_ranks(job);
+  o.dp_ranks = job.dp_group_ranks(0, 0);  // the runtime is TP rank 0 of the only stage
   o.dp_index = dp_index;
   return out;
 }

@@ -170,9 +170,9 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const double opt_params = (e.params_per_gpu - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
                             expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
   if (p.offload.optimizer == Tier::gpu) {
-    e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * optimizer_step_bytes_per_param(t, p));
+    e.time.optimizer_s = gpu_optimizer_step_time_s(gpu, t, p, opt_params);
   } else {
-    e.time.optimizer_s = opt_params * g / c.node.host.cpu_adam_params_per_s;
+    e.time.optimizer_s = cpu_adam_time_s(c.node.host, opt_params * g);
     if (p.offload.optimizer == Tier::nvme && c.node.nvme) {
       const double node_bytes = opt_params * g * sb.optimizer;
       e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;

@@ -8,6 +8,7 @@
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
+#include "sim/spec/training.h"
 
 namespace starfish {
 
@@ -72,5 +73,13 @@ PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& 
 // the addition into the weight-gradient GEMM (beta = 1) avoid it; the eager ones measured in
 // ../shared/data do not.
 double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_bytes);
+
+// The optimizer step of `params` parameters on one GPU: memory bound, moving
+// optimizer_step_bytes_per_param (framework.h) per parameter. Every tier costs it here.
+double gpu_optimizer_step_time_s(const GpuSpec& gpu, const Training& training, const Plan& plan, double params);
+
+// CPU Adam over `params` parameters (all the host's GPUs' shares together: they step at once and
+// share the host's measured throughput, hwprofile host.cpu_adam_params_per_s).
+double cpu_adam_time_s(const HostSpec& host, double params);
 
 }  // namespace starfish

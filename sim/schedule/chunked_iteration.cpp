@@ -84,13 +84,13 @@ class SimHooks final : public StepHooks {
     const std::string name = "adam chunk " + std::to_string(s.index);
     des::TaskId t;
     if (w.tier == Tier::gpu) {
-      const double bytes = params * optimizer_step_bytes_per_param(job_.training, job_.plan);
-      t = eng_.compute(stage_.lead_gpu, memory_bound_time_s(job_.cluster.node.gpu, bytes), des::Label{out_.optimizer, name});
+      t = eng_.compute(stage_.lead_gpu, gpu_optimizer_step_time_s(job_.cluster.node.gpu, job_.training, job_.plan, params),
+                       des::Label{out_.optimizer, name});
     } else {
       // CPU Adam; the node's GPUs all step at once, sharing the host's throughput.
       if (cpu_stream_ == des::kNone) cpu_stream_ = eng_.add_stream("cpu adam n0", 0);
-      t = eng_.delay(params * job_.cluster.node.gpus / job_.cluster.node.host.cpu_adam_params_per_s,
-                     des::Label{out_.optimizer, name}, cpu_stream_);
+      t = eng_.delay(cpu_adam_time_s(job_.cluster.node.host, params * job_.cluster.node.gpus), des::Label{out_.optimizer, name},
+                     cpu_stream_);
     }
     backend_.append_compute(t);
     last_task_ = t;
@@ -125,7 +125,7 @@ class SimHooks final : public StepHooks {
 
 }  // namespace
 
-BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t fixed_non_model_bytes) {
+BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, const BuildOptions& options) {
   BuiltIteration out;
   intern_categories(eng, out);
   StageInfo stage;
@@ -139,7 +139,7 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t
   SimBackend backend(eng, 0, 0, SimBackendCategories{out.offload, out.dp});
   ChunkRuntime runtime(cp.layout, cp.options, backend);
   IterationDriver driver(runtime, cp.tied_embeddings);
-  SimHooks hooks(job, eng, backend, out, costs, fixed_non_model_bytes);
+  SimHooks hooks(job, eng, backend, out, costs, options.fixed_non_model_bytes);
   // The warm-up records the trace and then places the optimizer states; the iteration after it
   // still pays for that placement (chunks left where the warm-up's optimizer step ran). The
   // third iteration is the steady state, and the one simulated.

@@ -13,7 +13,7 @@
 #include "sim/des/engine.h"
 #include "sim/des/trace.h"
 #include "sim/schedule/chunked_iteration.h"
-#include "sim/schedule/iteration_builder.h"
+#include "sim/schedule/iteration.h"
 #include "sim/spec/json_writer.h"
 
 namespace starfish::schedule {

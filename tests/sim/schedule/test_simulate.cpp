@@ -9,7 +9,7 @@
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/des/engine.h"
-#include "sim/schedule/iteration_builder.h"
+#include "sim/schedule/iteration.h"
 #include "sim/schedule/simulate.h"
 #include "sim/spec/spec_io.h"
 #include "support/models.h"
