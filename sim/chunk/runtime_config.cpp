@@ -1,5 +1,7 @@
 #include "sim/chunk/runtime_config.h"
 
+#include "sim/cost/capacity.h"
+
 namespace starfish {
 
 ChunkPlan chunk_plan(const Job& job, int dp_index) {
@@ -12,8 +14,8 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
                 RuntimeOptions{}, job.model.tied_embeddings};
   const NodeSpec& node = job.cluster.node;
   RuntimeOptions& o = out.options;
-  o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes;
-  o.budget.cpu_bytes = (node.host.memory_bytes - node.host.reserved_bytes) / node.gpus;
+  o.budget.gpu_bytes = usable_gpu_bytes(node);
+  o.budget.cpu_bytes = usable_host_bytes(node) / node.gpus;
   o.budget.nvme_bytes = node.nvme ? node.nvme->capacity_bytes / node.gpus : 0;
   o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
   o.dp_ranks = job.dp_group_ranks(0, 0);  // the runtime is TP rank 0 of the only stage

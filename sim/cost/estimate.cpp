@@ -50,7 +50,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
   double worst_gpu = -1;
   ModelStates worst_states;
-  const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
+  const double p2p = pipeline_buffer_bytes(m, p, act_bytes);
   const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
@@ -89,20 +89,20 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
   const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
   const LayerTime& lt = times.layer;
-  const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
+  const double boundary = boundary_bytes(m, p, act_bytes);
   // A layer's forward runs two TP all-reduces, its backward two, full recompute's forward two more.
   double tp_all_reduce = 0;
   if (p.tp > 1)
-    tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+    tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary,
                                       link_for_group(c, p.tp, 1));
   const double tp_per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   double pp_comm = 0;
   if (p.pp > 1) {
     const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
-    const PipelineSend send = pipeline_send(p, boundary_bytes);
+    const PipelineSend send = pipeline_send(p, boundary);
     double one_way = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, send.bytes_per_rank, link);
     if (send.receiver_all_gathers)
-      one_way += collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+      one_way += collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, p.tp, boundary,
                                    link_for_group(c, p.tp, 1));
     pp_comm = 2.0 * p.virtual_stages * one_way;
   }
@@ -188,7 +188,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
                        e.time.optimizer_s + e.time.offload_s;
   const double gpus = c.total_gpus();
-  e.tokens_per_s = static_cast<double>(t.global_batch) * m.seq_len / e.time.iteration_s;
+  e.tokens_per_s = tokens_per_s(m, t.global_batch, e.time.iteration_s);
   e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
   e.mfu = e.model_flops / e.time.iteration_s / gpus / gpu.peak(t.dtype);
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;

@@ -65,6 +65,12 @@ struct PlanLayerTimes {
 };
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& model, const Plan& plan);
 
+// The output layer's time `output_s` split into its passes: the forward is a third (the logits
+// GEMM), the backward two thirds (the input- and weight-gradient GEMMs); the loss kernel's share
+// follows the same split. Every tier splits it here.
+inline double output_forward_s(double output_s) { return output_s / 3; }
+inline double output_backward_s(double output_s) { return 2 * output_s / 3; }
+
 
 // Gradient accumulation over micro-batches: from the second micro-batch on, every weight
 // gradient the backward pass produces is added into the gradient buffer (PyTorch's

@@ -51,7 +51,7 @@ class SimHooks final : public StepHooks {
     const int L = job_.model.layers, lead = stage_.lead_gpu;
     const bool fwd = s.phase == Phase::forward;
     double duration = 0;
-    if (s.index >= L) duration = fwd ? c_.output_s / 3 : 2 * c_.output_s / 3;
+    if (s.index >= L) duration = fwd ? output_forward_s(c_.output_s) : output_backward_s(c_.output_s);
     else if (s.index >= 0) duration = fwd ? c_.layer.forward_s : c_.layer.backward_s;
     const std::string name = std::string(fwd ? "F" : "B") + " L" + std::to_string(s.index);
     // A recomputed layer's forward runs again first, as its own task (the report's recompute).
@@ -60,7 +60,7 @@ class SimHooks final : public StepHooks {
     // third of output_s (the split above).
     double recompute_s = 0;
     if (!fwd && s.index >= 0 && s.index < L) recompute_s = c_.layer.recompute_s;
-    else if (!fwd && s.index >= L && job_.plan.recompute == Recompute::full) recompute_s = c_.output_s / 3;
+    else if (!fwd && s.index >= L && job_.plan.recompute == Recompute::full) recompute_s = output_forward_s(c_.output_s);
     const bool recompute = recompute_s > 0;
     if (recompute)
       backend_.append_compute(eng_.compute(lead, recompute_s, des::Label{out_.recompute, "R L" + std::to_string(s.index)}));

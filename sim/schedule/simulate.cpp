@@ -145,7 +145,7 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   rep.link_classes = engine.link_classes();
   rep.iteration_s = r.makespan_s;
   const IterationFlops fl = iteration_flops(job.model, job.training.global_batch, job.plan.recompute);
-  rep.tokens_per_s = static_cast<double>(job.training.global_batch) * job.model.seq_len / rep.iteration_s;
+  rep.tokens_per_s = tokens_per_s(job.model, job.training.global_batch, rep.iteration_s);
   rep.tflops_per_gpu = fl.hardware / rep.iteration_s / rep.gpus / 1e12;
   rep.mfu = fl.model / rep.iteration_s / rep.gpus / job.cluster.node.gpu.peak(job.training.dtype);
 

@@ -138,7 +138,7 @@ class StaticIterationBuilder {
     const ModelStates ms = moe_model_states(job_.training, p, n, stage_expert_params(job_.model, p, s),
                                             static_cast<double>(count_parameters(job_.model).per_layer) / p.tp,
                                             static_cast<double>(p.chunk_elements) * act_bytes_);
-    st.model_state_bytes = ms.total_gpu() + (p.pp > 1 ? 2 * boundary_bytes_ : 0) +
+    st.model_state_bytes = ms.total_gpu() + pipeline_buffer_bytes(job_.model, p, act_bytes_) +
                            framework_buffer_bytes(job_.training, job_.plan) +
                            moe_dispatch_buffer_bytes(job_.model, p, act_bytes_);
     stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
@@ -225,7 +225,7 @@ class StaticIterationBuilder {
   void forward_op(StageInfo& st, const StageOp& o) {
     for (int l = 0; l < o.layers; ++l) forward_layer(st, o, l);
     if (o.last_virtual) {
-      const TaskId x = eng_.compute(st.lead_gpu, output_s_ / 3, label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
+      const TaskId x = eng_.compute(st.lead_gpu, output_forward_s(output_s_), label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
       chain(x);
       st.memory.push_back({x, output_bytes_});
     }
@@ -249,7 +249,7 @@ class StaticIterationBuilder {
 
   void backward_op(StageInfo& st, const StageOp& o) {
     if (o.last_virtual) {
-      const TaskId x = eng_.compute(st.lead_gpu, 2 * output_s_ / 3, label(out_.bwd, "B s%d head mb%d", o.stage, o.mb));
+      const TaskId x = eng_.compute(st.lead_gpu, output_backward_s(output_s_), label(out_.bwd, "B s%d head mb%d", o.stage, o.mb));
       chain(x);
       st.memory.push_back({x, -output_bytes_});
     }
