@@ -30,22 +30,11 @@ std::string overflow(Tier tier, const Estimate& e) {
   return buf;
 }
 
-}  // namespace
-
-void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
-                   const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,
-                   Estimate& e) {
-  const GpuSpec& gpu = c.node.gpu;
-  const int dp = p.dp;
+// ---- memory: every stage, keep the most loaded one; its states' share of the host and NVMe.
+// Returns false when the plan does not fit.
+bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const Plan& p, const std::vector<double>& stage_n,
+                     const EstimateOptions& options, Estimate& e) {
   const int64_t act_bytes = bytes_of(t.dtype);
-
-  e = Estimate{};
-  e.params = params;
-  e.micro_batches = t.global_batch / (int64_t{p.micro_batch} * p.dp);
-  e.model_flops = fl.model;
-  e.hardware_flops = fl.hardware;
-
-  // ---- memory: every stage, keep the most loaded one
   const double chunk_bytes = static_cast<double>(p.chunk_elements) * act_bytes;
   const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
   double worst_gpu = -1;
@@ -84,21 +73,24 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.memory = check_memory(TierBytes{e.gpu.total(), e.cpu.total(), e.nvme.total()}, capacity);
   e.fits = e.memory.fits;
   if (options.explain && !e.fits) e.why_not = overflow(e.memory.tier, e);
-  if (!e.fits && options.memory_only_if_rejected) return;
+  return e.fits;
+}
 
-  // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
-  const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
+// One micro-batch's costs per layer and stage (StageCosts) for the pipeline slots: the layer's
+// compute, its TP all-reduces (two in forward, two in backward, two more when full recompute
+// redoes the forward), the pipeline sends, the gradient accumulation and the MoE layers' extra.
+StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t, const Plan& p, const PlanLayerTimes& times) {
+  const GpuSpec& gpu = c.node.gpu;
+  const int64_t act_bytes = bytes_of(t.dtype);
   const LayerTime& lt = times.layer;
   const double boundary = boundary_bytes(m, p, act_bytes);
-  // A layer's forward runs two TP all-reduces, its backward two, full recompute's forward two more.
   double tp_all_reduce = 0;
   if (p.tp > 1)
     tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary,
                                       link_for_group(c, p.tp, 1));
-  const double tp_per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   double pp_comm = 0;
   if (p.pp > 1) {
-    const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
+    const LinkParams link = link_for_group(c, p.pp, p.tp * p.dp);
     const PipelineSend send = pipeline_send(p, boundary);
     double one_way = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, send.bytes_per_rank, link);
     if (send.receiver_all_gathers)
@@ -111,10 +103,10 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   costs.layer_forward_s = lt.forward_s;
   costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
   costs.output_s = times.output_s;
-  costs.tp_per_layer_s = tp_per_layer;
+  costs.tp_per_layer_s = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   costs.pp_comm_s = pp_comm;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
-  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? dp : 1), act_bytes);
+  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? p.dp : 1), act_bytes);
   if (m.is_moe()) {
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
     // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in
@@ -126,74 +118,100 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     costs.moe_extra_s = moe.forward_s + moe.backward_s + moe.recompute_s - costs.layer_s +
                         (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
   }
-  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
-  const StageSlot& slow = slots.slowest;
-  const double layers_per_stage = slow.layers;
-  const double mb = static_cast<double>(e.micro_batches);
-  e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
-  e.time.tp_comm_s = mb * slow.tp_comm_s;
-  e.time.pp_comm_s = mb * pp_comm;
-  e.time.bubble_s = slots.bubble_s;
+  return costs;
+}
 
-  const StateBytes sb = state_bytes_per_param(t, p.chunked());
+// The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
+// stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt`.
+double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
+                      double layers_per_stage, const Estimate& e) {
+  const int dp = p.dp;
+  const int64_t act_bytes = bytes_of(t.dtype);
+  const double mb = static_cast<double>(e.micro_batches);
   // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
   const double expert_params = stage_expert_params(m, p, e.peak_stage);
   const double grad_bytes = (e.params_per_gpu - expert_params) * grad_buffers(t, p).reduce_bytes;
-  e.time.dp_comm_s = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
-  if (dp > 1) {
-    const LinkParams link = link_for_group(c, dp, p.tp);
-    auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
-    // ZeRO-0/1 reduce once. ZeRO-2 and -3 keep only their gradient partition, so every
-    // micro-batch's gradients are reduce-scattered after its backward (deepspeedai/DeepSpeed#2252);
-    // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
-    double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
-    if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
-    if (p.zero_stage == 3) {
-      // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
-      // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
-      // overlapped with the compute: what shows is, layer by layer, what the layer's compute
-      // cannot cover, plus the first layer's gather of each pass -- as the event-driven tier's
-      // per-layer gathers. Each layer's collective pays its own ring latency ((n-1) steps), which
-      // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
-      // would pay it once.
-      const double layers = std::max(1.0, layers_per_stage);
-      const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                              e.params_per_gpu / layers * static_cast<double>(act_bytes), link);
-      const double reduce =
-          collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
-      const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
-      dp_time = mb * (layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + 2 * gather);
-    }
-    e.time.dp_comm_s += dp_time;
+  double total = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
+  if (dp <= 1) return total;
+  const LinkParams link = link_for_group(c, dp, p.tp);
+  auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
+  // ZeRO-0/1 reduce once. ZeRO-2 and -3 keep only their gradient partition, so every
+  // micro-batch's gradients are reduce-scattered after its backward (deepspeedai/DeepSpeed#2252);
+  // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
+  double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
+  if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
+  if (p.zero_stage == 3) {
+    // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
+    // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
+    // overlapped with the compute: what shows is, layer by layer, what the layer's compute
+    // cannot cover, plus the first layer's gather of each pass -- as the event-driven tier's
+    // per-layer gathers. Each layer's collective pays its own ring latency ((n-1) steps), which
+    // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
+    // would pay it once.
+    const double layers = std::max(1.0, layers_per_stage);
+    const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
+                                            e.params_per_gpu / layers * static_cast<double>(act_bytes), link);
+    const double reduce =
+        collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
+    const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
+    dp_time = mb * (layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + 2 * gather);
   }
+  return total + dp_time;
+}
 
-  const double opt_params = (e.params_per_gpu - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
-                            expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
+// The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
+// the PCIe copies offloading adds (gradients out and params back; offloaded params in).
+void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p, Estimate& e) {
+  const int64_t act_bytes = bytes_of(t.dtype);
+  const double g = c.node.gpus;
+  const double opt_params = optimizer_params_per_gpu(p, e.params_per_gpu, stage_expert_params(m, p, e.peak_stage));
+  const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
   if (p.offload.optimizer == Tier::gpu) {
-    e.time.optimizer_s = gpu_optimizer_step_time_s(gpu, t, p, opt_params);
+    e.time.optimizer_s = gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params);
   } else {
     e.time.optimizer_s = cpu_adam_time_s(c.node.host, opt_params * g);
     if (p.offload.optimizer == Tier::nvme && c.node.nvme) {
-      const double node_bytes = opt_params * g * sb.optimizer;
+      const double node_bytes = opt_params * g * state_bytes_per_param(t, p.chunked()).optimizer;
       e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
     }
-    const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
     e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
   }
-  if (p.offload.params != Tier::gpu) {
-    const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
-    e.time.offload_s += 2 * e.params_per_gpu / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
-  }
+  if (p.offload.params != Tier::gpu) e.time.offload_s += 2 * e.params_per_gpu / (p.zero_stage >= 3 ? p.dp : 1) * act_bytes / pcie;
+}
+
+}  // namespace
+
+void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
+                   const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,
+                   Estimate& e) {
+  e = Estimate{};
+  e.params = params;
+  e.micro_batches = t.global_batch / (int64_t{p.micro_batch} * p.dp);
+  e.model_flops = fl.model;
+  e.hardware_flops = fl.hardware;
+  if (!estimate_memory(m, c, t, p, stage_n, options, e) && options.memory_only_if_rejected) return;
+
+  // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
+  const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
+  const StageCosts costs = micro_batch_costs(m, c, t, p, times);
+  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
+  const StageSlot& slow = slots.slowest;
+  const double mb = static_cast<double>(e.micro_batches);
+  e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
+  e.time.tp_comm_s = mb * slow.tp_comm_s;
+  e.time.pp_comm_s = mb * costs.pp_comm_s;
+  e.time.bubble_s = slots.bubble_s;
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, e);
+  optimizer_and_offload_time(m, c, t, p, e);
 
   e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
                        e.time.optimizer_s + e.time.offload_s;
   const double gpus = c.total_gpus();
   e.tokens_per_s = tokens_per_s(m, t.global_batch, e.time.iteration_s);
   e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
-  e.mfu = e.model_flops / e.time.iteration_s / gpus / gpu.peak(t.dtype);
+  e.mfu = e.model_flops / e.time.iteration_s / gpus / c.node.gpu.peak(t.dtype);
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
 }
-
 
 Estimate estimate(const Job& job) {
   const Plan& p = job.plan;

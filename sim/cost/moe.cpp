@@ -36,6 +36,11 @@ MoeLayerShape moe_layer_shape(const Model& m, const Plan& p) {
   return x;
 }
 
+double optimizer_params_per_gpu(const Plan& p, double params, double expert_params) {
+  return (params - expert_params) / (p.zero_stage >= 1 ? p.dp : 1) +
+         expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
+}
+
 void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dtype, const Model& m, const Plan& p) {
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(bytes_of(dtype)), h = m.hidden, E = m.moe.experts, in = in_matrices(m);

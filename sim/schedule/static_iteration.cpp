@@ -546,9 +546,7 @@ class StaticIterationBuilder {
     const Cluster& c = job_.cluster;
     const int lead = out_.stages[static_cast<size_t>(s)].lead_gpu, node = lead / c.node.gpus;
     const StateBytes sb = state_bytes_per_param(tr, p.chunked());
-    // Dense states are sharded over DP, routed experts' over expert DP (sim/cost/moe.h).
-    const double opt_params = (stage_params - stage_experts) / (p.zero_stage >= 1 ? job_.dp() : 1) +
-                              stage_experts / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
+    const double opt_params = optimizer_params_per_gpu(p, stage_params, stage_experts);
     TaskId last = kNone;
     auto then = [&](TaskId x) {
       if (last == kNone) for (TaskId r : reduced) eng_.depends(x, r);
