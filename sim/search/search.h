@@ -101,6 +101,14 @@ struct RejectedFamily {
   std::string text() const;
 };
 
+// How far a rejected plan is from fitting: needed over capacity (1e300 without any capacity).
+// The search keeps each family's closest plan by it, and the closest family is the lowest.
+inline double closeness(double needed, double capacity) { return capacity > 0 ? needed / capacity : 1e300; }
+
+// The family closest to fitting (the first of equals), among those rejected for `constraint`
+// when any was ("" for all); nullptr for none.
+const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, const std::string& constraint = "");
+
 struct SearchResult {
   // Plans the analytic tier ranked high but the simulator rejected: (label, why), best first;
   // simulator_binding is the first one's Evaluation::constraint.
