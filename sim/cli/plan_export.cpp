@@ -465,7 +465,7 @@ FrameworkExport choose(const search::SearchResult& r, const Target& target, cons
   search::SearchOptions o = options;
   o.top_k = 1;
   o.refine_top = 1;
-  o.framework = target.framework;
+  o.space.framework = target.framework;
   const Training training = r.training;
   o.admit = [&target, training](const Plan& p) { return target.unsupported(p, training).empty(); };
   const search::SearchResult own = search::search(r.model, r.cluster, r.training, o);

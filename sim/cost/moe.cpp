@@ -145,7 +145,7 @@ int stage_moe_layers(const Model& m, const Plan& p, int stage) {
   if (!m.is_moe()) return 0;
   int moe_layers = 0;
   for (int c = 0; c < p.virtual_stages; ++c) {
-    const LayerRange r = chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, c);
+    const LayerRange r = virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, c);
     for (int l = r.first; l < r.first + r.count; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
   }
   return moe_layers;

@@ -20,9 +20,9 @@ namespace {
 using des::TaskId;
 using des::kNone;
 
-// Parameters of one GPU of stage `s`, per model chunk (embedding with chunk 0, head and final
-// norm with the last chunk).
-std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
+// Parameters of one GPU of stage `s`, per virtual stage (embedding with the first, head and final
+// norm with the last).
+std::vector<double> virtual_stage_params(const Model& m, const Plan& p, int s) {
   const Shard shard = plan_shard(p, s);
   std::vector<double> out(static_cast<size_t>(p.virtual_stages), 0.0);
   for (const ParamTensor& t : parameter_tensors(m, shard)) {
@@ -31,7 +31,7 @@ std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
     else if (t.layer >= m.layers) c = p.virtual_stages - 1;
     else
       while (c + 1 < p.virtual_stages &&
-             t.layer >= chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, s, c + 1).first)
+             t.layer >= virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, s, c + 1).first)
         ++c;
     out[static_cast<size_t>(c)] += static_cast<double>(t.elements);
   }
@@ -118,7 +118,7 @@ class StaticIterationBuilder {
     for (int t = 0; t < p.tp; ++t) st.tp_group.push_back(job_.global_rank(t, 0, s));
     tp_group_ = eng_.group(st.tp_group);
     place_model_states(st, s);
-    stage_params_ = chunk_params(job_.model, p, s);
+    stage_params_ = virtual_stage_params(job_.model, p, s);
     accumulated_params_ = stage_params_;
     if (p.zero_stage >= 2) for (double& x : accumulated_params_) x /= job_.dp();
     open_streams(st, s);
@@ -173,12 +173,12 @@ class StaticIterationBuilder {
   // gradient accumulation and per-micro-batch reduction; then its place in the pipeline.
   void add_op(StageInfo& st, int s, const PipelineOp& op, PreviousOp& prev) {
     const Plan& p = job_.plan;
-    const int P = p.pp, V = p.virtual_stages, gv = op.model_chunk * P + s, mb = op.micro_batch;
+    const int P = p.pp, V = p.virtual_stages, gv = op.virtual_stage * P + s, mb = op.micro_batch;
     op_first_ = kNone;
-    const double params = stage_params_[static_cast<size_t>(op.model_chunk)];
+    const double params = stage_params_[static_cast<size_t>(op.virtual_stage)];
     const TaskId prefetch = prefetch_params(st.lead_gpu, s, op, params, prev);
-    const LayerRange range = chunk_layer_range(job_.model.layers, P, V, p.stage_layers, s, op.model_chunk);
-    const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, range.first, range.count, params / range.count};
+    const LayerRange range = virtual_stage_layer_range(job_.model.layers, P, V, p.stage_layers, s, op.virtual_stage);
+    const StageOp so{s, op.virtual_stage, mb, gv == P * V - 1, range.first, range.count, params / range.count};
     if (op.forward) {
       forward_op(st, so);
     } else {
@@ -186,9 +186,9 @@ class StaticIterationBuilder {
       // From the second micro-batch on, the virtual stage's weight gradients are added into its buffer.
       if (mb > 0)
         chain(eng_.compute(st.lead_gpu,
-                           grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.model_chunk)], act_bytes_),
-                           label(out_.bwd, "grad acc s%d c%d mb%d", s, op.model_chunk, mb)));
-      if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.model_chunk, mb, params);
+                           grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
+                           label(out_.bwd, "grad acc s%d c%d mb%d", s, op.virtual_stage, mb)));
+      if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
     }
     if (prefetch != kNone) eng_.depends(op_first_, prefetch);
     if (st.first_task == kNone) st.first_task = op_first_;
@@ -198,7 +198,7 @@ class StaticIterationBuilder {
     if (prev.first != kNone) (prev.forward ? next_f_ : next_b_)[prev.index] = op_first_;
     (op.forward ? first_f_ : first_b_)[i] = op_first_;
     (op.forward ? last_f_ : last_b_)[i] = chain_last_;
-    if (!op.forward) chunk_last_backward_[{s, op.model_chunk}] = chain_last_;
+    if (!op.forward) last_backward_of_[{s, op.virtual_stage}] = chain_last_;
     prev = PreviousOp{op_first_, prefetch, op.forward, i};
   }
 
@@ -207,15 +207,15 @@ class StaticIterationBuilder {
   TaskId prefetch_params(int lead, int s, const PipelineOp& op, double params, const PreviousOp& prev) {
     if (!fetch_params_) return kNone;
     const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * act_bytes_,
-                                      label(out_.offload, "fetch params s%d c%d mb%d", s, op.model_chunk, op.micro_batch));
+                                      label(out_.offload, "fetch params s%d c%d mb%d", s, op.virtual_stage, op.micro_batch));
     if (prev.first != kNone) eng_.depends(prefetch, prev.first);
     if (prev.prefetch != kNone) eng_.depends(prefetch, prev.prefetch);
     return prefetch;
   }
 
-  // One forward or backward op of a stage's schedule: virtual stage `chunk` of micro-batch `mb`.
+  // One forward or backward op of a stage's schedule: virtual stage `virtual_stage` of micro-batch `mb`.
   struct StageOp {
-    int stage, chunk, mb;
+    int stage, virtual_stage, mb;
     bool last_virtual;    // the model's last virtual stage: it carries the output layer
     int first_layer;      // the virtual stage's first layer in the model
     int layers;           // its transformer layers (uneven stages differ)
@@ -237,7 +237,7 @@ class StaticIterationBuilder {
     const TaskId g = gather_layer(o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
     const TaskId x = eng_.compute(st.lead_gpu, (moe ? costs_.moe_layer : layer_).forward_s,
-                                  label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+                                  label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
     if (g != kNone) eng_.depends(x, g);
     chain(x);
     computed(x);
@@ -268,7 +268,7 @@ class StaticIterationBuilder {
     const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
     TaskId first = kNone;
     if (p.recompute != Recompute::none) {
-      first = eng_.compute(lead, time.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+      first = eng_.compute(lead, time.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
       chain(first);
       st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
       if (p.recompute == Recompute::full) {
@@ -276,7 +276,7 @@ class StaticIterationBuilder {
         if (moe) expert_exchange(o, l);
       }
     }
-    const TaskId b = eng_.compute(lead, time.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
+    const TaskId b = eng_.compute(lead, time.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
     if (first == kNone) first = b;
     if (g != kNone) eng_.depends(first, g);
     chain(b);
@@ -342,11 +342,11 @@ class StaticIterationBuilder {
     return lead_reduction;
   }
 
-  // Routed-expert parameters of model chunk `ch` of stage `s` on one GPU.
-  double chunk_expert_params(int s, int ch) const {
+  // Routed-expert parameters of virtual stage `ch` of stage `s` on one GPU.
+  double virtual_stage_expert_params(int s, int ch) const {
     const Plan& p = job_.plan;
     if (!job_.model.is_moe()) return 0;
-    const LayerRange r = chunk_layer_range(job_.model.layers, p.pp, p.virtual_stages, p.stage_layers, s, ch);
+    const LayerRange r = virtual_stage_layer_range(job_.model.layers, p.pp, p.virtual_stages, p.stage_layers, s, ch);
     int moe = 0;
     for (int l = r.first; l < r.first + r.count; ++l) moe += job_.model.moe_layer(l) ? 1 : 0;
     return moe * static_cast<double>(moe_layer_expert_params(job_.model, p.ep, p.expert_tp()));
@@ -361,7 +361,7 @@ class StaticIterationBuilder {
     des::CollectiveOptions co;
     co.stream = zero_stream_;
     const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
-                                     label(out_.dp, "zero3 gather s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l), co);
+                                     label(out_.dp, "zero3 gather s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l), co);
     if (prev_gather_ != kNone) eng_.depends(g, prev_gather_);
     if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
     prev_gather_ = g;
@@ -382,9 +382,9 @@ class StaticIterationBuilder {
       co.algo = dp_algo();
       co.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, o.stage), o.layer_params * grad_reduce_bytes_,
-                                       label(out_.dp, "grads s%d c%d mb%d L%d t%d", o.stage, o.chunk, o.mb, l, t), co);
+                                       label(out_.dp, "grads s%d c%d mb%d L%d t%d", o.stage, o.virtual_stage, o.mb, l, t), co);
       eng_.depends(x, after);
-      if (t == 0) last_reduction_[{o.stage, o.chunk}] = x;
+      if (t == 0) last_reduction_[{o.stage, o.virtual_stage}] = x;
     }
   }
 
@@ -393,10 +393,10 @@ class StaticIterationBuilder {
   // accumulation or not: deepspeedai/DeepSpeed#2252); ZeRO-0/1 reduce once, after the flush.
   bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp() > 1; }
 
-  // Reduce-scatters model chunk `ch`'s gradients of one micro-batch over every TP rank's DP
+  // Reduce-scatters virtual stage `ch`'s gradients of one micro-batch over every TP rank's DP
   // group. Overlapped, on the ranks' DP streams; otherwise the lead's reduction is in its chain
   // (the next compute waits) and the other ranks' run beside it.
-  void reduce_micro_batch(int s, int ch, int mb, double chunk_params) {
+  void reduce_micro_batch(int s, int ch, int mb, double virtual_stage_params) {
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     const TaskId before = chain_last_;
     TaskId lead_reduction = kNone;
@@ -405,12 +405,12 @@ class StaticIterationBuilder {
       o.algo = dp_algo();
       if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s),
-                                       (chunk_params - chunk_expert_params(s, ch)) * grad_reduce_bytes_,
+                                       (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
                                        label(out_.dp, "grads s%d c%d mb%d t%d", s, ch, mb, t), o);
       if (t == 0) lead_reduction = x;
       if (before != kNone) eng_.depends(x, before);
     }
-    const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, chunk_expert_params(s, ch), before, "expert grads", ch, mb);
+    const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), before, "expert grads", ch, mb);
     if (experts != kNone) expert_reductions_[s].push_back(experts);
     if (!job_.plan.overlap_grad_reduce) {
       if (op_first_ == kNone) op_first_ = lead_reduction;
@@ -488,10 +488,10 @@ class StaticIterationBuilder {
   // all-gather of the updated params.
   void build_data_parallel_and_optimizer(int s) {
     const Plan& p = job_.plan;
-    const std::vector<double> params = chunk_params(job_.model, p, s);
+    const std::vector<double> params = virtual_stage_params(job_.model, p, s);
     double stage_params = 0, stage_experts = 0;
     for (double x : params) stage_params += x;
-    for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += chunk_expert_params(s, ch);
+    for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += virtual_stage_expert_params(s, ch);
     const std::vector<TaskId> reduced = reduce_gradients(s, params);
     const TaskId last = optimizer_step(s, stage_params, stage_experts, reduced);
     gather_updated_params(s, stage_params, stage_experts, last);
@@ -510,14 +510,14 @@ class StaticIterationBuilder {
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
       reduced.push_back(last_reduction_.at({s, ch}));
-      reduced.push_back(chunk_last_backward_.at({s, ch}));
+      reduced.push_back(last_backward_of_.at({s, ch}));
     }
     const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     for (int ch = p.virtual_stages - 1; ch >= 0 && !reduce_every_micro_batch(); --ch) {
       // Overlapped: a virtual stage's gradients are reduced once its last backward is done.
       // Otherwise every reduction waits for the stage's whole backward (the pipeline flush).
-      const TaskId after = p.overlap_grad_reduce ? chunk_last_backward_.at({s, ch}) : st.last_backward;
-      const TaskId experts = reduce_experts(s, kind, chunk_expert_params(s, ch), after, "expert grads", ch, 0);
+      const TaskId after = p.overlap_grad_reduce ? last_backward_of_.at({s, ch}) : st.last_backward;
+      const TaskId experts = reduce_experts(s, kind, virtual_stage_expert_params(s, ch), after, "expert grads", ch, 0);
       if (experts != kNone) reduced.push_back(experts);
       if (job_.dp() == 1) {
         reduced.push_back(after);
@@ -528,7 +528,7 @@ class StaticIterationBuilder {
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
         const TaskId x = eng_.collective(kind, dp_group(t, s),
-                                         (params[static_cast<size_t>(ch)] - chunk_expert_params(s, ch)) * grad_reduce_bytes_,
+                                         (params[static_cast<size_t>(ch)] - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
                                          label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
         eng_.depends(x, after);
         if (t == 0) reduced.push_back(x);
@@ -601,7 +601,7 @@ class StaticIterationBuilder {
   std::map<int, std::vector<TaskId>> expert_reductions_;  // per stage: per-micro-batch expert reductions
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
-  std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;
+  std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;

@@ -241,7 +241,7 @@ class AnalyticPass {
       const Candidate& c = candidates_[i];
       c.fill(w.plan);
       // The export's own search names its framework; otherwise the space's system decides.
-      w.plan.framework = opt_.framework ? *opt_.framework : opt_.space.framework;
+      w.plan.framework = opt_.space.framework;
       if (opt_.admit && !opt_.admit(w.plan)) {
         ++w.not_admitted;
         continue;

@@ -70,9 +70,6 @@ struct SearchOptions {
   double max_iteration_s = 0;    // > 0: a plan with a longer iteration is rejected ("time")
   bool prune = true;             // family-level memory lower bound before evaluating (never
                                  // drops a plan that fits; off only to test exactly that)
-  // Every plan runs on this framework (its costs are that framework's, sim/cost/framework.h);
-  // unset: the Plan's default.
-  std::optional<Framework> framework;
   // Only plans `admit` accepts are evaluated (the exports search for the best plan their
   // framework can run); the others count in SearchResult::not_admitted.
   std::function<bool(const Plan&)> admit;

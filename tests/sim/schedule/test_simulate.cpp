@@ -193,7 +193,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
           first_reduction = std::min(first_reduction, r.start_s[t]);
           ++reductions;
         }
-      EXPECT_EQ(reductions, 2) << "one per model chunk";
+      EXPECT_EQ(reductions, 2) << "one per virtual stage";
       if (overlap) EXPECT_LT(first_reduction, flush) << "stage of GPU " << st.lead_gpu;
       else EXPECT_GE(first_reduction, flush) << "stage of GPU " << st.lead_gpu;
     }
