@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   const double plain_s = seconds_since(t4);
   search::SearchOptions deepspeed = plain;
   deepspeed.top_k = deepspeed.refine_top = 1;
-  deepspeed.framework = Framework::deepspeed;
+  deepspeed.space.framework = Framework::deepspeed;
   deepspeed.admit = [&](const Plan& p) { return search::deepspeed_unsupported(p, main_job).empty(); };
   t4 = Clock::now();
   const search::SearchResult ds = search::search(model, cluster, main_job, deepspeed);

@@ -83,8 +83,8 @@ std::optional<std::string> predict_graph_residency(const ChunkLayout& layout, co
   ChunkRuntime rt(layout, o, backend);
   IterationDriver driver(rt, tied_embeddings);
   ResidencyHooks hooks(layers, non_model_bytes);
-  // Warm-up, settle and steady: later iterations repeat the third (the runtime decides from
-  // the warm-up's trace).
+  // Warm-up, settle and steady (report::unsteady_iterations): later iterations repeat the first
+  // steady one (the runtime decides from the warm-up's trace).
   for (int i = 0; i < iterations && !hooks.broken(); ++i) driver.run_iteration(hooks);
   return hooks.broken();
 }

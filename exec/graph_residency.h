@@ -22,6 +22,7 @@
 
 #include "sim/chunk/chunk_runtime.h"
 #include "sim/chunk/iteration_driver.h"
+#include "sim/report/report.h"
 
 namespace starfish::exec {
 
@@ -55,6 +56,7 @@ class GraphResidency {
 // Runs `iterations` iterations of the runtime on the reference backend (the executor's own
 // decisions, move for move) and returns why recompute none would break, or nothing.
 std::optional<std::string> predict_graph_residency(const ChunkLayout& layout, const RuntimeOptions& options, bool tied_embeddings,
-                                                   int64_t non_model_bytes, int iterations = 3);
+                                                   int64_t non_model_bytes,
+                                                   int iterations = report::unsteady_iterations(true) + 1);
 
 }  // namespace starfish::exec

@@ -34,6 +34,7 @@
 #include "exec/trainer_checkpoint.h"
 #include "sim/chunk/move_log.h"
 #include "sim/chunk/runtime_config.h"
+#include "sim/cost/flops.h"
 #include "sim/report/report.h"
 #include "sim/spec/error.h"
 #include "sim/spec/job.h"
@@ -162,16 +163,6 @@ struct Counters {
   int64_t nvme_read() const { return at(Tier::nvme, Tier::cpu) + at(Tier::nvme, Tier::gpu); }
   int64_t nvme_write() const { return at(Tier::cpu, Tier::nvme) + at(Tier::gpu, Tier::nvme); }
 };
-
-// The simulator simulates the chunk runtime's third iteration: the first is the warm-up (trace,
-// LRU, no prefetch) and the second still moves the optimizer states to where the warm-up placed
-// them. A run's steady iterations are the same: from its third on (when it ran fewer, its last).
-// Plans without chunks only leave out the first (allocation, first-touch).
-size_t first_steady(size_t iterations, bool chunked) {
-  const size_t skip = chunked ? 2 : 1;
-  if (iterations == 0) return 0;
-  return std::min(skip, iterations - 1);
-}
 
 // ---- run_rank's phases: resolve, make the store, resume, train (with checkpoints), report ----
 
@@ -462,7 +453,7 @@ void write_outputs(const RunOptions& o, const Resolved& r, StoreTrainer& trainer
 // simulator predicts for its steady iteration.
 void summarise_steady(report::Report& rep, bool chunked) {
   const size_t n = rep.iterations.size();
-  const size_t steady = first_steady(n, chunked);
+  const size_t steady = report::first_steady(n, chunked);  // the simulator's rule
   const int64_t first_iteration = n ? rep.iterations.front().iteration : 0;
   rep.steady_from_iteration = first_iteration + static_cast<int64_t>(steady);
   rep.steady_iterations = static_cast<int64_t>(n - steady);
@@ -509,7 +500,7 @@ void write_report(const RunOptions& o, const Resolved& r, StoreTrainer& trainer,
   rep.load = log.load;
   rep.iterations = std::move(log.iterations);
   summarise_steady(rep, chunked);
-  rep.tokens_per_s = rep.iteration_s > 0 ? static_cast<double>(r.training.global_batch) * r.model.seq_len / rep.iteration_s : 0.0;
+  rep.tokens_per_s = tokens_per_s(r.model, r.training.global_batch, rep.iteration_s);
   report::Extras extras;
   if (chunked) {
     const TorchBackend& b = *s.backend;

@@ -38,6 +38,7 @@
 #include "gui/search_worker.h"
 #include "gui/sim_worker.h"
 #include "gui/whatif_panel.h"
+#include "sim/report/report.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
 
@@ -515,7 +516,10 @@ void MainWindow::runSelectedPlan() {
     Prediction p;
     if (simulated_) p = {simulator_->report().iteration_s, simulator_->report().tokens_per_s, "simulated"};
     else p = {row.analytic.time.iteration_s, row.analytic.tokens_per_s, "analytic"};
-    run_->start(plan, run_dir_->filePath("run-report.json"), p, 3 /* the report averages iterations after the first */);
+    // Enough iterations for the report to have a steady one whatever the plan
+    // (report::unsteady_iterations): its figures are medians over the steady ones.
+    const int iterations = report::unsteady_iterations(true) + 1;
+    run_->start(plan, run_dir_->filePath("run-report.json"), p, iterations);
     tabs_->setCurrentWidget(run_);
   } catch (const std::exception& e) {
     error(e.what());

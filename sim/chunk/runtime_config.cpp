@@ -1,14 +1,9 @@
 #include "sim/chunk/runtime_config.h"
 
+#include "sim/cost/capacity.h"
 #include "sim/cost/framework.h"
 
 namespace starfish {
-
-std::vector<int> dp_group_ranks(const Job& job) {
-  std::vector<int> ranks;
-  for (int d = 0; d < job.dp(); ++d) ranks.push_back(job.plan.tp * d);
-  return ranks;
-}
 
 ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const Plan& p = job.plan;
@@ -17,12 +12,11 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const NodeSpec& node = job.cluster.node;
   RuntimeOptions& o = out.options;
   // NCCL's communicator buffers take their share before the chunks (as the analytic tier's).
-  o.budget.gpu_bytes = node.gpu.memory_bytes - node.gpu.reserved_bytes -
-                       static_cast<int64_t>(communicator_buffer_bytes(p, node.gpu, 0));
-  o.budget.cpu_bytes = (node.host.memory_bytes - node.host.reserved_bytes) / node.gpus;
+  o.budget.gpu_bytes = usable_gpu_bytes(node) - static_cast<int64_t>(communicator_buffer_bytes(p, node.gpu, 0));
+  o.budget.cpu_bytes = usable_host_bytes(node) / node.gpus;
   o.budget.nvme_bytes = node.nvme && chunks_may_use_nvme(p) ? node.nvme->capacity_bytes / node.gpus : 0;
   o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;
-  o.dp_ranks = dp_group_ranks(job);
+  o.dp_ranks = job.dp_group_ranks(0, 0);  // the runtime is TP rank 0 of the only stage
   o.dp_index = dp_index;
   return out;
 }

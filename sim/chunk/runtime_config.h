@@ -23,7 +23,4 @@ ChunkPlan chunk_plan(const Job& job, int dp_index);
 // The same with explicit budgets (an executor's --gpu-budget / --cpu-budget / --nvme-budget).
 ChunkPlan chunk_plan(const Job& job, int dp_index, const MemoryBudget& budget);
 
-// Global ranks of the data-parallel group of TP rank 0 of stage 0 (Megatron's rank order).
-std::vector<int> dp_group_ranks(const Job& job);
-
 }  // namespace starfish

@@ -473,11 +473,11 @@ FrameworkExport choose(const search::SearchResult& r, const Target& target, cons
   search::SearchOptions o = options;
   o.top_k = 1;
   o.refine_top = 1;
-  o.framework = target.framework;
+  o.space.framework = target.framework;
   // A Megatron-core search (search --framework megatron-core) exports Megatron-core plans, fp8
   // ones included: Megatron-LM's export takes both.
   if (target.framework == Framework::megatron_lm && options.space.framework == Framework::megatron_core)
-    o.framework = Framework::megatron_core;
+    o.space.framework = Framework::megatron_core;
   const Training training = r.training;
   o.admit = [&target, training](const Plan& p) { return target.unsupported(p, training).empty(); };
   const search::SearchResult own = search::search(r.model, r.cluster, r.training, o);

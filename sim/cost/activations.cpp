@@ -105,4 +105,12 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   return out;
 }
 
+double boundary_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
+  return static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
+}
+
+double pipeline_buffer_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
+  return p.pp > 1 ? 2 * boundary_bytes(m, p, act_bytes) : 0;
+}
+
 }  // namespace starfish

@@ -52,6 +52,14 @@ struct StageActivations {
 // dropout's 1-byte mask (none without dropout; the lookup's backward needs only the indices).
 double embedding_activation_bytes(const Model& model, const Plan& plan);
 
+// One micro-batch's hidden states, seq_len x micro_batch x hidden elements of `act_bytes`: the
+// tensor a pipeline stage sends its successor and each of a layer's TP all-reduces carries.
+double boundary_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
+
+// GPU buffers a pipeline stage keeps for its boundary tensors: one received, one sent (none
+// without pipeline parallelism).
+double pipeline_buffer_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
+
 // `micro_batches` = micro-batches per pipeline per iteration.
 StageActivations peak_stage_activations(const Model& model, const Plan& plan, int64_t micro_batches,
                                         int64_t act_bytes, int stage);

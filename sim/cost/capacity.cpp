@@ -4,10 +4,14 @@
 
 namespace starfish {
 
+int64_t usable_gpu_bytes(const NodeSpec& node) { return node.gpu.memory_bytes - node.gpu.reserved_bytes; }
+
+int64_t usable_host_bytes(const NodeSpec& node) { return node.host.memory_bytes - node.host.reserved_bytes; }
+
 TierBytes usable_capacity(const Cluster& c) {
   TierBytes cap;
-  cap.gpu = static_cast<double>(c.node.gpu.memory_bytes - c.node.gpu.reserved_bytes);
-  cap.cpu = static_cast<double>(c.node.host.memory_bytes - c.node.host.reserved_bytes);
+  cap.gpu = static_cast<double>(usable_gpu_bytes(c.node));
+  cap.cpu = static_cast<double>(usable_host_bytes(c.node));
   cap.nvme = c.node.nvme ? static_cast<double>(c.node.nvme->capacity_bytes) : 0;
   return cap;
 }

@@ -18,6 +18,9 @@ namespace starfish {
 
 // Usable bytes: `gpu` per GPU, `cpu` and `nvme` per node.
 TierBytes usable_capacity(const Cluster& cluster);
+// The same, exact, as the chunk runtime's budgets take them: one GPU's, and the node's host memory.
+int64_t usable_gpu_bytes(const NodeSpec& node);
+int64_t usable_host_bytes(const NodeSpec& node);
 
 struct MemoryVerdict {
   bool fits = true;

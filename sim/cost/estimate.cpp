@@ -36,27 +36,16 @@ std::string overflow(Tier tier, const Estimate& e) {
   return text;
 }
 
-}  // namespace
-
-void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
-                   const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,
-                   const ChunkFootprint* chunks, Estimate& e) {
-  const GpuSpec& gpu = c.node.gpu;
-  const int dp = p.dp;
+// ---- memory: every stage, keep the most loaded one; its states' share of the host and NVMe.
+// Returns false when the plan does not fit.
+bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const Plan& p, const std::vector<double>& stage_n,
+                     const EstimateOptions& options, const ChunkFootprint* chunks, Estimate& e) {
   const int64_t act_bytes = bytes_of(t.dtype);
-
-  e = Estimate{};
-  e.params = params;
-  e.micro_batches = t.global_batch / (int64_t{p.micro_batch} * p.dp);
-  e.model_flops = fl.model;
-  e.hardware_flops = fl.hardware;
-
-  // ---- memory: every stage, keep the most loaded one
   const double layer_params = static_cast<double>(e.params.per_layer) / p.tp;
   double worst_gpu = -1;        // the most loaded stage's reserved bytes, NCCL's buffers included
   double worst_allocated = 0;   // its tensors' bytes
   ModelStates worst_states;
-  const double p2p = p.pp > 1 ? 2.0 * act_bytes * m.seq_len * p.micro_batch * m.hidden : 0;
+  const double p2p = pipeline_buffer_bytes(m, p, act_bytes);
   const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
   const TierBytes capacity = usable_capacity(c);
   const double g = c.node.gpus;
@@ -65,7 +54,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
     const double fp8_weights = fp8_weight_cache_bytes(m, p, stage);
-    const double communicators = communicator_buffer_bytes(p, gpu, stage);
+    const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage);
     // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.
     if (p.chunked())
       ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers + fp8_weights,
@@ -101,25 +90,28 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
                           e.gpu.total() - e.gpu.allocator_bytes);
   e.fits = e.memory.fits;
   if (options.explain && !e.fits) e.why_not = overflow(e.memory.tier, e);
-  if (!e.fits && options.memory_only_if_rejected) return;
+  return e.fits;
+}
 
-  // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
-  const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
+// One micro-batch's costs per layer and stage (StageCosts) for the pipeline slots: the layer's
+// compute, its TP all-reduces (two in forward, two in backward, two more when full recompute
+// redoes the forward), the pipeline sends, the gradient accumulation and the MoE layers' extra.
+StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t, const Plan& p, const PlanLayerTimes& times) {
+  const GpuSpec& gpu = c.node.gpu;
+  const int64_t act_bytes = bytes_of(t.dtype);
   const LayerTime& lt = times.layer;
-  const double boundary_bytes = static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
-  // A layer's forward runs two TP all-reduces, its backward two, full recompute's forward two more.
+  const double boundary = boundary_bytes(m, p, act_bytes);
   double tp_all_reduce = 0;
   if (p.tp > 1)
-    tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+    tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, p.tp, boundary,
                                       link_for_group(c, p.tp, 1));
-  const double tp_per_layer = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   double pp_comm = 0;
   if (p.pp > 1) {
-    const LinkParams link = link_for_group(c, p.pp, p.tp * dp);
-    const PipelineSend send = pipeline_send(p, boundary_bytes);
+    const LinkParams link = link_for_group(c, p.pp, p.tp * p.dp);
+    const PipelineSend send = pipeline_send(p, boundary);
     double one_way = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, send.bytes_per_rank, link);
     if (send.receiver_all_gathers)
-      one_way += collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, p.tp, boundary_bytes,
+      one_way += collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, p.tp, boundary,
                                    link_for_group(c, p.tp, 1));
     pp_comm = 2.0 * p.virtual_stages * one_way;
   }
@@ -128,95 +120,127 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   costs.layer_forward_s = lt.forward_s;
   costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
   costs.output_s = times.output_s;
-  costs.tp_per_layer_s = tp_per_layer;
+  costs.tp_per_layer_s = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   costs.pp_comm_s = pp_comm;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
-  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? dp : 1), act_bytes);
+  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? p.dp : 1), act_bytes);
   if (m.is_moe()) {
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
     // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in
     // backward, 2 more when full recomputation redoes the forward.
-    const LayerTime moe = layer_time(gpu, t.dtype, m, plan_layer_shape(p, true),
-                                     p.recompute);
+    const LayerTime moe = layer_time(gpu, t.dtype, m, plan_layer_shape(p, true), p.recompute);
     const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
     costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + 2 * exchange;
     costs.moe_extra_s = moe.forward_s + moe.backward_s + moe.recompute_s - costs.layer_s +
                         (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
   }
-  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
-  const StageSlot& slow = slots.slowest;
-  const double layers_per_stage = slow.layers;
-  const double mb = static_cast<double>(e.micro_batches);
-  e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
-  e.time.tp_comm_s = mb * slow.tp_comm_s;
-  e.time.pp_comm_s = mb * pp_comm;
-  e.time.bubble_s = slots.bubble_s;
+  return costs;
+}
 
-  const StateBytes sb = state_bytes_per_param(t, p.chunked());
+// The parameters the most loaded GPU's collectives and optimizer move: its shard's, or, for a
+// chunked plan, whole chunks, padding and each ZeRO group's largest capacity included
+// (chunk_footprint): the layout's elements, not the shard's parameters.
+double moved_params_per_gpu(const Plan& p, const ChunkFootprint* chunks, const Estimate& e) {
+  if (!chunks) return e.params_per_gpu;
+  return static_cast<double>(chunks->kept_param_elements) * (p.zero_stage >= 1 ? p.dp : 1);
+}
+
+// The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
+// stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt`.
+double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
+                      double layers_per_stage, const ChunkFootprint* chunks, const Estimate& e) {
+  const int dp = p.dp;
+  const int64_t act_bytes = bytes_of(t.dtype);
+  const double mb = static_cast<double>(e.micro_batches);
   // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
   const double expert_params = stage_expert_params(m, p, e.peak_stage);
-  // A chunked plan's collectives move whole chunks, padding and each ZeRO group's largest
-  // capacity included (chunk_footprint): the layout's elements, not the shard's parameters.
-  const double comm_params = chunks ? static_cast<double>(chunks->kept_param_elements) * (p.zero_stage >= 1 ? dp : 1)
-                                    : e.params_per_gpu;
+  const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double grad_bytes = (comm_params - expert_params) * grad_buffers(t, p).reduce_bytes;
-  e.time.dp_comm_s = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
-  if (dp > 1) {
-    const LinkParams link = link_for_group(c, dp, p.tp);
-    auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
-    // ZeRO-0/1 reduce once. ZeRO-2 and -3 keep only their gradient partition, so every
-    // micro-batch's gradients are reduce-scattered after its backward (deepspeedai/DeepSpeed#2252);
-    // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
-    double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
-    if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
-    if (p.zero_stage == 3) {
-      // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
-      // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
-      // overlapped with the compute: what shows is, layer by layer, what the layer's compute
-      // cannot cover, plus the first layer's gather of each pass -- as the event-driven tier's
-      // per-layer gathers. Each layer's collective pays its own ring latency ((n-1) steps), which
-      // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
-      // would pay it once.
-      const double layers = std::max(1.0, layers_per_stage);
-      const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                              comm_params / layers * static_cast<double>(act_bytes), link);
-      const double reduce =
-          collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
-      const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
-      dp_time = mb * (layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + 2 * gather);
-    }
-    e.time.dp_comm_s += dp_time;
+  double total = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
+  if (dp <= 1) return total;
+  const LinkParams link = link_for_group(c, dp, p.tp);
+  auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
+  // ZeRO-0/1 reduce once. ZeRO-2 and -3 keep only their gradient partition, so every
+  // micro-batch's gradients are reduce-scattered after its backward (deepspeedai/DeepSpeed#2252);
+  // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
+  double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
+  if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
+  if (p.zero_stage == 3) {
+    // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
+    // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
+    // overlapped with the compute: what shows is, layer by layer, what the layer's compute
+    // cannot cover, plus the first layer's gather of each pass -- as the event-driven tier's
+    // per-layer gathers. Each layer's collective pays its own ring latency ((n-1) steps), which
+    // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
+    // would pay it once.
+    const double layers = std::max(1.0, layers_per_stage);
+    const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
+                                            comm_params / layers * static_cast<double>(act_bytes), link);
+    const double reduce =
+        collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
+    const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
+    dp_time = mb * (layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + 2 * gather);
   }
+  return total + dp_time;
+}
 
-  const double opt_params = (comm_params - expert_params) / (p.zero_stage >= 1 ? dp : 1) +
-                            expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
+// The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
+// the PCIe copies offloading adds (gradients out and params back; offloaded params in).
+void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p,
+                                const ChunkFootprint* chunks, Estimate& e) {
+  const int64_t act_bytes = bytes_of(t.dtype);
+  const double g = c.node.gpus;
+  const double comm_params = moved_params_per_gpu(p, chunks, e);
+  const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));
+  const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
   if (p.offload.optimizer == Tier::gpu) {
-    e.time.optimizer_s = memory_bound_time_s(gpu, opt_params * optimizer_step_bytes_per_param(t, p));
+    e.time.optimizer_s = gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params);
   } else {
-    e.time.optimizer_s = opt_params * g / c.node.host.cpu_adam_params_per_s;
+    e.time.optimizer_s = cpu_adam_time_s(c.node.host, opt_params * g);
     if (p.offload.optimizer == Tier::nvme && c.node.nvme) {
-      const double node_bytes = opt_params * g * sb.optimizer;
+      const double node_bytes = opt_params * g * state_bytes_per_param(t, p.chunked()).optimizer;
       e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
     }
-    const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
     e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
   }
   // fp8: the weights' casts once per iteration, before the first micro-batch's forward (fp8.h).
-  e.time.optimizer_s += fp8_weight_cast_time_s(gpu, m, p, e.peak_stage);
-  if (p.offload.params != Tier::gpu) {
-    const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
-    e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? dp : 1) * act_bytes / pcie;
-  }
+  e.time.optimizer_s += fp8_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
+  if (p.offload.params != Tier::gpu) e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? p.dp : 1) * act_bytes / pcie;
+}
+
+}  // namespace
+
+void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
+                   const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,
+                   const ChunkFootprint* chunks, Estimate& e) {
+  e = Estimate{};
+  e.params = params;
+  e.micro_batches = t.global_batch / (int64_t{p.micro_batch} * p.dp);
+  e.model_flops = fl.model;
+  e.hardware_flops = fl.hardware;
+  if (!estimate_memory(m, c, t, p, stage_n, options, chunks, e) && options.memory_only_if_rejected) return;
+
+  // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
+  const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
+  const StageCosts costs = micro_batch_costs(m, c, t, p, times);
+  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
+  const StageSlot& slow = slots.slowest;
+  const double mb = static_cast<double>(e.micro_batches);
+  e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
+  e.time.tp_comm_s = mb * slow.tp_comm_s;
+  e.time.pp_comm_s = mb * costs.pp_comm_s;
+  e.time.bubble_s = slots.bubble_s;
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, chunks, e);
+  optimizer_and_offload_time(m, c, t, p, chunks, e);
 
   e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
                        e.time.optimizer_s + e.time.offload_s;
   const double gpus = c.total_gpus();
-  e.tokens_per_s = static_cast<double>(t.global_batch) * m.seq_len / e.time.iteration_s;
+  e.tokens_per_s = tokens_per_s(m, t.global_batch, e.time.iteration_s);
   e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
-  e.mfu = e.model_flops / e.time.iteration_s / gpus / mfu_peak_flops(gpu, t.dtype, p);
+  e.mfu = e.model_flops / e.time.iteration_s / gpus / mfu_peak_flops(c.node.gpu, t.dtype, p);
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
 }
-
 
 Estimate estimate(const Job& job) {
   const Plan& p = job.plan;

@@ -48,4 +48,8 @@ double narayanan_iteration_flops(const Model& m, int64_t B, bool full_recompute)
   return 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
 }
 
+double tokens_per_s(const Model& m, int64_t global_batch, double iteration_s) {
+  return iteration_s > 0 ? static_cast<double>(global_batch) * m.seq_len / iteration_s : 0.0;
+}
+
 }  // namespace starfish

@@ -30,6 +30,10 @@ struct IterationFlops {
   double hardware = 0;  // plus recomputation: what the GPUs execute (Megatron's TFLOP/s)
 };
 
+// Tokens per second of an iteration of `global_batch` sequences that takes `iteration_s` (0 when
+// it takes no time): what estimate, simulate and starfish-run report.
+double tokens_per_s(const Model& model, int64_t global_batch, double iteration_s);
+
 // FLOPs of one whole iteration of `global_batch` sequences over all GPUs.
 IterationFlops iteration_flops(const Model& model, int64_t global_batch, Recompute recompute);
 

@@ -37,6 +37,11 @@ MoeLayerShape moe_layer_shape(const Model& m, const Plan& p) {
   return x;
 }
 
+double optimizer_params_per_gpu(const Plan& p, double params, double expert_params) {
+  return (params - expert_params) / (p.zero_stage >= 1 ? p.dp : 1) +
+         expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
+}
+
 void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dtype, const Model& m, const Plan& p) {
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(bytes_of(dtype)), h = m.hidden, E = m.moe.experts, in = in_matrices(m);
@@ -160,7 +165,7 @@ int stage_moe_layers(const Model& m, const Plan& p, int stage) {
   if (!m.is_moe()) return 0;
   int moe_layers = 0;
   for (int c = 0; c < p.virtual_stages; ++c) {
-    const LayerRange r = chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, c);
+    const LayerRange r = virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, c);
     for (int l = r.first; l < r.first + r.count; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
   }
   return moe_layers;

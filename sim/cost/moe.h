@@ -63,6 +63,11 @@ double moe_mlp_forward_flops(const Model& model, double tokens);
 // gradients are reduced, and ZeRO shards expert states, over these ranks.
 int expert_data_parallel(const Plan& plan);
 
+// Parameters whose optimizer states one GPU steps, of `params` on the GPU of which
+// `expert_params` are routed experts': ZeRO >= 1 shards the dense ones over DP and the experts'
+// over expert DP.
+double optimizer_params_per_gpu(const Plan& plan, double params, double expert_params);
+
 // Time of the expert gradients' reduction over the expert-data-parallel group (members EP x ETP
 // apart), `grad_bytes` per GPU: once per iteration under ZeRO-0/1 (all-reduce), every
 // micro-batch under ZeRO-2 (reduce-scatter) with one all-gather of the updated params, as the

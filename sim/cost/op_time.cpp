@@ -23,6 +23,12 @@ double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_by
   return memory_bound_time_s(gpu, 3.0 * static_cast<double>(grad_bytes) * params);
 }
 
+double gpu_optimizer_step_time_s(const GpuSpec& gpu, const Training& training, const Plan& plan, double params) {
+  return memory_bound_time_s(gpu, params * optimizer_step_bytes_per_param(training, plan));
+}
+
+double cpu_adam_time_s(const HostSpec& host, double params) { return params / host.cpu_adam_params_per_s; }
+
 namespace {
 
 // Builds one layer's ops for a shape; every byte count below is the HBM traffic of the kernel

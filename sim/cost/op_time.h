@@ -8,6 +8,7 @@
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
+#include "sim/spec/training.h"
 
 namespace starfish {
 
@@ -69,6 +70,12 @@ struct PlanLayerTimes {
 };
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& model, const Plan& plan);
 
+// The output layer's time `output_s` split into its passes: the forward is a third (the logits
+// GEMM), the backward two thirds (the input- and weight-gradient GEMMs); the loss kernel's share
+// follows the same split. Every tier splits it here.
+inline double output_forward_s(double output_s) { return output_s / 3; }
+inline double output_backward_s(double output_s) { return 2 * output_s / 3; }
+
 
 // Gradient accumulation over micro-batches: from the second micro-batch on, every weight
 // gradient the backward pass produces is added into the gradient buffer (PyTorch's
@@ -77,5 +84,13 @@ PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& 
 // the addition into the weight-gradient GEMM (beta = 1) avoid it; the eager ones measured in
 // ../shared/data do not.
 double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_bytes);
+
+// The optimizer step of `params` parameters on one GPU: memory bound, moving
+// optimizer_step_bytes_per_param (framework.h) per parameter. Every tier costs it here.
+double gpu_optimizer_step_time_s(const GpuSpec& gpu, const Training& training, const Plan& plan, double params);
+
+// CPU Adam over `params` parameters (all the host's GPUs' shares together: they step at once and
+// share the host's measured throughput, hwprofile host.cpu_adam_params_per_s).
+double cpu_adam_time_s(const HostSpec& host, double params);
 
 }  // namespace starfish

@@ -61,11 +61,11 @@ void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
 }  // namespace
 
 std::vector<int> stage_layers(const Model& model, const Shard& s) {
-  // Megatron's assignment: model chunk c (of pp*v, in model order) goes to stage c % pp;
+  // Megatron's assignment: virtual stage c (of pp*v, in model order) goes to stage c % pp;
   // sim/spec/pipeline_layout.h says how many layers each holds.
   std::vector<int> layers;
-  for (int chunk = 0; chunk < s.virtual_stages; ++chunk) {
-    const LayerRange r = chunk_layer_range(model.layers, s.pp, s.virtual_stages, s.layout, s.stage, chunk);
+  for (int v = 0; v < s.virtual_stages; ++v) {
+    const LayerRange r = virtual_stage_layer_range(model.layers, s.pp, s.virtual_stages, s.layout, s.stage, v);
     for (int l = r.first; l < r.first + r.count; ++l) layers.push_back(l);
   }
   return layers;

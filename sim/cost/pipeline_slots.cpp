@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/moe.h"
+#include "sim/cost/op_time.h"
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
@@ -24,7 +25,7 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     // The output layer's forward is a third of its work (one GEMM to backward's two); the
     // sends split evenly between activations and gradients.
     x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
-                  (last ? c.output_s / 3 : 0) + c.pp_comm_s / 2;
+                  (last ? output_forward_s(c.output_s) : 0) + c.pp_comm_s / 2;
     return x;
   };
   const double mb = static_cast<double>(micro_batches);

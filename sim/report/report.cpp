@@ -159,6 +159,11 @@ double& seconds(PhaseSeconds& s, PhaseId p) {
 
 double seconds(const PhaseSeconds& s, PhaseId p) { return seconds(const_cast<PhaseSeconds&>(s), p); }
 
+size_t first_steady(size_t iterations, bool chunked) {
+  if (iterations == 0) return 0;
+  return std::min(static_cast<size_t>(unsteady_iterations(chunked)), iterations - 1);
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

@@ -124,6 +124,15 @@ std::string to_json(const Report& r, const Extras& extras = {});
 Report from_json(const JsonValue& v, const std::string& source);
 Report read_report_file(const std::string& path);
 
+// The steady state, one rule for the simulator and a run. A chunk-runtime plan's first two
+// iterations are not steady: the warm-up records the trace (LRU eviction, no prefetch) and places
+// the optimizer states; the next still pays for that placement (chunks left where the warm-up's
+// optimizer step ran). A static plan's first is not (allocation, first touch). The simulator
+// simulates the first steady iteration; a run's figures are medians over its steady ones.
+constexpr int unsteady_iterations(bool chunked) { return chunked ? 2 : 1; }
+// The index of the first steady one of a run's `iterations` (its last when none was steady).
+size_t first_steady(size_t iterations, bool chunked);
+
 // The median of the values (0 for none): measured times are reported as medians of the steady
 // iterations, robust to one disturbed iteration on a shared machine.
 double median(std::vector<double> values);

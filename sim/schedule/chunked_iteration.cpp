@@ -54,7 +54,7 @@ class SimHooks final : public StepHooks {
     if (!backend_.recording()) return;
     const int L = job_.model.layers, lead = stage_.lead_gpu;
     double duration = grads_s;
-    if (s.index >= L) duration += fwd ? c_.output_s / 3 : 2 * c_.output_s / 3;
+    if (s.index >= L) duration += fwd ? output_forward_s(c_.output_s) : output_backward_s(c_.output_s);
     else if (s.index >= 0) duration += fwd ? c_.layer.forward_s : c_.layer.backward_s;
     const std::string name = std::string(fwd ? "F" : "B") + " L" + std::to_string(s.index);
     // A recomputed layer's forward runs again first, as its own task (the report's recompute).
@@ -63,7 +63,7 @@ class SimHooks final : public StepHooks {
     // third of output_s (the split above).
     double recompute_s = 0;
     if (!fwd && s.index >= 0 && s.index < L) recompute_s = c_.layer.recompute_s;
-    else if (!fwd && s.index >= L && job_.plan.recompute == Recompute::full) recompute_s = c_.output_s / 3;
+    else if (!fwd && s.index >= L && job_.plan.recompute == Recompute::full) recompute_s = output_forward_s(c_.output_s);
     const bool recompute = recompute_s > 0;
     if (recompute)
       backend_.append_compute(eng_.compute(lead, recompute_s, des::Label{out_.recompute, "R L" + std::to_string(s.index)}));
@@ -87,13 +87,13 @@ class SimHooks final : public StepHooks {
     const std::string name = "adam chunk " + std::to_string(s.index);
     des::TaskId t;
     if (w.tier == Tier::gpu) {
-      const double bytes = params * optimizer_step_bytes_per_param(job_.training, job_.plan);
-      t = eng_.compute(stage_.lead_gpu, memory_bound_time_s(job_.cluster.node.gpu, bytes), des::Label{out_.optimizer, name});
+      t = eng_.compute(stage_.lead_gpu, gpu_optimizer_step_time_s(job_.cluster.node.gpu, job_.training, job_.plan, params),
+                       des::Label{out_.optimizer, name});
     } else {
       // CPU Adam; the node's GPUs all step at once, sharing the host's throughput.
       if (cpu_stream_ == des::kNone) cpu_stream_ = eng_.add_stream("cpu adam n0", 0);
-      t = eng_.delay(params * job_.cluster.node.gpus / job_.cluster.node.host.cpu_adam_params_per_s,
-                     des::Label{out_.optimizer, name}, cpu_stream_);
+      t = eng_.delay(cpu_adam_time_s(job_.cluster.node.host, params * job_.cluster.node.gpus), des::Label{out_.optimizer, name},
+                     cpu_stream_);
     }
     backend_.append_compute(t);
     last_task_ = t;
@@ -144,7 +144,7 @@ class SimHooks final : public StepHooks {
 
 }  // namespace
 
-BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t fixed_non_model_bytes) {
+BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, const BuildOptions& options) {
   BuiltIteration out;
   intern_categories(eng, out);
   StageInfo stage;
@@ -158,7 +158,7 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, int64_t
   SimBackend backend(eng, 0, 0, SimBackendCategories{out.offload, out.dp});
   ChunkRuntime runtime(cp.layout, cp.options, backend);
   IterationDriver driver(runtime, cp.tied_embeddings);
-  SimHooks hooks(job, eng, backend, out, costs, fixed_non_model_bytes);
+  SimHooks hooks(job, eng, backend, out, costs, options.fixed_non_model_bytes);
   // The warm-up records the trace and then places the optimizer states; the iteration after it
   // still pays for that placement (chunks left where the warm-up's optimizer step ran). The
   // third iteration is the steady state, and the one simulated.

@@ -11,15 +11,18 @@
 
 #include "sim/chunk/iteration_driver.h"
 #include "sim/des/engine.h"
-#include "sim/schedule/iteration_builder.h"
+#include "sim/report/report.h"
+#include "sim/schedule/iteration.h"
 
 namespace starfish::schedule {
 
-// The iterations the runtime walks (and its move log covers): warm-up, settle, simulated.
-inline constexpr int kChunkedIterations = 3;
+// The iterations the runtime walks (and its move log covers): warm-up, settle (report.h's
+// unsteady iterations), then the simulated one.
+inline constexpr int kChunkedIterations = report::unsteady_iterations(true) + 1;
 
-// (make_job guarantees the plan has no pipeline parallelism.)
-BuiltIteration build_chunked_iteration(const Job& job, des::Engine& engine, int64_t fixed_non_model_bytes = -1);
+// (make_job guarantees the plan has no pipeline parallelism; iteration_builder_for picks this
+// builder for a chunk-runtime plan.) Of the options, only fixed_non_model_bytes applies.
+BuiltIteration build_chunked_iteration(const Job& job, des::Engine& engine, const BuildOptions& options = {});
 
 // The non-model GPU bytes the simulator gives the runtime at the start of each step: the hidden
 // states, the activations kept so far (the layer's own rebuilt in full under recompute) and the

@@ -16,7 +16,7 @@ LayerCosts layer_costs(const Job& job) {
   const PlanLayerTimes times = plan_layer_times(job.cluster.node, job.training.dtype, m, p);
   c.layer = times.layer;
   c.output_s = times.output_s;
-  c.boundary_bytes = static_cast<double>(c.act_bytes) * m.seq_len * p.micro_batch * m.hidden;
+  c.boundary_bytes = boundary_bytes(m, p, c.act_bytes);
   c.tp_bytes = 2 * c.boundary_bytes;
   c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
   c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});

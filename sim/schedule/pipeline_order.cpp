@@ -5,14 +5,14 @@
 namespace starfish::schedule {
 namespace {
 
-// Megatron-LM's mapping of the k-th forward (or backward) of a stage to (micro-batch, chunk)
-// in the interleaved schedule: micro-batches go in groups of p through each chunk in turn.
+// Megatron-LM's mapping of the k-th forward (or backward) of a stage to (micro-batch, virtual stage)
+// in the interleaved schedule: micro-batches go in groups of p through each virtual stage in turn.
 PipelineOp interleaved_op(int k, int p, int v, bool forward) {
   const int in_group = k % (p * v);
-  int chunk = in_group / p;
-  if (!forward) chunk = v - 1 - chunk;
+  int virtual_stage = in_group / p;
+  if (!forward) virtual_stage = v - 1 - virtual_stage;
   const int micro_batch = (k / (p * v)) * p + k % p;
-  return PipelineOp{forward, micro_batch, chunk};
+  return PipelineOp{forward, micro_batch, virtual_stage};
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 //   GPipe:        all m forwards, then all m backwards (Huang et al. 2019).
 //   1F1B:         p - s - 1 warm-up forwards, then one forward / one backward, then the
 //                 remaining backwards (PipeDream-Flush; Narayanan et al. 2021, Fig. 4 top).
-//   interleaved:  v model chunks per stage, micro-batches in groups of p, warm-up of
-//                 (p - s - 1) * 2 + (v - 1) * p chunk-forwards (Narayanan et al. 2021, Fig. 4
+//   interleaved:  v virtual stages per stage, micro-batches in groups of p, warm-up of
+//                 (p - s - 1) * 2 + (v - 1) * p virtual-stage forwards (Narayanan et al. 2021, Fig. 4
 //                 bottom; Megatron-LM's forward_backward_pipelining_with_interleaving).
 #include <cstdint>
 #include <vector>
@@ -16,12 +16,12 @@ namespace starfish::schedule {
 struct PipelineOp {
   bool forward = true;
   int micro_batch = 0;
-  int model_chunk = 0;  // 0..v-1; the chunk's global virtual stage is model_chunk * p + stage
+  int virtual_stage = 0;  // 0..v-1 on this stage; its global index is virtual_stage * p + stage
   bool operator==(const PipelineOp&) const = default;
 };
 
-// The ops of stage `stage` (0..p-1) of a p-stage pipeline with m micro-batches and v chunks.
-// Every (micro-batch, chunk) appears once forward and once backward, forward first.
+// The ops of stage `stage` (0..p-1) of a p-stage pipeline with m micro-batches and v virtual
+// stages. Every (micro-batch, virtual stage) appears once forward and once backward, forward first.
 std::vector<PipelineOp> stage_order(Schedule schedule, int stages, int stage, int micro_batches, int virtual_stages);
 
 }  // namespace starfish::schedule

@@ -14,7 +14,7 @@
 #include "sim/des/engine.h"
 #include "sim/des/trace.h"
 #include "sim/schedule/chunked_iteration.h"
-#include "sim/schedule/iteration_builder.h"
+#include "sim/schedule/iteration.h"
 #include "sim/spec/json_writer.h"
 
 namespace starfish::schedule {
@@ -138,6 +138,136 @@ report::PhaseSeconds predicted_phases(const BuiltIteration& it, const des::Engin
   return mean;
 }
 
+// A stage's bubble is the time in the pipeline window (0 to the last backward of any stage) its
+// lead GPU neither computed nor ran its own communication; the fraction is their mean over the
+// stages, of the iteration.
+double bubble_fraction(const BuiltIteration& it, const des::Results& r) {
+  double window = 0;
+  for (const StageInfo& st : it.stages) window = std::max(window, r.end_s[st.last_backward]);
+  const std::array<des::CategoryId, 9> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload, it.ep};
+  double bubble = 0;
+  for (const StageInfo& st : it.stages) bubble += window - r.busy_union_s(st.lead_gpu, everything, 0, window);
+  return bubble / it.stages.size() / r.makespan_s;
+}
+
+// Per communication group, the time its tasks ran on a stage's lead GPU, how much of it no
+// compute hid, and the compute beside it (means over the stages).
+std::vector<CommGroupReport> communication(const Job& job, const BuiltIteration& it, const des::Results& r) {
+  const std::array<des::CategoryId, 3> compute{it.fwd, it.bwd, it.recompute};
+  std::vector<std::pair<const char*, des::CategoryId>> groups{{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
+  if (job.model.is_moe()) groups.push_back({"ep", it.ep});  // MoE all-to-alls
+  std::vector<CommGroupReport> out;
+  for (const auto& [name, cat] : groups) {
+    CommGroupReport g;
+    g.group = name;
+    const std::array<des::CategoryId, 1> c{cat};
+    for (const StageInfo& st : it.stages) {
+      g.comm_s += r.busy_union_s(st.lead_gpu, c, 0, r.makespan_s);
+      g.exposed_s += r.exposed_s(st.lead_gpu, c, compute, 0, r.makespan_s);
+      g.compute_s += r.busy_union_s(st.lead_gpu, compute, 0, r.makespan_s);
+    }
+    const double n = static_cast<double>(it.stages.size());
+    g.comm_s /= n;
+    g.exposed_s /= n;
+    g.compute_s /= n;
+    g.ratio = g.comm_s > 0 ? g.compute_s / g.comm_s : INFINITY;
+    out.push_back(g);
+  }
+  return out;
+}
+
+// Per-stage memory timelines, the peaks per tier as the allocator reserves them, and the
+// verdict against the usable capacities (the rule `estimate` applies too).
+void fill_memory(SimReport& rep, const Job& job, const BuiltIteration& it, const des::Results& r, int timeline_points) {
+  const Cluster& c = job.cluster;
+  double gpu_tensor_bytes = 0;  // the most loaded stage's peak without the allocator's reserve
+  for (size_t s = 0; s < it.stages.size(); ++s) {
+    rep.memory.push_back(stage_memory(it.stages[s], static_cast<int>(s), r, timeline_points));
+    // What the framework's allocator reserves at that peak (PyTorch's max_memory_reserved), and
+    // NCCL's buffers beside it: the figure that must fit, as the analytic tier's.
+    const double peak = rep.memory.back().peak_bytes;
+    const double nccl = communicator_buffer_bytes(job.plan, c.node.gpu, static_cast<int>(s));
+    const double reserved = allocator_reserved_bytes(job.plan, peak) + nccl;
+    if (reserved > rep.peak_gpu_bytes) {
+      rep.peak_gpu_bytes = reserved;
+      gpu_tensor_bytes = peak + nccl;
+    }
+  }
+  const TierBytes capacity = usable_capacity(c);
+  rep.gpu_capacity_bytes = capacity.gpu;
+  rep.cpu_bytes_per_node = it.cpu_bytes_per_node;
+  rep.cpu_capacity_bytes = capacity.cpu;
+  rep.nvme_bytes_per_node = it.nvme_bytes_per_node;
+  rep.nvme_capacity_bytes = capacity.nvme;
+  rep.memory_verdict = check_memory(TierBytes{rep.peak_gpu_bytes, rep.cpu_bytes_per_node, rep.nvme_bytes_per_node}, capacity,
+                                    gpu_tensor_bytes);
+  rep.cpu_bytes_per_gpu = rep.cpu_bytes_per_node / c.node.gpus;
+  rep.nvme_bytes_per_gpu = rep.nvme_bytes_per_node / c.node.gpus;
+}
+
+// Bytes the lead GPUs copied each way and read from / wrote to NVMe.
+void fill_byte_totals(SimReport& rep, const des::Engine& engine) {
+  for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+    switch (engine.task_kind(t)) {
+      case des::TaskKind::Copy:
+        // By direction, not by engine: with one copy engine both directions share it.
+        (engine.copy_direction(t) == des::CopyDir::H2D ? rep.h2d_bytes : rep.d2h_bytes) += engine.task_bytes(t);
+        break;
+      case des::TaskKind::NvmeRead: rep.nvme_read_bytes += engine.task_bytes(t); break;
+      case des::TaskKind::NvmeWrite: rep.nvme_write_bytes += engine.task_bytes(t); break;
+      default: break;
+    }
+  }
+}
+
+// The busiest links (ties by id), chosen before any is named: a large cluster has a million.
+std::vector<LinkReport> busiest_links(const des::Topology& topo, const des::Engine& engine, const des::Results& r,
+                                      size_t max_links, double iteration_s) {
+  std::vector<des::LinkId> carried;
+  for (des::LinkId l : r.used_links)
+    if (r.link_bytes[l] > 0) carried.push_back(l);
+  const auto busier = [&](des::LinkId a, des::LinkId b) {
+    return r.link_bytes[a] != r.link_bytes[b] ? r.link_bytes[a] > r.link_bytes[b] : a < b;
+  };
+  const size_t listed = std::min(carried.size(), max_links);
+  std::partial_sort(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(listed), carried.end(), busier);
+  carried.resize(listed);
+  std::vector<LinkReport> out;
+  for (des::LinkId l : carried) {
+    const des::LinkInfo info = topo.link(l);
+    LinkReport lr;
+    lr.name = info.name;
+    lr.kind = des::to_string(info.kind);
+    lr.bytes = r.link_bytes[l];
+    lr.busy_s = r.link_busy_s[l];
+    lr.utilisation = lr.bytes / (engine.link_bandwidth(l) * iteration_s);
+    out.push_back(std::move(lr));
+  }
+  return out;
+}
+
+// Every task as a span, with the stage whose lead GPU it occupies (a GUI's Gantt view).
+std::vector<TaskSpan> task_spans(const BuiltIteration& it, const des::Engine& engine, const des::Results& r, int gpus) {
+  std::vector<int> stage_of_gpu(static_cast<size_t>(gpus), -1);
+  for (size_t s = 0; s < it.stages.size(); ++s) stage_of_gpu[static_cast<size_t>(it.stages[s].lead_gpu)] = static_cast<int>(s);
+  std::vector<TaskSpan> spans;
+  spans.reserve(engine.task_count());
+  for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+    TaskSpan span;
+    for (int g : engine.task_gpus(t))
+      if (stage_of_gpu[static_cast<size_t>(g)] >= 0) {
+        span.stage = stage_of_gpu[static_cast<size_t>(g)];
+        break;
+      }
+    span.category = engine.category_name(engine.task_category(t));
+    span.name = std::string(engine.task_name(t));
+    span.start_s = r.start_s[t];
+    span.end_s = r.end_s[t];
+    spans.push_back(std::move(span));
+  }
+  return spans;
+}
+
 }  // namespace
 
 SimReport simulate(const Job& job, const SimOptions& options) {
@@ -174,122 +304,22 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   rep.link_classes = engine.link_classes();
   rep.iteration_s = r.makespan_s;
   const IterationFlops fl = iteration_flops(job.model, job.training.global_batch, job.plan.recompute);
-  rep.tokens_per_s = static_cast<double>(job.training.global_batch) * job.model.seq_len / rep.iteration_s;
+  rep.tokens_per_s = tokens_per_s(job.model, job.training.global_batch, rep.iteration_s);
   rep.tflops_per_gpu = fl.hardware / rep.iteration_s / rep.gpus / 1e12;
   rep.mfu = fl.model / rep.iteration_s / rep.gpus / mfu_peak_flops(job.cluster.node.gpu, job.training.dtype, job.plan);
-
-  // Pipeline window: from 0 to the last backward of any stage. A stage's bubble is the time in
-  // the window its lead GPU neither computed nor ran its own communication.
-  double window = 0;
-  for (const StageInfo& st : it.stages) window = std::max(window, r.end_s[st.last_backward]);
-  const std::array<des::CategoryId, 3> compute{it.fwd, it.bwd, it.recompute};
-  const std::array<des::CategoryId, 9> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload, it.ep};
-  double bubble = 0;
-  for (const StageInfo& st : it.stages) bubble += window - r.busy_union_s(st.lead_gpu, everything, 0, window);
-  rep.bubble_fraction = bubble / it.stages.size() / rep.iteration_s;
+  rep.bubble_fraction = bubble_fraction(it, r);
   rep.phases = predicted_phases(it, engine, r);
-
-  std::vector<std::pair<const char*, des::CategoryId>> groups{{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
-  if (job.model.is_moe()) groups.push_back({"ep", it.ep});  // MoE all-to-alls
-  for (const auto& [name, cat] : groups) {
-    CommGroupReport g;
-    g.group = name;
-    const std::array<des::CategoryId, 1> c{cat};
-    for (const StageInfo& st : it.stages) {
-      g.comm_s += r.busy_union_s(st.lead_gpu, c, 0, r.makespan_s);
-      g.exposed_s += r.exposed_s(st.lead_gpu, c, compute, 0, r.makespan_s);
-      g.compute_s += r.busy_union_s(st.lead_gpu, compute, 0, r.makespan_s);
-    }
-    const double n = static_cast<double>(it.stages.size());
-    g.comm_s /= n;
-    g.exposed_s /= n;
-    g.compute_s /= n;
-    g.ratio = g.comm_s > 0 ? g.compute_s / g.comm_s : INFINITY;
-    rep.comm.push_back(g);
-  }
-
-  const Cluster& c = job.cluster;
-  double gpu_tensor_bytes = 0;  // the most loaded stage's peak without the allocator's reserve
-  for (size_t s = 0; s < it.stages.size(); ++s) {
-    rep.memory.push_back(stage_memory(it.stages[s], static_cast<int>(s), r, options.timeline_points));
-    // What the framework's allocator reserves at that peak (PyTorch's max_memory_reserved), and
-    // NCCL's buffers beside it: the figure that must fit, as the analytic tier's.
-    const double peak = rep.memory.back().peak_bytes;
-    const double nccl = communicator_buffer_bytes(job.plan, c.node.gpu, static_cast<int>(s));
-    const double reserved = allocator_reserved_bytes(job.plan, peak) + nccl;
-    if (reserved > rep.peak_gpu_bytes) {
-      rep.peak_gpu_bytes = reserved;
-      gpu_tensor_bytes = peak + nccl;
-    }
-  }
-  const TierBytes capacity = usable_capacity(c);
-  rep.gpu_capacity_bytes = capacity.gpu;
-  rep.cpu_bytes_per_node = it.cpu_bytes_per_node;
-  rep.cpu_capacity_bytes = capacity.cpu;
-  rep.nvme_bytes_per_node = it.nvme_bytes_per_node;
-  rep.nvme_capacity_bytes = capacity.nvme;
-  rep.memory_verdict = check_memory(TierBytes{rep.peak_gpu_bytes, rep.cpu_bytes_per_node, rep.nvme_bytes_per_node}, capacity,
-                                    gpu_tensor_bytes);
-  rep.cpu_bytes_per_gpu = rep.cpu_bytes_per_node / c.node.gpus;
-  rep.nvme_bytes_per_gpu = rep.nvme_bytes_per_node / c.node.gpus;
+  rep.comm = communication(job, it, r);
+  fill_memory(rep, job, it, r, options.timeline_points);
   rep.moves = static_cast<int64_t>(it.moves.size());
   if (!options.moves_path.empty()) {
     std::ofstream out(options.moves_path);
     write_move_log(out, it.moves);
     if (!out) throw SpecError(options.moves_path + ": cannot write the move log");
   }
-
-  for (des::TaskId t = 0; t < engine.task_count(); ++t) {
-    switch (engine.task_kind(t)) {
-      case des::TaskKind::Copy:
-        // By direction, not by engine: with one copy engine both directions share it.
-        (engine.copy_direction(t) == des::CopyDir::H2D ? rep.h2d_bytes : rep.d2h_bytes) += engine.task_bytes(t);
-        break;
-      case des::TaskKind::NvmeRead: rep.nvme_read_bytes += engine.task_bytes(t); break;
-      case des::TaskKind::NvmeWrite: rep.nvme_write_bytes += engine.task_bytes(t); break;
-      default: break;
-    }
-  }
-
-  // The busiest links (ties by id), chosen before any is named: a large cluster has a million.
-  std::vector<des::LinkId> carried;
-  for (des::LinkId l : r.used_links)
-    if (r.link_bytes[l] > 0) carried.push_back(l);
-  const auto busier = [&](des::LinkId a, des::LinkId b) {
-    return r.link_bytes[a] != r.link_bytes[b] ? r.link_bytes[a] > r.link_bytes[b] : a < b;
-  };
-  const size_t listed = std::min(carried.size(), options.max_links);
-  std::partial_sort(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(listed), carried.end(), busier);
-  carried.resize(listed);
-  for (des::LinkId l : carried) {
-    const des::LinkInfo info = topo.link(l);
-    LinkReport lr;
-    lr.name = info.name;
-    lr.kind = des::to_string(info.kind);
-    lr.bytes = r.link_bytes[l];
-    lr.busy_s = r.link_busy_s[l];
-    lr.utilisation = lr.bytes / (engine.link_bandwidth(l) * rep.iteration_s);
-    rep.links.push_back(std::move(lr));
-  }
-
-  if (options.keep_spans) {
-    std::vector<int> stage_of_gpu(static_cast<size_t>(rep.gpus), -1);
-    for (size_t s = 0; s < it.stages.size(); ++s) stage_of_gpu[static_cast<size_t>(it.stages[s].lead_gpu)] = static_cast<int>(s);
-    rep.spans.reserve(engine.task_count());
-    for (des::TaskId t = 0; t < engine.task_count(); ++t) {
-      TaskSpan span;
-      for (int g : engine.task_gpus(t))
-        if (stage_of_gpu[static_cast<size_t>(g)] >= 0) {
-          span.stage = stage_of_gpu[static_cast<size_t>(g)];
-          break;
-        }
-      span.category = engine.category_name(engine.task_category(t));
-      span.name = std::string(engine.task_name(t));
-      span.start_s = r.start_s[t];
-      span.end_s = r.end_s[t];
-      rep.spans.push_back(std::move(span));
-    }
-  }
+  fill_byte_totals(rep, engine);
+  rep.links = busiest_links(topo, engine, r, options.max_links, rep.iteration_s);
+  if (options.keep_spans) rep.spans = task_spans(it, engine, r, rep.gpus);
   if (!options.trace_path.empty())
     des::write_chrome_trace_file(options.trace_path, engine, r, trace_options(job, it, rep, options.trace_every_rank));
   return rep;

@@ -16,6 +16,44 @@ struct Probe {
   SearchResult result;
 };
 
+// TP's largest degree: the main series' heads step (heads divisible by every TP tried).
+int heads_step(const Cluster& cluster, const MaxSizeOptions& o) {
+  if (o.heads_step > 0) return o.heads_step;
+  if (!o.search.space.tp.empty()) return *std::max_element(o.search.space.tp.begin(), o.search.space.tp.end());
+  return o.search.space.max_tp > 0 ? o.search.space.max_tp : cluster.node.gpus;
+}
+
+// Bisects between `lo`, whose probe fits (or the series' start), and `hi`, whose does not, until
+// they are adjacent or the search is cancelled; keeps the largest fitting probe in `best` and the
+// smallest failing one in `fail`. Returns the new `lo`.
+template <typename ProbeAt, typename Cancelled>
+int bisect(int lo, int hi, const ProbeAt& probe_at, const Cancelled& cancelled, Probe& best, Probe& fail) {
+  while (hi - lo > 1 && !cancelled()) {
+    const int mid = lo + (hi - lo) / 2;
+    Probe p = probe_at(mid);
+    if (p.fits) {
+      lo = mid;
+      best = std::move(p);
+    } else {
+      hi = mid;
+      fail = std::move(p);
+    }
+  }
+  return lo;
+}
+
+// Why the next size fails: the simulator's refusal of the best plan the analytic tier accepted,
+// else the summary line of the family that came closest to fitting (of those the binding
+// constraint rejected, when any was).
+std::string binding_detail(const SearchResult& fail, const std::string& binding) {
+  if (fail.fitting > 0 && !fail.simulator_rejected.empty()) {
+    const auto& [label, why] = fail.simulator_rejected.front();
+    return "the simulator refused " + label + ": " + why;
+  }
+  const RejectedFamily* closest = closest_family(fail.rejected, binding);
+  return closest ? closest->text() : "";
+}
+
 }  // namespace
 
 MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& options) {
@@ -23,12 +61,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   if (!o.search.refiner) o.search.refiner = des_refiner();  // every answer is simulated
   MaxSizeResult out;
   out.budget = o.budget;
-  int step = o.heads_step;
-  if (step <= 0) {
-    step = 1;
-    if (!o.search.space.tp.empty()) step = *std::max_element(o.search.space.tp.begin(), o.search.space.tp.end());
-    else step = o.search.space.max_tp > 0 ? o.search.space.max_tp : cluster.node.gpus;
-  }
+  const int step = heads_step(cluster, o);
   auto probe = [&](int heads, int layers) {
     Probe p;
     p.model = family_model(o.family, heads, layers, o.seq_len);
@@ -66,17 +99,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
     best = std::move(p);
     if (cancelled()) break;
   }
-  while (hi - lo > 1 && !cancelled()) {
-    const int mid = lo + (hi - lo) / 2;
-    Probe p = probe(step * mid, step * mid);
-    if (p.fits) {
-      lo = mid;
-      best = std::move(p);
-    } else {
-      hi = mid;
-      fail = std::move(p);
-    }
-  }
+  lo = bisect(lo, hi, [&](int k) { return probe(step * k, step * k); }, cancelled, best, fail);
   // Cancelled while the sizes still grew: no size has failed, so there is no bracket to refine
   // (and `fail` holds no model): no answer, as for any search stopped before it has one.
   if (hi == 0) return out;
@@ -94,20 +117,9 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   Probe top = probe(heads, l_hi);
   if (top.fits) {
     best = std::move(top);  // (not expected: the larger model failed)
-    l_lo = l_hi;
   } else {
     fail = std::move(top);
-    while (l_hi - l_lo > 1 && !cancelled()) {
-      const int mid = l_lo + (l_hi - l_lo) / 2;
-      Probe p = probe(heads, mid);
-      if (p.fits) {
-        l_lo = mid;
-        best = std::move(p);
-      } else {
-        l_hi = mid;
-        fail = std::move(p);
-      }
-    }
+    bisect(l_lo, l_hi, [&](int layers) { return probe(heads, layers); }, cancelled, best, fail);
   }
   out.found = true;
   out.model = best.model;
@@ -118,24 +130,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   out.next_model = fail.model;
   out.binding = fail.result.binding_constraint();
   if (out.binding.empty()) out.binding = "no valid plan for its shape";
-  // Why the next size fails: the simulator's refusal of the best plan the analytic tier accepted,
-  // else the summary line of the family that came closest to fitting.
-  if (fail.result.fitting > 0 && !fail.result.simulator_rejected.empty()) {
-    const auto& [label, why] = fail.result.simulator_rejected.front();
-    out.binding_detail = "the simulator refused " + label + ": " + why;
-    return out;
-  }
-  double closest = 1e300;
-  bool binding_seen = false;  // prefer the families the binding constraint rejected
-  for (const RejectedFamily& r : fail.result.rejected) binding_seen |= r.constraint == out.binding;
-  for (const RejectedFamily& r : fail.result.rejected) {
-    if (binding_seen && r.constraint != out.binding) continue;
-    const double ratio = r.capacity > 0 ? r.needed / r.capacity : 1e300;
-    if (ratio < closest) {
-      closest = ratio;
-      out.binding_detail = r.text();
-    }
-  }
+  out.binding_detail = binding_detail(fail.result, out.binding);
   return out;
 }
 

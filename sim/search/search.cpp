@@ -40,8 +40,8 @@ struct Rejections {
   Candidate example;
   int64_t example_index = 0;
   void add(double need, double cap, const Candidate& c, int64_t index) {
-    const double ratio = cap > 0 ? need / cap : 1e300;
-    const double best = capacity > 0 ? needed / capacity : 1e300;
+    const double ratio = closeness(need, cap);
+    const double best = closeness(needed, capacity);
     if (plans == 0 || ratio < best || (ratio == best && index < example_index)) {
       needed = need;
       capacity = cap;
@@ -244,7 +244,7 @@ class AnalyticPass {
       const Candidate& c = candidates_[i];
       c.fill(w.plan);
       // The export's own search names its framework; otherwise the space's system decides.
-      w.plan.framework = opt_.framework ? *opt_.framework : opt_.space.framework;
+      w.plan.framework = opt_.space.framework;
       // fp8 GEMMs are enumerated for a Megatron-core space; an export's search under another
       // framework cannot run them (make_job's check_fp8).
       if ((opt_.admit && !opt_.admit(w.plan)) || (w.plan.fp8 != Fp8::none && w.plan.framework != Framework::megatron_core)) {
@@ -393,12 +393,19 @@ std::string SearchResult::binding_constraint() const {
   // Plans that fit in memory but ran too long: time is what binds.
   for (const RejectedFamily& r : rejected)
     if (r.constraint == "time") return "time";
+  const RejectedFamily* closest = closest_family(rejected);
+  return closest ? closest->constraint : "";
+}
+
+const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, const std::string& constraint) {
+  bool any = false;
+  for (const RejectedFamily& r : rejected) any |= r.constraint == constraint;
   const RejectedFamily* closest = nullptr;
   for (const RejectedFamily& r : rejected) {
-    const double ratio = r.capacity > 0 ? r.needed / r.capacity : 1e300;
-    if (!closest || ratio < closest->needed / std::max(1e-300, closest->capacity)) closest = &r;
+    if (any && r.constraint != constraint) continue;
+    if (!closest || closeness(r.needed, r.capacity) < closeness(closest->needed, closest->capacity)) closest = &r;
   }
-  return closest ? closest->constraint : "";
+  return closest;
 }
 
 Training default_search_training(const Model& model, const Cluster& cluster) {

@@ -70,9 +70,6 @@ struct SearchOptions {
   double max_iteration_s = 0;    // > 0: a plan with a longer iteration is rejected ("time")
   bool prune = true;             // family-level memory lower bound before evaluating (never
                                  // drops a plan that fits; off only to test exactly that)
-  // Every plan runs on this framework (its costs are that framework's, sim/cost/framework.h);
-  // unset: the Plan's default.
-  std::optional<Framework> framework;
   // Only plans `admit` accepts are evaluated (the exports search for the best plan their
   // framework can run); the others count in SearchResult::not_admitted.
   std::function<bool(const Plan&)> admit;
@@ -100,6 +97,14 @@ struct RejectedFamily {
   int64_t plans = 0;
   std::string text() const;
 };
+
+// How far a rejected plan is from fitting: needed over capacity (1e300 without any capacity).
+// The search keeps each family's closest plan by it, and the closest family is the lowest.
+inline double closeness(double needed, double capacity) { return capacity > 0 ? needed / capacity : 1e300; }
+
+// The family closest to fitting (the first of equals), among those rejected for `constraint`
+// when any was ("" for all); nullptr for none.
+const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, const std::string& constraint = "");
 
 struct SearchResult {
   // Plans the analytic tier ranked high but the simulator rejected: (label, why), best first;

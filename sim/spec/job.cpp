@@ -10,6 +10,14 @@ namespace starfish {
 
 int64_t Job::micro_batches() const { return training.global_batch / (int64_t{plan.micro_batch} * plan.dp); }
 
+int Job::global_rank(int tp_rank, int dp_rank, int stage) const { return tp_rank + plan.tp * (dp_rank + dp() * stage); }
+
+std::vector<int> Job::dp_group_ranks(int tp_rank, int stage) const {
+  std::vector<int> ranks;
+  for (int d = 0; d < dp(); ++d) ranks.push_back(global_rank(tp_rank, d, stage));
+  return ranks;
+}
+
 Plan default_plan() { return Plan{}; }
 
 bool tp_aligned_to_nodes(int tp, int gpus_per_node) {

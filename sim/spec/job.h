@@ -1,5 +1,7 @@
 #pragma once
 // A complete job: model, cluster, training and plan, checked against one another.
+#include <vector>
+
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
@@ -15,6 +17,12 @@ struct Job {
 
   int dp() const { return plan.dp; }
   int64_t micro_batches() const;  // per pipeline per iteration: global / (micro * dp)
+
+  // Megatron's rank order, the one every part uses (simulator, chunk runtime, executor): TP
+  // innermost, then DP, then PP (megatron/core/parallel_state.py, order "tp-dp-pp").
+  int global_rank(int tp_rank, int dp_rank, int stage) const;
+  // The global ranks of the data-parallel group of TP rank `tp_rank` in stage `stage`, by DP rank.
+  std::vector<int> dp_group_ranks(int tp_rank, int stage) const;
 };
 
 // Tensor-parallel groups are consecutive ranks (Megatron's layout), so they stay inside a node

@@ -67,13 +67,13 @@ int stage_layer_count(int layers, int pp, int /*virtual_stages*/, const StageLay
   return (layers - s.first - s.last) / (pp - ends);
 }
 
-LayerRange chunk_layer_range(int layers, int pp, int v, const StageLayout& s, int stage, int chunk) {
-  // Chunks before this one in model order: every stage's first `chunk` chunks, and this
-  // chunk's round on the stages before `stage`.
+LayerRange virtual_stage_layer_range(int layers, int pp, int v, const StageLayout& s, int stage, int virtual_stage) {
+  // Virtual stages before this one in model order: every stage's first `virtual_stage`, and
+  // this one's round on the stages before `stage`.
   int first = 0;
   for (int st = 0; st < pp; ++st) {
-    const int per_chunk = stage_layer_count(layers, pp, v, s, st) / v;
-    first += per_chunk * chunk + (st < stage ? per_chunk : 0);
+    const int per_virtual_stage = stage_layer_count(layers, pp, v, s, st) / v;
+    first += per_virtual_stage * virtual_stage + (st < stage ? per_virtual_stage : 0);
   }
   return {first, stage_layer_count(layers, pp, v, s, stage) / v};
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The one home of how a plan's transformer layers are spread over its pipeline stages and
-// model chunks (Plan::stage_layers): every tier, the parameter shards and the search ask here.
+// virtual stages (Plan::stage_layers): every tier, the parameter shards and the search ask here.
 #include <string>
 
 #include "sim/spec/plan.h"
@@ -18,14 +18,14 @@ LayoutProblem check_stage_layout(int layers, int pp, int virtual_stages, const S
 // Transformer layers of pipeline stage `stage` (0..pp-1). The layout must be valid.
 int stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage);
 
-// First layer and layer count of model chunk `chunk` (0..v-1) of `stage`. Chunks are numbered
-// in the model's order chunk * pp + stage (Megatron's interleaving); each holds its stage's
-// layers / v.
+// First layer and layer count of virtual stage `virtual_stage` (0..v-1) of `stage`. Virtual
+// stages are numbered in the model's order virtual_stage * pp + stage (Megatron's interleaving);
+// each holds its stage's layers / v. ("Chunk" is the chunk runtime's memory chunk only.)
 struct LayerRange {
   int first = 0;
   int count = 0;
 };
-LayerRange chunk_layer_range(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, int chunk);
+LayerRange virtual_stage_layer_range(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, int virtual_stage);
 
 // Layers of the most loaded stage.
 int max_stage_layers(int layers, int pp, int virtual_stages, const StageLayout& layout);

@@ -46,7 +46,7 @@ struct Offload {
 };
 
 // How the transformer layers are spread over the pipeline stages. Empty: evenly, layers /
-// (pp x virtual_stages) per model chunk (Megatron's default). `first`/`last`: the first and last
+// (pp x virtual_stages) per virtual stage (Megatron's default). `first`/`last`: the first and last
 // stage's layer counts, the other stages sharing the rest evenly, as Megatron-core's
 // --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126
 // layers over PP16 as 7 + 14 x 8 + 7, lighter ends for the embedding and the LM head). `per_stage`:
@@ -65,7 +65,7 @@ struct Plan {
   int tp = 1;                  // tensor parallel
   int pp = 1;                  // pipeline parallel
   int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * pp)
-  int virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
+  int virtual_stages = 1;      // virtual stages per pipeline stage (interleaved 1F1B)
   // Expert parallelism (MoE models): each rank of an EP group holds experts / ep of a layer's
   // routed experts, and tokens travel to them by all-to-all. The expert layers are laid out on
   // the ranks of a stage on their own (Megatron-core's MoE parallel folding, Liu et al. 2024):
@@ -80,7 +80,7 @@ struct Plan {
   StageLayout stage_layers;    // uneven pipeline stages; even by default
   int micro_batch = 1;         // sequences per micro-batch
   bool sequence_parallel = false;
-  // Data-parallel gradient reduction overlapped with the backward pass, a model chunk at a time
+  // Data-parallel gradient reduction overlapped with the backward pass, a virtual stage at a time
   // (Megatron's --overlap-grad-reduce, DeepSpeed's overlap_comm). Off, the reduction starts after
   // the pipeline flush: the default of both, and what Megatron-LM ran in 2021.
   bool overlap_grad_reduce = false;

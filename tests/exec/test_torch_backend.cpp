@@ -8,11 +8,35 @@
 #include "exec/dist.h"
 #include "exec/torch_backend.h"
 #include "exec_test_util.h"
+#include "support/backend_conformance.h"
 
 namespace starfish::exec {
 namespace {
 
 using testing::TempDir;
+
+// The Backend contract every implementation honours (tests/support/backend_conformance.h), on
+// this backend: a "GPU" tier of the capacity asked, NVMe files in a scratch folder of its own.
+struct TorchBackendOwner {
+  TempDir dir;
+  Comm comm{RankEnv{}};
+  TorchBackend backend;
+  TorchBackendOwner(int64_t gpu_bytes, int n)
+      : dir("backend-conformance-" + std::to_string(n)), backend(TierCapacity{gpu_bytes, 0, 0}, dir.path.string(), comm) {}
+};
+
+starfish::testing::BackendMaker torch_backend() {
+  return {"TorchBackend", [](int64_t gpu_bytes) {
+            static int made = 0;
+            auto owner = std::make_shared<TorchBackendOwner>(gpu_bytes, ++made);
+            return std::shared_ptr<Backend>(owner, &owner->backend);
+          }};
+}
+
+using starfish::testing::BackendCapacityConformance;
+using starfish::testing::BackendConformance;
+INSTANTIATE_TEST_SUITE_P(Executor, BackendConformance, ::testing::Values(torch_backend()), starfish::testing::backend_maker_name);
+INSTANTIATE_TEST_SUITE_P(Executor, BackendCapacityConformance, ::testing::Values(torch_backend()), starfish::testing::backend_maker_name);
 
 TEST(TorchBackend, GpuTierIsACapacityLimitedCpuPoolAndSaysSo) {
   TempDir dir("backend-cap");

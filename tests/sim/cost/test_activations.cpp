@@ -25,6 +25,16 @@ TEST(Activations, Gpt3LayerWithoutParallelismIsHandComputed) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, ActivationOptions{}), 2048.0 * 12288 * 114);
 }
 
+TEST(Activations, BoundaryIsOneMicroBatchsHiddenStatesAndPipelinesBufferTwo) {
+  const Model m = testing::gpt(16, 1024, 16, 2048, 1000);
+  Plan p;
+  p.micro_batch = 3;
+  EXPECT_DOUBLE_EQ(boundary_bytes(m, p, 2), 2.0 * 2048 * 3 * 1024);
+  EXPECT_DOUBLE_EQ(pipeline_buffer_bytes(m, p, 2), 0) << "no pipeline, no buffers";
+  p.pp = 2;
+  EXPECT_DOUBLE_EQ(pipeline_buffer_bytes(m, p, 2), 2 * 2.0 * 2048 * 3 * 1024) << "one received, one sent";
+}
+
 TEST(Activations, OneFOneBFirstStageHoldsPipelineDepthMicroBatches) {
   const Model m = testing::gpt(16, 1024, 16, 1024, 1000);
   Plan p;

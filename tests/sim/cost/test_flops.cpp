@@ -6,6 +6,12 @@
 namespace starfish {
 namespace {
 
+TEST(Flops, TokensPerSecondOfAnIteration) {
+  const Model m = testing::gpt(2, 64, 4, 2048, 100);
+  EXPECT_DOUBLE_EQ(tokens_per_s(m, 512, 4.0), 512.0 * 2048 / 4.0);
+  EXPECT_EQ(tokens_per_s(m, 512, 0.0), 0.0) << "no time, no rate (not infinity)";
+}
+
 TEST(Flops, MatchNarayananClosedFormWithoutRecompute) {
   const Model m = testing::gpt(96, 12288, 96, 2048, 51200);
   const double ours = iteration_flops(m, 1536, Recompute::none).model;

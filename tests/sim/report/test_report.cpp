@@ -144,6 +144,16 @@ std::string error_of(const std::string& json) {
   return "";
 }
 
+TEST(Report, SteadyIterationsStartAfterTheWarmUpAndTheSettle) {
+  // Chunk plans: warm-up and settle are left out; static plans: the first iteration only.
+  EXPECT_EQ(first_steady(5, true), 2u);
+  EXPECT_EQ(first_steady(5, false), 1u);
+  // Too few iterations: the last one stands for the steady state.
+  EXPECT_EQ(first_steady(2, true), 1u);
+  EXPECT_EQ(first_steady(1, false), 0u);
+  EXPECT_EQ(first_steady(0, true), 0u);
+}
+
 TEST(Report, BadReportsAreRefusedNamingTheField) {
   EXPECT_EQ(error_of(R"({"iteration_s": 1})"), "") << "a report of an earlier version, without kind, is read";
   EXPECT_EQ(error_of(R"({"kind": "starfish.run"})"),

@@ -13,7 +13,7 @@ std::string render(const std::vector<PipelineOp>& ops) {
   for (const auto& op : ops) {
     if (!s.empty()) s += ' ';
     s += (op.forward ? 'F' : 'B') + std::to_string(op.micro_batch);
-    if (op.model_chunk) s += "." + std::to_string(op.model_chunk);
+    if (op.virtual_stage) s += "." + std::to_string(op.virtual_stage);
   }
   return s;
 }
@@ -48,8 +48,8 @@ TEST(PipelineOrder, EveryOpOnceForwardBeforeBackward) {
         ASSERT_EQ(ops.size(), static_cast<size_t>(2 * m * v));
         std::set<std::tuple<bool, int, int>> seen;
         for (const auto& op : ops) {
-          EXPECT_TRUE(seen.insert({op.forward, op.micro_batch, op.model_chunk}).second);
-          if (!op.forward) EXPECT_TRUE(seen.count({true, op.micro_batch, op.model_chunk}));
+          EXPECT_TRUE(seen.insert({op.forward, op.micro_batch, op.virtual_stage}).second);
+          if (!op.forward) EXPECT_TRUE(seen.count({true, op.micro_batch, op.virtual_stage}));
         }
       }
 }

@@ -11,7 +11,7 @@
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/des/engine.h"
-#include "sim/schedule/iteration_builder.h"
+#include "sim/schedule/iteration.h"
 #include "sim/schedule/simulate.h"
 #include "sim/spec/spec_io.h"
 #include "support/models.h"
@@ -221,7 +221,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
           first_reduction = std::min(first_reduction, r.start_s[t]);
           ++reductions;
         }
-      EXPECT_EQ(reductions, 2) << "one per model chunk";
+      EXPECT_EQ(reductions, 2) << "one per virtual stage";
       if (overlap) EXPECT_LT(first_reduction, flush) << "stage of GPU " << st.lead_gpu;
       else EXPECT_GE(first_reduction, flush) << "stage of GPU " << st.lead_gpu;
     }

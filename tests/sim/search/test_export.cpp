@@ -398,7 +398,7 @@ TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
       SearchOptions o;
       o.top_k = 8;
       o.threads = 2;
-      o.framework = fw;
+      o.space.framework = fw;
       const bool deepspeed = fw == Framework::deepspeed;
       o.admit = [&](const Plan& p) {
         return (deepspeed ? deepspeed_unsupported(p, t) : megatron_unsupported(p, t)).empty();

@@ -22,8 +22,8 @@ TEST(PipelineLayout, Llama3With126LayersOverSixteenStagesHasLighterEnds) {
   want.front() = want.back() = 7;
   EXPECT_EQ(counts(126, 16, 1, s), want);
   EXPECT_EQ(max_stage_layers(126, 16, 1, s), 8);
-  EXPECT_EQ(chunk_layer_range(126, 16, 1, s, 1, 0).first, 7);
-  EXPECT_EQ(chunk_layer_range(126, 16, 1, s, 15, 0).first, 119);
+  EXPECT_EQ(virtual_stage_layer_range(126, 16, 1, s, 1, 0).first, 7);
+  EXPECT_EQ(virtual_stage_layer_range(126, 16, 1, s, 15, 0).first, 119);
   EXPECT_EQ(stage_layout_text(126, 16, 1, s), "7/8x14/7");
   // The search's proposal for a PP that does not divide the layers is that same layout.
   EXPECT_EQ(balanced_stage_layout(126, 16), s);
@@ -40,12 +40,12 @@ TEST(PipelineLayout, OnlyAFirstOrLastStageMaySetItsOwnCount) {
 TEST(PipelineLayout, InterleavedChunksSplitEachStageEvenly) {
   const StageLayout s{0, 0, {6, 10}};
   EXPECT_EQ(check_stage_layout(16, 2, 2, s).field, "");
-  EXPECT_EQ(chunk_layer_range(16, 2, 2, s, 0, 0).first, 0);
-  EXPECT_EQ(chunk_layer_range(16, 2, 2, s, 0, 0).count, 3);
-  EXPECT_EQ(chunk_layer_range(16, 2, 2, s, 1, 0).first, 3);
-  EXPECT_EQ(chunk_layer_range(16, 2, 2, s, 1, 0).count, 5);
-  EXPECT_EQ(chunk_layer_range(16, 2, 2, s, 0, 1).first, 8);
-  EXPECT_EQ(chunk_layer_range(16, 2, 2, s, 1, 1).first, 11);
+  EXPECT_EQ(virtual_stage_layer_range(16, 2, 2, s, 0, 0).first, 0);
+  EXPECT_EQ(virtual_stage_layer_range(16, 2, 2, s, 0, 0).count, 3);
+  EXPECT_EQ(virtual_stage_layer_range(16, 2, 2, s, 1, 0).first, 3);
+  EXPECT_EQ(virtual_stage_layer_range(16, 2, 2, s, 1, 0).count, 5);
+  EXPECT_EQ(virtual_stage_layer_range(16, 2, 2, s, 0, 1).first, 8);
+  EXPECT_EQ(virtual_stage_layer_range(16, 2, 2, s, 1, 1).first, 11);
   // 7 layers do not split over 2 virtual stages.
   const LayoutProblem odd = check_stage_layout(16, 2, 2, StageLayout{0, 0, {7, 9}});
   EXPECT_EQ(odd.field, "plan.stage_layers");

@@ -1,21 +1,16 @@
 #pragma once
-// Builds one training iteration of a Job as a task DAG in the discrete-event engine.
+// One training iteration of a Job as a task DAG in the discrete-event engine: the types every
+// iteration builder fills and simulate() reads, and the one selector that picks the builder for
+// a plan's placement (as Megatron-core's get_forward_backward_func picks a schedule behind one
+// signature). This header is the seam's leaf: the builders include it, never each other.
 //
-// Symmetry reduction: the TP ranks of a stage do identical work, and so do the DP replicas, so
-// by default one "lead" GPU per pipeline stage (TP rank 0 of replica 0) carries the compute
-// tasks; TP collectives run over the stage's whole TP group, and the DP collectives of every TP
-// rank run over their DP groups (so they share NICs and switches as they really do). Where the
-// symmetry holds this gives the full cluster's timeline at a fraction of the tasks.
-//
-// Per stage, the ops of its schedule (pipeline_order.h) are chained in order on the lead's
-// compute stream; each op is its layers in order, each layer a compute task followed by its
-// TP collective (the layer's two all-reduces, or SP's all-gather/reduce-scatter pairs, of the
-// same volume). Forward ops wait for the previous virtual stage's activation (a PP transfer),
-// backward ops for the next one's gradient. After a model chunk's last backward its grads are
-// reduced over DP (all-reduce, or reduce-scatter with ZeRO >= 1), then the optimizer step runs
-// where the optimizer states live (GPU, or CPU with PCIe copies, NVMe reads/writes), and ZeRO
-// >= 1 all-gathers the updated params. ZeRO-3 all-gathers a chunk's params before each of its
-// ops, and offloaded params are copied in before each op, one op ahead (prefetch).
+// The builders (one per placement of the model states):
+//   static_iteration.h   states resident where the plan puts them (GPU, or CPU/NVMe with
+//                        copies), any TP x PP x DP x EP, the pipeline schedules (GPipe, 1F1B,
+//                        interleaved), ZeRO 0-3 as DeepSpeed/Megatron/FSDP run them;
+//   chunked_iteration.h  the chunk runtime (PatrickStar-style chunks that move between tiers),
+//                        walked through the simulator's Backend: every move and ZeRO
+//                        collective it decides becomes a task.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,12 +70,14 @@ struct BuiltIteration {
 // Interns the categories above in `engine` and records their ids in `out`.
 void intern_categories(des::Engine& engine, BuiltIteration& out);
 
-// Adds the iteration's tasks to `engine` (whose topology is built from job.cluster).
-BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options = {});
+// Every builder has this signature: it adds one iteration's tasks to `engine` (whose topology is
+// built from job.cluster) and says where they are.
+using IterationBuilder = BuiltIteration (*)(const Job& job, des::Engine& engine, const BuildOptions& options);
 
-// Megatron's rank order: TP innermost, then DP, then PP.
-inline int global_rank(const Job& job, int tp_rank, int dp_rank, int stage) {
-  return tp_rank + job.plan.tp * (dp_rank + job.dp() * stage);
-}
+// The builder for `plan`'s placement: the chunked one for a chunk-runtime plan, else the static.
+IterationBuilder iteration_builder_for(const Plan& plan);
+
+// iteration_builder_for(job.plan)(job, engine, options).
+BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options = {});
 
 }  // namespace starfish::schedule

@@ -1,4 +1,4 @@
-#include "sim/schedule/iteration_builder.h"
+#include "sim/schedule/static_iteration.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,7 +11,6 @@
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
-#include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/pipeline_order.h"
 #include "sim/spec/pipeline_layout.h"
@@ -22,9 +21,9 @@ namespace {
 using des::TaskId;
 using des::kNone;
 
-// Parameters of one GPU of stage `s`, per model chunk (embedding with chunk 0, head and final
-// norm with the last chunk).
-std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
+// Parameters of one GPU of stage `s`, per virtual stage (embedding with the first, head and final
+// norm with the last).
+std::vector<double> virtual_stage_params(const Model& m, const Plan& p, int s) {
   const Shard shard = plan_shard(p, s);
   std::vector<double> out(static_cast<size_t>(p.virtual_stages), 0.0);
   for (const ParamTensor& t : parameter_tensors(m, shard)) {
@@ -33,7 +32,7 @@ std::vector<double> chunk_params(const Model& m, const Plan& p, int s) {
     else if (t.layer >= m.layers) c = p.virtual_stages - 1;
     else
       while (c + 1 < p.virtual_stages &&
-             t.layer >= chunk_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, s, c + 1).first)
+             t.layer >= virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, s, c + 1).first)
         ++c;
     out[static_cast<size_t>(c)] += static_cast<double>(t.elements);
   }
@@ -50,9 +49,9 @@ int gpus_represented_on_node(const Job& job, int lead, int s) {
   return n;
 }
 
-class Builder {
+class StaticIterationBuilder {
  public:
-  Builder(const Job& job, des::Engine& eng, const BuildOptions& opt) : job_(job), eng_(eng), opt_(opt) {}
+  StaticIterationBuilder(const Job& job, des::Engine& eng, const BuildOptions& opt) : job_(job), eng_(eng), opt_(opt) {}
 
   BuiltIteration build() {
     intern_categories(eng_, out_);
@@ -102,166 +101,194 @@ class Builder {
     chain_last_ = t;
   }
 
-  void tp_collective(des::GroupId group, int s, int mb, int layer, des::CategoryId c) {
+  // A layer's TP collective over the stage's TP group, on the lead's chain.
+  void tp_collective(int s, int mb, int layer, des::CategoryId c) {
     if (job_.plan.tp == 1) return;
     des::CollectiveOptions o;
     o.algo = opt_.tp_algo;
-    chain(eng_.collective(CollectiveKind::all_reduce, group, 2 * boundary_bytes_,
+    chain(eng_.collective(CollectiveKind::all_reduce, tp_group_, costs_.tp_bytes,
                           label(c, "tp s%d mb%d L%d", s, mb, layer), o));
   }
 
+  // One pipeline stage: its lead and TP group, the states it keeps resident, its streams, then
+  // the ops of its schedule chained in order on the lead's compute stream.
   void build_stage(int s) {
     const Plan& p = job_.plan;
-    const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
     StageInfo& st = out_.stages[static_cast<size_t>(s)];
-    st.lead_gpu = global_rank(job_, 0, 0, s);
-    for (int t = 0; t < p.tp; ++t) st.tp_group.push_back(st.lead_gpu + t);
-    const des::GroupId tpg = eng_.group(st.tp_group);
-    const int lead = st.lead_gpu;
+    st.lead_gpu = job_.global_rank(0, 0, s);
+    for (int t = 0; t < p.tp; ++t) st.tp_group.push_back(job_.global_rank(t, 0, s));
+    tp_group_ = eng_.group(st.tp_group);
+    place_model_states(st, s);
+    stage_params_ = virtual_stage_params(job_.model, p, s);
+    accumulated_params_ = stage_params_;
+    if (p.zero_stage >= 2) for (double& x : accumulated_params_) x /= job_.dp();
+    open_streams(st, s);
+    chain_last_ = kNone;
+    PreviousOp prev;
+    for (const PipelineOp& op : stage_order(p.schedule, p.pp, s, static_cast<int>(job_.micro_batches()), p.virtual_stages))
+      add_op(st, s, op, prev);
+    st.last_backward = chain_last_;
+  }
 
-    // Resident model states (and the pipeline's boundary buffers).
+  // The model states a GPU of stage `s` keeps for the whole iteration (and the pipeline's
+  // boundary buffers), and its share of the host's and the NVMe's.
+  void place_model_states(StageInfo& st, int s) {
+    const Plan& p = job_.plan;
     const Shard shard = plan_shard(p, s);
     const double n = static_cast<double>(shard_parameters(job_.model, shard));
     // (static plans only: a chunked plan's iteration is build_chunked_iteration's)
     const ModelStates ms = moe_model_states(job_.training, p, n, stage_expert_params(job_.model, p, s),
                                             static_cast<double>(count_parameters(job_.model).per_layer) / p.tp, nullptr);
-    st.model_state_bytes = ms.total_gpu() + (P > 1 ? 2 * boundary_bytes_ : 0) +
+    st.model_state_bytes = ms.total_gpu() + pipeline_buffer_bytes(job_.model, p, act_bytes_) +
                            framework_buffer_bytes(job_.training, job_.plan) +
                            moe_dispatch_buffer_bytes(job_.model, p, act_bytes_) + fp8_weight_cache_bytes(job_.model, p, s);
     stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
     stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
-
-    const std::vector<double> params = chunk_params(job_.model, p, s);
-    std::vector<double> accumulated = params;
-    if (p.zero_stage >= 2) for (double& x : accumulated) x /= job_.dp();
-    // ZeRO-3 / FSDP gather each layer's parameters just before it computes, one layer ahead.
-    gather_layers_ = p.zero_stage >= 3 && job_.dp() > 1;
-    // Every TP rank's DP group reduces on a stream of its own (when reductions overlap compute).
-    std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
-    for (int t = 0; t < p.tp && job_.dp() > 1; ++t)
-      dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t),
-                                           (lead + t) / job_.cluster.node.gpus, lead + t));
-    const bool fetch_params = p.offload.params != Tier::gpu && !gather_layers_;
-    zero_stream_ = kNone;
-    if (gather_layers_) zero_stream_ = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / job_.cluster.node.gpus, lead);
-    prev_gather_ = kNone;
-    recent_compute_.clear();
-    TaskId prev_op_first = kNone, prev_prefetch = kNone;
-    bool prev_forward = true;
-    size_t prev_i = 0;
-
-    chain_last_ = kNone;
-    for (const PipelineOp& op : stage_order(p.schedule, P, s, M, V)) {
-      const int gv = op.model_chunk * P + s;
-      const int mb = op.micro_batch;
-      op_first_ = kNone;
-      const double chunk_params = params[static_cast<size_t>(op.model_chunk)];
-
-      // Offloaded params arrive from the host one op ahead.
-      TaskId prefetch = kNone;
-      if (fetch_params) {
-        prefetch = eng_.copy(lead, des::CopyDir::H2D, chunk_params * act_bytes_,
-                             label(out_.offload, "fetch params s%d c%d mb%d", s, op.model_chunk, mb));
-        if (prev_op_first != kNone) eng_.depends(prefetch, prev_op_first);
-        if (prev_prefetch != kNone) eng_.depends(prefetch, prev_prefetch);
-      }
-      const LayerRange range = chunk_layer_range(job_.model.layers, P, V, p.stage_layers, s, op.model_chunk);
-      const StageOp so{s, op.model_chunk, mb, gv == P * V - 1, range.first, range.count, chunk_params / range.count};
-      if (op.forward) {
-        forward_op(st, tpg, so);
-      } else {
-        backward_op(st, tpg, so, dp_streams);
-        // From the second micro-batch on, the chunk's weight gradients are added into its buffer.
-        if (mb > 0)
-          chain(eng_.compute(lead, grad_accumulate_time_s(job_.cluster.node.gpu, accumulated[static_cast<size_t>(op.model_chunk)], act_bytes_),
-                             label(out_.bwd, "grad acc s%d c%d mb%d", s, op.model_chunk, mb)));
-        if (reduce_every_micro_batch() && !gather_layers_)
-          reduce_micro_batch(s, op.model_chunk, mb, chunk_params, dp_streams);
-      }
-      if (prefetch != kNone) eng_.depends(op_first_, prefetch);
-      if (st.first_task == kNone) st.first_task = op_first_;
-      const size_t i = at(gv, mb);
-      // The stage's previous op is followed by this one: a blocking send of the previous op
-      // holds this one back (connect_pipeline).
-      if (prev_op_first != kNone) (prev_forward ? next_f_ : next_b_)[prev_i] = op_first_;
-      prev_forward = op.forward;
-      prev_i = i;
-      (op.forward ? first_f_ : first_b_)[i] = op_first_;
-      (op.forward ? last_f_ : last_b_)[i] = chain_last_;
-      if (!op.forward) chunk_last_backward_[{s, op.model_chunk}] = chain_last_;
-      prev_op_first = op_first_;
-      prev_prefetch = prefetch;
-    }
-    st.last_backward = chain_last_;
   }
 
-  // One forward or backward op of a stage's schedule: model chunk `chunk` of micro-batch `mb`.
+  // The stage's streams beside the lead's compute stream: every TP rank's DP group reduces on a
+  // stream of its own (when reductions overlap compute), and ZeRO-3 / FSDP gather each layer's
+  // parameters on one, one layer ahead.
+  void open_streams(const StageInfo& st, int s) {
+    const Plan& p = job_.plan;
+    const int lead = st.lead_gpu, node_gpus = job_.cluster.node.gpus;
+    gather_layers_ = p.zero_stage >= 3 && job_.dp() > 1;
+    std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
+    for (int t = 0; t < p.tp && job_.dp() > 1; ++t)
+      dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / node_gpus, lead + t));
+    fetch_params_ = p.offload.params != Tier::gpu && !gather_layers_;
+    zero_stream_ = kNone;
+    if (gather_layers_) zero_stream_ = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / node_gpus, lead);
+    prev_gather_ = kNone;
+    recent_compute_.clear();
+  }
+
+  // The stage's previous op on its chain.
+  struct PreviousOp {
+    TaskId first = kNone, prefetch = kNone;
+    bool forward = true;
+    size_t index = 0;  // at(virtual stage, micro-batch)
+  };
+
+  // One op of the stage's schedule: its params' prefetch, its layers, and (backward) the
+  // gradient accumulation and per-micro-batch reduction; then its place in the pipeline.
+  void add_op(StageInfo& st, int s, const PipelineOp& op, PreviousOp& prev) {
+    const Plan& p = job_.plan;
+    const int P = p.pp, V = p.virtual_stages, gv = op.virtual_stage * P + s, mb = op.micro_batch;
+    op_first_ = kNone;
+    const double params = stage_params_[static_cast<size_t>(op.virtual_stage)];
+    const TaskId prefetch = prefetch_params(st.lead_gpu, s, op, params, prev);
+    const LayerRange range = virtual_stage_layer_range(job_.model.layers, P, V, p.stage_layers, s, op.virtual_stage);
+    const StageOp so{s, op.virtual_stage, mb, gv == P * V - 1, range.first, range.count, params / range.count};
+    if (op.forward) {
+      forward_op(st, so);
+    } else {
+      backward_op(st, so);
+      // From the second micro-batch on, the virtual stage's weight gradients are added into its buffer.
+      if (mb > 0)
+        chain(eng_.compute(st.lead_gpu,
+                           grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
+                           label(out_.bwd, "grad acc s%d c%d mb%d", s, op.virtual_stage, mb)));
+      if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
+    }
+    if (prefetch != kNone) eng_.depends(op_first_, prefetch);
+    if (st.first_task == kNone) st.first_task = op_first_;
+    const size_t i = at(gv, mb);
+    // The stage's previous op is followed by this one: a blocking send of the previous op
+    // holds this one back (connect_pipeline).
+    if (prev.first != kNone) (prev.forward ? next_f_ : next_b_)[prev.index] = op_first_;
+    (op.forward ? first_f_ : first_b_)[i] = op_first_;
+    (op.forward ? last_f_ : last_b_)[i] = chain_last_;
+    if (!op.forward) last_backward_of_[{s, op.virtual_stage}] = chain_last_;
+    prev = PreviousOp{op_first_, prefetch, op.forward, i};
+  }
+
+  // Offloaded params arrive from the host one op ahead: the copy for this op starts once the
+  // previous op has started and the previous copy is done. kNone when params stay on the GPU.
+  TaskId prefetch_params(int lead, int s, const PipelineOp& op, double params, const PreviousOp& prev) {
+    if (!fetch_params_) return kNone;
+    const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * act_bytes_,
+                                      label(out_.offload, "fetch params s%d c%d mb%d", s, op.virtual_stage, op.micro_batch));
+    if (prev.first != kNone) eng_.depends(prefetch, prev.first);
+    if (prev.prefetch != kNone) eng_.depends(prefetch, prev.prefetch);
+    return prefetch;
+  }
+
+  // One forward or backward op of a stage's schedule: virtual stage `virtual_stage` of micro-batch `mb`.
   struct StageOp {
-    int stage, chunk, mb;
-    bool last_virtual;    // the model's last chunk: it carries the output layer
-    int first_layer;      // the chunk's first layer in the model
-    int layers;           // transformer layers of the chunk (uneven stages differ)
+    int stage, virtual_stage, mb;
+    bool last_virtual;    // the model's last virtual stage: it carries the output layer
+    int first_layer;      // the virtual stage's first layer in the model
+    int layers;           // its transformer layers (uneven stages differ)
     double layer_params;  // parameters of one of its layers on this GPU
   };
 
-  void forward_op(StageInfo& st, des::GroupId tpg, const StageOp& o) {
-    const int lead = st.lead_gpu;
-    for (int l = 0; l < o.layers; ++l) {
-      const TaskId g = gather_layer(o, l);
-      const bool moe = job_.model.moe_layer(o.first_layer + l);
-      const TaskId x = eng_.compute(lead, (moe ? costs_.moe_layer : layer_).forward_s,
-                                    label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
-      if (g != kNone) eng_.depends(x, g);
-      chain(x);
-      computed(x);
-      const bool embedding = o.first_layer + l == 0;  // the model's first layer also keeps the embedding's
-      st.memory.push_back({x, (moe ? costs_.moe_stored_bytes : stored_) + (embedding ? embedding_bytes_ : 0)});
-      tp_collective(tpg, o.stage, o.mb, l, out_.tp);
-      if (moe) expert_exchange(o, l);
-    }
+  void forward_op(StageInfo& st, const StageOp& o) {
+    for (int l = 0; l < o.layers; ++l) forward_layer(st, o, l);
     if (o.last_virtual) {
-      const TaskId x = eng_.compute(lead, output_s_ / 3, label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
+      const TaskId x = eng_.compute(st.lead_gpu, output_forward_s(output_s_), label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
       chain(x);
       st.memory.push_back({x, output_bytes_});
     }
   }
 
-  void backward_op(StageInfo& st, des::GroupId tpg, const StageOp& o, const std::vector<des::ResourceId>& dp_streams) {
-    const Plan& p = job_.plan;
-    const int lead = st.lead_gpu;
+  // Layer `l` of the op, forward: its gathered params (ZeRO-3), its compute, the activations it
+  // keeps, its TP collective and (MoE) its token exchange.
+  void forward_layer(StageInfo& st, const StageOp& o, int l) {
+    const TaskId g = gather_layer(o, l);
+    const bool moe = job_.model.moe_layer(o.first_layer + l);
+    const TaskId x = eng_.compute(st.lead_gpu, (moe ? costs_.moe_layer : layer_).forward_s,
+                                  label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+    if (g != kNone) eng_.depends(x, g);
+    chain(x);
+    computed(x);
+    const bool embedding = o.first_layer + l == 0;  // the model's first layer also keeps the embedding's
+    st.memory.push_back({x, (moe ? costs_.moe_stored_bytes : stored_) + (embedding ? embedding_bytes_ : 0)});
+    tp_collective(o.stage, o.mb, l, out_.tp);
+    if (moe) expert_exchange(o, l);
+  }
+
+  void backward_op(StageInfo& st, const StageOp& o) {
     if (o.last_virtual) {
-      const TaskId x = eng_.compute(lead, 2 * output_s_ / 3, label(out_.bwd, "B s%d head mb%d", o.stage, o.mb));
+      const TaskId x = eng_.compute(st.lead_gpu, output_backward_s(output_s_), label(out_.bwd, "B s%d head mb%d", o.stage, o.mb));
       chain(x);
       st.memory.push_back({x, -output_bytes_});
     }
-    for (int l = o.layers - 1; l >= 0; --l) {
-      const TaskId g = gather_layer(o, l);
-      const bool moe = job_.model.moe_layer(o.first_layer + l);
-      const LayerTime& time = moe ? costs_.moe_layer : layer_;
-      const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
-      TaskId first = kNone;
-      if (p.recompute != Recompute::none) {
-        first = eng_.compute(lead, time.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
-        chain(first);
-        st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
-        if (p.recompute == Recompute::full) {
-          tp_collective(tpg, o.stage, o.mb, l, out_.tp);
-          if (moe) expert_exchange(o, l);
-        }
+    for (int l = o.layers - 1; l >= 0; --l) backward_layer(st, o, l);
+  }
+
+  // Layer `l` of the op, backward: its gathered params (ZeRO-3), its recompute (and with full
+  // recompute the forward's collectives again), its backward, the activations it frees, its TP
+  // collective and token exchange, and (ZeRO-3) its gradients' reduce-scatter.
+  void backward_layer(StageInfo& st, const StageOp& o, int l) {
+    const Plan& p = job_.plan;
+    const int lead = st.lead_gpu;
+    const TaskId g = gather_layer(o, l);
+    const bool moe = job_.model.moe_layer(o.first_layer + l);
+    const LayerTime& time = moe ? costs_.moe_layer : layer_;
+    const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
+    TaskId first = kNone;
+    if (p.recompute != Recompute::none) {
+      first = eng_.compute(lead, time.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+      chain(first);
+      st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
+      if (p.recompute == Recompute::full) {
+        tp_collective(o.stage, o.mb, l, out_.tp);
+        if (moe) expert_exchange(o, l);
       }
-      const TaskId b = eng_.compute(lead, time.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l));
-      if (first == kNone) first = b;
-      if (g != kNone) eng_.depends(first, g);
-      chain(b);
-      computed(b);
-      const bool embedding = o.first_layer + l == 0;
-      st.memory.push_back({b, -(p.recompute != Recompute::none ? full : stored) - (embedding ? embedding_bytes_ : 0)});
-      tp_collective(tpg, o.stage, o.mb, l, out_.tp);
-      if (moe) expert_exchange(o, l);
-      // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
-      // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).
-      if (gather_layers_) reduce_layer(o, l, dp_streams);
     }
+    const TaskId b = eng_.compute(lead, time.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+    if (first == kNone) first = b;
+    if (g != kNone) eng_.depends(first, g);
+    chain(b);
+    computed(b);
+    const bool embedding = o.first_layer + l == 0;
+    st.memory.push_back({b, -(p.recompute != Recompute::none ? full : stored) - (embedding ? embedding_bytes_ : 0)});
+    tp_collective(o.stage, o.mb, l, out_.tp);
+    if (moe) expert_exchange(o, l);
+    // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
+    // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).
+    if (gather_layers_) reduce_layer(o, l);
   }
 
   // An MoE layer's token exchange of one pass, on the lead's chain (Megatron-core's dispatcher
@@ -269,7 +296,7 @@ class Builder {
   // expert-TP all-gather of the dispatched tokens when ETP > 1.
   void expert_exchange(const StageOp& o, int l) {
     const Plan& p = job_.plan;
-    const int base = global_rank(job_, 0, 0, o.stage), etp = p.expert_tp();
+    const int base = job_.global_rank(0, 0, o.stage), etp = p.expert_tp();
     if (p.ep > 1) {
       std::vector<int> ep_members;
       for (int j = 0; j < p.ep; ++j) ep_members.push_back(base + j * etp);
@@ -293,7 +320,7 @@ class Builder {
   des::GroupId edp_group(int r, int s) {
     const Plan& p = job_.plan;
     std::vector<int> members;
-    const int stride = p.ep * p.expert_tp(), base = global_rank(job_, 0, 0, s);
+    const int stride = p.ep * p.expert_tp(), base = job_.global_rank(0, 0, s);
     for (int j = 0; j < expert_data_parallel(p); ++j) members.push_back(base + r + j * stride);
     return eng_.group(std::move(members));
   }
@@ -316,11 +343,11 @@ class Builder {
     return lead_reduction;
   }
 
-  // Routed-expert parameters of model chunk `ch` of stage `s` on one GPU.
-  double chunk_expert_params(int s, int ch) const {
+  // Routed-expert parameters of virtual stage `ch` of stage `s` on one GPU.
+  double virtual_stage_expert_params(int s, int ch) const {
     const Plan& p = job_.plan;
     if (!job_.model.is_moe()) return 0;
-    const LayerRange r = chunk_layer_range(job_.model.layers, p.pp, p.virtual_stages, p.stage_layers, s, ch);
+    const LayerRange r = virtual_stage_layer_range(job_.model.layers, p.pp, p.virtual_stages, p.stage_layers, s, ch);
     int moe = 0;
     for (int l = r.first; l < r.first + r.count; ++l) moe += job_.model.moe_layer(l) ? 1 : 0;
     return moe * static_cast<double>(moe_layer_expert_params(job_.model, p.ep, p.expert_tp()));
@@ -335,7 +362,7 @@ class Builder {
     des::CollectiveOptions co;
     co.stream = zero_stream_;
     const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
-                                     label(out_.dp, "zero3 gather s%d c%d mb%d L%d", o.stage, o.chunk, o.mb, l), co);
+                                     label(out_.dp, "zero3 gather s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l), co);
     if (prev_gather_ != kNone) eng_.depends(g, prev_gather_);
     if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
     prev_gather_ = g;
@@ -348,16 +375,17 @@ class Builder {
   }
 
   // Reduce-scatters one layer's gradients over every TP rank's DP group, on the DP streams.
-  void reduce_layer(const StageOp& o, int l, const std::vector<des::ResourceId>& streams) {
+  void reduce_layer(const StageOp& o, int l) {
+    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(o.stage)];
     const TaskId after = chain_last_;
     for (int t = 0; t < job_.plan.tp; ++t) {
       des::CollectiveOptions co;
       co.algo = dp_algo();
       co.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, o.stage), o.layer_params * grad_reduce_bytes_,
-                                       label(out_.dp, "grads s%d c%d mb%d L%d t%d", o.stage, o.chunk, o.mb, l, t), co);
+                                       label(out_.dp, "grads s%d c%d mb%d L%d t%d", o.stage, o.virtual_stage, o.mb, l, t), co);
       eng_.depends(x, after);
-      if (t == 0) last_reduction_[{o.stage, o.chunk}] = x;
+      if (t == 0) last_reduction_[{o.stage, o.virtual_stage}] = x;
     }
   }
 
@@ -366,10 +394,11 @@ class Builder {
   // accumulation or not: deepspeedai/DeepSpeed#2252); ZeRO-0/1 reduce once, after the flush.
   bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp() > 1; }
 
-  // Reduce-scatters model chunk `ch`'s gradients of one micro-batch over every TP rank's DP
+  // Reduce-scatters virtual stage `ch`'s gradients of one micro-batch over every TP rank's DP
   // group. Overlapped, on the ranks' DP streams; otherwise the lead's reduction is in its chain
   // (the next compute waits) and the other ranks' run beside it.
-  void reduce_micro_batch(int s, int ch, int mb, double chunk_params, const std::vector<des::ResourceId>& streams) {
+  void reduce_micro_batch(int s, int ch, int mb, double virtual_stage_params) {
+    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     const TaskId before = chain_last_;
     TaskId lead_reduction = kNone;
     for (int t = 0; t < job_.plan.tp; ++t) {
@@ -377,12 +406,12 @@ class Builder {
       o.algo = dp_algo();
       if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s),
-                                       (chunk_params - chunk_expert_params(s, ch)) * grad_reduce_bytes_,
+                                       (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
                                        label(out_.dp, "grads s%d c%d mb%d t%d", s, ch, mb, t), o);
       if (t == 0) lead_reduction = x;
       if (before != kNone) eng_.depends(x, before);
     }
-    const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, chunk_expert_params(s, ch), before, "expert grads", ch, mb);
+    const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), before, "expert grads", ch, mb);
     if (experts != kNone) expert_reductions_[s].push_back(experts);
     if (!job_.plan.overlap_grad_reduce) {
       if (op_first_ == kNone) op_first_ = lead_reduction;
@@ -396,9 +425,7 @@ class Builder {
     const size_t i = static_cast<size_t>(s) * static_cast<size_t>(job_.plan.tp) + static_cast<size_t>(t);
     if (dp_groups_.size() <= i) dp_groups_.resize(static_cast<size_t>(job_.plan.pp) * static_cast<size_t>(job_.plan.tp), kNone);
     if (dp_groups_[i] == kNone) {
-      std::vector<int> gpus;
-      for (int d = 0; d < job_.dp(); ++d) gpus.push_back(global_rank(job_, t, d, s));
-      dp_groups_[i] = eng_.group(std::move(gpus));
+      dp_groups_[i] = eng_.group(job_.dp_group_ranks(t, s));
     }
     return dp_groups_[i];
   }
@@ -458,33 +485,42 @@ class Builder {
              "grad v%d mb%d", mb, gv);
   }
 
+  // After the stage's backward: its gradients reduced over DP, the optimizer step, and ZeRO-1/2's
+  // all-gather of the updated params.
   void build_data_parallel_and_optimizer(int s) {
     const Plan& p = job_.plan;
-    const Training& tr = job_.training;
-    const Cluster& c = job_.cluster;
-    const StageInfo& st = out_.stages[static_cast<size_t>(s)];
-    const int lead = st.lead_gpu, DP = job_.dp(), node = lead / c.node.gpus;
-    const std::vector<double> params = chunk_params(job_.model, p, s);
-    double stage_params = 0;
+    const std::vector<double> params = virtual_stage_params(job_.model, p, s);
+    double stage_params = 0, stage_experts = 0;
     for (double x : params) stage_params += x;
+    for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += virtual_stage_expert_params(s, ch);
+    const std::vector<TaskId> reduced = reduce_gradients(s, params);
+    const TaskId last = optimizer_step(s, stage_params, stage_experts, reduced);
+    gather_updated_params(s, stage_params, stage_experts, last);
+    const Cluster& c = job_.cluster;
+    out_.cpu_bytes_per_node = std::max(out_.cpu_bytes_per_node, stage_cpu_bytes_[static_cast<size_t>(s)] * c.node.gpus);
+    out_.nvme_bytes_per_node = std::max(out_.nvme_bytes_per_node, stage_nvme_bytes_[static_cast<size_t>(s)] * c.node.gpus);
+  }
 
-    // Gradient reduction per model chunk after its last backward; every TP rank's DP group.
+  // Stage `s`'s gradient reductions per virtual stage after its last backward, over every TP
+  // rank's DP group (ZeRO-2/3: the per-micro-batch ones already made); returns what the
+  // optimizer step waits for.
+  std::vector<TaskId> reduce_gradients(int s, const std::vector<double>& params) {
+    const Plan& p = job_.plan;
+    const StageInfo& st = out_.stages[static_cast<size_t>(s)];
     std::vector<TaskId> reduced = expert_reductions_[s];
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
-    double stage_experts = 0;
-    for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += chunk_expert_params(s, ch);
     for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
       reduced.push_back(last_reduction_.at({s, ch}));
-      reduced.push_back(chunk_last_backward_.at({s, ch}));
+      reduced.push_back(last_backward_of_.at({s, ch}));
     }
+    const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
     for (int ch = p.virtual_stages - 1; ch >= 0 && !reduce_every_micro_batch(); --ch) {
-      // Overlapped: a model chunk's gradients are reduced once its last backward is done.
+      // Overlapped: a virtual stage's gradients are reduced once its last backward is done.
       // Otherwise every reduction waits for the stage's whole backward (the pipeline flush).
-      const TaskId after = p.overlap_grad_reduce ? chunk_last_backward_.at({s, ch}) : st.last_backward;
-      const TaskId experts = reduce_experts(s, p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
-                                            chunk_expert_params(s, ch), after, "expert grads", ch, 0);
+      const TaskId after = p.overlap_grad_reduce ? last_backward_of_.at({s, ch}) : st.last_backward;
+      const TaskId experts = reduce_experts(s, kind, virtual_stage_expert_params(s, ch), after, "expert grads", ch, 0);
       if (experts != kNone) reduced.push_back(experts);
-      if (DP == 1) {
+      if (job_.dp() == 1) {
         reduced.push_back(after);
         continue;
       }
@@ -492,21 +528,26 @@ class Builder {
         des::CollectiveOptions o;
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
-        const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
         const TaskId x = eng_.collective(kind, dp_group(t, s),
-                                         (params[static_cast<size_t>(ch)] - chunk_expert_params(s, ch)) * grad_reduce_bytes_,
+                                         (params[static_cast<size_t>(ch)] - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
                                          label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
         eng_.depends(x, after);
         if (t == 0) reduced.push_back(x);
       }
     }
+    return reduced;
+  }
 
-    // The optimizer step where the optimizer states live.
+  // The optimizer step of stage `s` where the optimizer states live, after `reduced`: on the
+  // GPU, or on the host's CPU Adam with the PCIe copies (and NVMe reads/writes) around it.
+  // Returns its last task.
+  TaskId optimizer_step(int s, double stage_params, double stage_experts, const std::vector<TaskId>& reduced) {
+    const Plan& p = job_.plan;
+    const Training& tr = job_.training;
+    const Cluster& c = job_.cluster;
+    const int lead = out_.stages[static_cast<size_t>(s)].lead_gpu, node = lead / c.node.gpus;
     const StateBytes sb = state_bytes_per_param(tr, p.chunked());
-    // Dense states are sharded over DP, routed experts' over expert DP (sim/cost/moe.h).
-    const double opt_params = (stage_params - stage_experts) / (p.zero_stage >= 1 ? DP : 1) +
-                              stage_experts / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
-    const int represented = gpus_represented_on_node(job_, lead, s);
+    const double opt_params = optimizer_params_per_gpu(p, stage_params, stage_experts);
     TaskId last = kNone;
     auto then = [&](TaskId x) {
       if (last == kNone) for (TaskId r : reduced) eng_.depends(x, r);
@@ -514,39 +555,41 @@ class Builder {
       last = x;
     };
     if (p.offload.optimizer == Tier::gpu) {
-      const double bytes = opt_params * optimizer_step_bytes_per_param(tr, p);
-      then(eng_.compute(lead, memory_bound_time_s(c.node.gpu, bytes), label(out_.optimizer, "adam s%d", s)));
-    } else {
-      if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
-      if (cpu_adam_[static_cast<size_t>(node)] == kNone)
-        cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
-      then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_, label(out_.offload, "grads to host s%d", s)));
-      const double node_params = opt_params * represented;
-      if (p.offload.optimizer == Tier::nvme)
-        then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s%d", s)));
-      then(eng_.delay(node_params / c.node.host.cpu_adam_params_per_s, label(out_.optimizer, "cpu adam s%d", s),
-                      cpu_adam_[static_cast<size_t>(node)]));
-      if (p.offload.optimizer == Tier::nvme)
-        then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s%d", s)));
-      if (p.offload.params == Tier::gpu)
-        then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s%d", s)));
+      then(eng_.compute(lead, gpu_optimizer_step_time_s(c.node.gpu, tr, p, opt_params), label(out_.optimizer, "adam s%d", s)));
+      if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
+      return last;
     }
+    if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
+    if (cpu_adam_[static_cast<size_t>(node)] == kNone)
+      cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
+    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_, label(out_.offload, "grads to host s%d", s)));
+    const double node_params = opt_params * gpus_represented_on_node(job_, lead, s);
+    if (p.offload.optimizer == Tier::nvme)
+      then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s%d", s)));
+    then(eng_.delay(cpu_adam_time_s(c.node.host, node_params), label(out_.optimizer, "cpu adam s%d", s),
+                    cpu_adam_[static_cast<size_t>(node)]));
+    if (p.offload.optimizer == Tier::nvme)
+      then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s%d", s)));
+    if (p.offload.params == Tier::gpu)
+      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s%d", s)));
     if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
-    // ZeRO-1/2 (and 3 with resident shards) all-gather the updated params.
-    if (p.zero_stage >= 1 && p.zero_stage < 3 && DP > 1) {
-      for (int t = 0; t < p.tp; ++t) {
-        des::CollectiveOptions o;
-        o.algo = dp_algo();
-        o.stream = streams[static_cast<size_t>(t)];
-        const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), (stage_params - stage_experts) * act_bytes_,
-                                         label(out_.dp, "params s%d t%d", s, t), o);
-        eng_.depends(x, last);
-      }
+    return last;
+  }
+
+  // ZeRO-1/2 (and 3 with resident shards) all-gather the updated params after the step.
+  void gather_updated_params(int s, double stage_params, double stage_experts, TaskId last) {
+    const Plan& p = job_.plan;
+    if (p.zero_stage < 1 || p.zero_stage >= 3) return;
+    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
+    for (int t = 0; t < p.tp && job_.dp() > 1; ++t) {
+      des::CollectiveOptions o;
+      o.algo = dp_algo();
+      o.stream = streams[static_cast<size_t>(t)];
+      const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), (stage_params - stage_experts) * act_bytes_,
+                                       label(out_.dp, "params s%d t%d", s, t), o);
+      eng_.depends(x, last);
     }
-    if (p.zero_stage >= 1 && p.zero_stage < 3)
-      reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
-    out_.cpu_bytes_per_node = std::max(out_.cpu_bytes_per_node, stage_cpu_bytes_[static_cast<size_t>(s)] * c.node.gpus);
-    out_.nvme_bytes_per_node = std::max(out_.nvme_bytes_per_node, stage_nvme_bytes_[static_cast<size_t>(s)] * c.node.gpus);
+    reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
   }
 
   // fp8 (sim/cost/fp8.h): the stage's weights cast to fp8 once per iteration, costed with the
@@ -568,7 +611,7 @@ class Builder {
   std::map<int, std::vector<TaskId>> expert_reductions_;  // per stage: per-micro-batch expert reductions
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
-  std::map<std::pair<int, int>, TaskId> chunk_last_backward_, last_reduction_;
+  std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;
@@ -576,6 +619,9 @@ class Builder {
   TaskId chain_last_ = kNone, op_first_ = kNone;
   bool gather_layers_ = false;             // ZeRO-3 over DP: per-layer parameter gathers
   des::ResourceId zero_stream_ = kNone;    // the stage's gather stream
+  bool fetch_params_ = false;              // offloaded params are copied in before each op
+  des::GroupId tp_group_ = 0;              // the stage's TP group
+  std::vector<double> stage_params_, accumulated_params_;  // the stage's per virtual stage (on one GPU)
   TaskId prev_gather_ = kNone;
   std::vector<TaskId> recent_compute_;     // the stage's last two layer computations
   char name_[96] = {};
@@ -583,21 +629,8 @@ class Builder {
 
 }  // namespace
 
-void intern_categories(des::Engine& eng, BuiltIteration& out) {
-  out.fwd = eng.category(category::forward);
-  out.bwd = eng.category(category::backward);
-  out.recompute = eng.category(category::recompute);
-  out.tp = eng.category(category::tp);
-  out.pp = eng.category(category::pp);
-  out.dp = eng.category(category::dp);
-  out.optimizer = eng.category(category::optimizer);
-  out.offload = eng.category(category::offload);
-  out.ep = eng.category(category::ep);
-}
-
-BuiltIteration build_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {
-  if (job.plan.chunked()) return build_chunked_iteration(job, engine, options.fixed_non_model_bytes);
-  return Builder(job, engine, options).build();
+BuiltIteration build_static_iteration(const Job& job, des::Engine& engine, const BuildOptions& options) {
+  return StaticIterationBuilder(job, engine, options).build();
 }
 
 }  // namespace starfish::schedule
