@@ -68,7 +68,7 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
 }
 
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
-Refusal deepspeed_refusal(const Plan& p, const Training& t, const Model* model = nullptr) {
+Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refused by make_job*/, const Model* model = nullptr) {
   if (p.fp8 != Fp8::none)
     return refuse("plan.fp8", "DeepSpeed's config has no fp8 training (fp8 GEMMs come from TransformerEngine in the model code)");
   if (p.framework != Framework::deepspeed)
