@@ -167,7 +167,7 @@ TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
   const Job job = make_job(m, c, t, p);
   const Estimate e = estimate(job);
   EXPECT_FALSE(e.fits);
-  EXPECT_EQ(e.memory.constraint(), "GPU memory");
+  EXPECT_STREQ(e.memory.constraint(), "GPU memory");
   // At least the gathered group: 2048 chunks of the embedding's 50257 x 12288 / 2 elements, bf16.
   const double group_bytes = 2048.0 * ((50257.0 * 12288 + 1) / 2) * 2;
   EXPECT_GE(e.gpu.buffers_bytes, group_bytes * 0.999);
