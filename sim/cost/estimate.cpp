@@ -54,7 +54,7 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
     ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
     const double fp8_weights = fp8_weight_cache_bytes(m, p, stage);
-    const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage);
+    const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage, m.tied_embeddings);
     // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.
     if (p.chunked())
       ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers + fp8_weights,

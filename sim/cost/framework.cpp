@@ -148,7 +148,7 @@ void add_group(Communicators& c, int64_t ranks) {
 }
 }  // namespace
 
-Communicators nccl_communicators(const Plan& p, int stage) {
+Communicators nccl_communicators(const Plan& p, int stage, bool tied_embeddings) {
   Communicators c;
   const int64_t world = int64_t{p.tp} * p.pp * p.dp;
   const Framework f = p.chunked() ? Framework::starfish : p.framework;
@@ -175,7 +175,7 @@ Communicators nccl_communicators(const Plan& p, int stage) {
   // all-reduces the tied word embeddings' gradients; and the default group of all ranks, used
   // once at start-up (training.py: the start time all-reduced with MIN) and kept.
   add_group(c, int64_t{p.tp} * p.pp);
-  if (p.pp > 1 && (stage == 0 || stage == p.pp - 1)) ++c.pairs;
+  if (tied_embeddings && p.pp > 1 && (stage == 0 || stage == p.pp - 1)) ++c.pairs;
   add_group(c, world);
   // DeepSpeed's PipelineEngine broadcasts the loss over its pipe group (engine.py
   // _aggregate_total_loss). (Its grid's data and slice groups take the places of Megatron's
@@ -184,8 +184,8 @@ Communicators nccl_communicators(const Plan& p, int stage) {
   return c;
 }
 
-double communicator_buffer_bytes(const Plan& p, const GpuSpec& gpu, int stage) {
-  const Communicators c = nccl_communicators(p, stage);
+double communicator_buffer_bytes(const Plan& p, const GpuSpec& gpu, int stage, bool tied_embeddings) {
+  const Communicators c = nccl_communicators(p, stage, tied_embeddings);
   return c.pairs * static_cast<double>(gpu.nccl_communicator.pair) +
          c.groups * static_cast<double>(gpu.nccl_communicator.group);
 }

@@ -153,10 +153,13 @@ struct Communicators {
   int groups = 0;  // communicators of 3 or more ranks
   int pairs = 0;   // 2-rank communicators: point-to-point peers and 2-rank groups
 };
-Communicators nccl_communicators(const Plan& plan, int stage);
+// `tied_embeddings`: the model shares its word embedding with the output layer, so the first and
+// last stage all-reduce its gradient (untied, the embedding group is never used and PyTorch never
+// makes its communicator).
+Communicators nccl_communicators(const Plan& plan, int stage, bool tied_embeddings = true);
 // GPU bytes those communicators' buffers take (NCCL allocates them itself, outside PyTorch's
 // caching allocator: no fragmentation applies).
-double communicator_buffer_bytes(const Plan& plan, const GpuSpec& gpu, int stage);
+double communicator_buffer_bytes(const Plan& plan, const GpuSpec& gpu, int stage, bool tied_embeddings);
 
 // What the caching allocator reserves at a moment when tensors take `allocated_bytes`.
 double allocator_reserved_bytes(const Plan& plan, double allocated_bytes);

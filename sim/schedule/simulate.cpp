@@ -186,7 +186,7 @@ void fill_memory(SimReport& rep, const Job& job, const BuiltIteration& it, const
     // What the framework's allocator reserves at that peak (PyTorch's max_memory_reserved), and
     // NCCL's buffers beside it: the figure that must fit, as the analytic tier's.
     const double peak = rep.memory.back().peak_bytes;
-    const double nccl = communicator_buffer_bytes(job.plan, c.node.gpu, static_cast<int>(s));
+    const double nccl = communicator_buffer_bytes(job.plan, c.node.gpu, static_cast<int>(s), job.model.tied_embeddings);
     const double reserved = allocator_reserved_bytes(job.plan, peak) + nccl;
     if (reserved > rep.peak_gpu_bytes) {
       rep.peak_gpu_bytes = reserved;

@@ -152,6 +152,11 @@ TEST(Framework, EachProcessGroupAndPipelinePeerHoldsItsOwnCommunicator) {
   EXPECT_EQ(nccl_communicators(meg, 5).groups, 4);
   EXPECT_EQ(nccl_communicators(meg, 5).pairs, 2);
   EXPECT_EQ(nccl_communicators(meg, 11).pairs, 2);
+  // An untied model (LLaMA) never all-reduces an embedding gradient between first and last stage:
+  // no embedding communicator; the middle stages are unchanged.
+  EXPECT_EQ(nccl_communicators(meg, 0, false).pairs, 1);
+  EXPECT_EQ(nccl_communicators(meg, 11, false).pairs, 1);
+  EXPECT_EQ(nccl_communicators(meg, 5, false).pairs, 2);
   // DeepSpeed's engine adds its pipe group (the loss broadcast).
   EXPECT_EQ(nccl_communicators(layout(Framework::deepspeed, 8, 12, 4), 0).groups, 5);
   // The interleaved schedule wraps the last stage back to the first: two peers everywhere.
@@ -180,9 +185,9 @@ TEST(Framework, CommunicatorBuffersAreWhatTheProfileMeasuredPerCommunicator) {
   GpuSpec gpu;
   gpu.nccl_communicator = {544LL << 20, 688LL << 20};
   const Plan meg = layout(Framework::megatron_lm, 8, 12, 4);
-  EXPECT_DOUBLE_EQ(communicator_buffer_bytes(meg, gpu, 0), 4 * 688.0 * (1 << 20) + 2 * 544.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(communicator_buffer_bytes(meg, gpu, 0, true), 4 * 688.0 * (1 << 20) + 2 * 544.0 * (1 << 20));
   GpuSpec unmeasured;  // the profile's `reserved` covers NCCL as a whole
-  EXPECT_DOUBLE_EQ(communicator_buffer_bytes(meg, unmeasured, 0), 0);
+  EXPECT_DOUBLE_EQ(communicator_buffer_bytes(meg, unmeasured, 0, true), 0);
 }
 
 TEST(Framework, PipelineSendsFollowEachFrameworksSplit) {
