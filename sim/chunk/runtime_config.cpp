@@ -12,7 +12,8 @@ ChunkPlan chunk_plan(const Job& job, int dp_index) {
   const NodeSpec& node = job.cluster.node;
   RuntimeOptions& o = out.options;
   // NCCL's communicator buffers take their share before the chunks (as the analytic tier's).
-  o.budget.gpu_bytes = usable_gpu_bytes(node) - static_cast<int64_t>(communicator_buffer_bytes(p, node.gpu, 0, job.model.tied_embeddings));
+  const double nccl_bytes = communicator_buffer_bytes(p, node.gpu, 0, job.model.tied_embeddings);
+  o.budget.gpu_bytes = usable_gpu_bytes(node) - static_cast<int64_t>(nccl_bytes);
   o.budget.cpu_bytes = usable_host_bytes(node) / node.gpus;
   o.budget.nvme_bytes = node.nvme && chunks_may_use_nvme(p) ? node.nvme->capacity_bytes / node.gpus : 0;
   o.zero = p.zero_stage >= 1 ? ZeroMode::sharded : ZeroMode::replicated;

@@ -87,10 +87,10 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {
   return {boundary_bytes, false};
 }
 
+Framework running_framework(const Plan& plan) { return plan.chunked() ? Framework::starfish : plan.framework; }
+
 Loss loss_kernel_of(const Plan& plan) {
-  // A chunked plan runs in Starfish's executor, whatever framework it names.
-  const Framework f = plan.chunked() ? Framework::starfish : plan.framework;
-  return plan.loss == Loss::framework_default ? framework_traits(f).loss : plan.loss;
+  return plan.loss == Loss::framework_default ? framework_traits(running_framework(plan)).loss : plan.loss;
 }
 
 LossKernel loss_kernel(const Plan& plan) {
@@ -151,14 +151,14 @@ void add_group(Communicators& c, int64_t ranks) {
 Communicators nccl_communicators(const Plan& p, int stage, bool tied_embeddings) {
   Communicators c;
   const int64_t world = int64_t{p.tp} * p.pp * p.dp;
-  const Framework f = p.chunked() ? Framework::starfish : p.framework;
+  const Framework f = running_framework(p);
+  const bool edge = stage == 0 || stage == p.pp - 1;  // the first or the last pipeline stage
   add_group(c, p.tp);  // the layers' tensor-parallel collectives
   add_group(c, p.dp);  // the gradient reduction (ZeRO's reduce-scatter and all-gather)
   if (p.pp > 1) {
     // One 2-rank communicator per pipeline peer: the previous and the next stage; the first and
     // the last stage have one, unless the interleaved schedule wraps the last stage's model
     // chunk back to the first.
-    const bool edge = stage == 0 || stage == p.pp - 1;
     const bool wraps = p.schedule == Schedule::interleaved && p.virtual_stages > 1 && p.pp > 2;
     c.pairs += edge && !wraps ? 1 : 2;
   }
@@ -175,7 +175,7 @@ Communicators nccl_communicators(const Plan& p, int stage, bool tied_embeddings)
   // all-reduces the tied word embeddings' gradients; and the default group of all ranks, used
   // once at start-up (training.py: the start time all-reduced with MIN) and kept.
   add_group(c, int64_t{p.tp} * p.pp);
-  if (tied_embeddings && p.pp > 1 && (stage == 0 || stage == p.pp - 1)) ++c.pairs;
+  if (tied_embeddings && p.pp > 1 && edge) ++c.pairs;
   add_group(c, world);
   // DeepSpeed's PipelineEngine broadcasts the loss over its pipe group (engine.py
   // _aggregate_total_loss). (Its grid's data and slice groups take the places of Megatron's
@@ -191,8 +191,7 @@ double communicator_buffer_bytes(const Plan& p, const GpuSpec& gpu, int stage, b
 }
 
 double allocator_reserved_bytes(const Plan& plan, double allocated_bytes) {
-  // The chunk runtime's plans run in Starfish's own executor, whatever framework they name.
-  const double f = framework_traits(plan.chunked() ? Framework::starfish : plan.framework).allocator_fragmentation;
+  const double f = framework_traits(running_framework(plan)).allocator_fragmentation;
   return allocated_bytes / (1.0 - f);
 }
 

@@ -48,6 +48,10 @@ struct FrameworkTraits {
 
 const FrameworkTraits& framework_traits(Framework f);
 
+// The framework that runs a plan: a chunked plan runs in Starfish's own executor (its chunk
+// runtime), whatever framework it names; any other plan in the framework it names.
+Framework running_framework(const Plan& plan);
+
 // The attention kernel a plan runs: its own choice, else its framework's default.
 Attention attention_kernel(const Plan& plan);
 

@@ -34,10 +34,13 @@ GpuSpec read_gpu(MapReader r) {
   if (g.reserved_bytes >= g.memory_bytes) r.fail("reserved", "must be smaller than memory");
   if (r.has("nccl_communicator")) {
     MapReader n = r.map("nccl_communicator");
-    g.nccl_communicator.pair = n.bytes("pair");
-    g.nccl_communicator.group = n.bytes("group");
-    if (g.nccl_communicator.pair < 0 || g.nccl_communicator.pair >= g.memory_bytes) n.fail("pair", "must be at least 0 and below memory");
-    if (g.nccl_communicator.group < 0 || g.nccl_communicator.group >= g.memory_bytes) n.fail("group", "must be at least 0 and below memory");
+    auto communicator_bytes = [&](const char* key) {
+      const int64_t v = n.bytes(key);
+      if (v < 0 || v >= g.memory_bytes) n.fail(key, "must be at least 0 and below memory");
+      return v;
+    };
+    g.nccl_communicator.pair = communicator_bytes("pair");
+    g.nccl_communicator.group = communicator_bytes("group");
     n.finish();
   }
   g.hbm_bandwidth_Bps = r.rate("hbm_bandwidth");
