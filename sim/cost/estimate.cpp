@@ -230,7 +230,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.tp_comm_s = mb * slow.tp_comm_s;
   e.time.pp_comm_s = mb * costs.pp_comm_s;
   e.time.bubble_s = slots.bubble_s;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, chunks, e);
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, chunks, e) +
+                     tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, chunks, e);
 
   e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "sim/cost/collectives.h"
 #include "sim/cost/memory.h"
+#include "sim/cost/params.h"
 #include "sim/spec/dtype.h"
 
 namespace starfish {
@@ -85,6 +87,24 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {
   if (plan.sequence_parallel) return {boundary_bytes / plan.tp, false};
   if (framework_traits(plan.framework).pipeline_scatter_gather) return {boundary_bytes / plan.tp, true};
   return {boundary_bytes, false};
+}
+
+double tied_embedding_grad_bytes(const Model& model, const Training& training, const Plan& plan) {
+  if (!model.tied_embeddings || plan.pp <= 1) return 0;
+  const double shard = static_cast<double>(word_embedding_params(model)) / plan.tp;
+  return shard * grad_buffers(training, plan).reduce_bytes;
+}
+
+double tied_embedding_reduce_time_s(const Cluster& cluster, const Model& model, const Training& training,
+                                    const Plan& plan) {
+  const double bytes = tied_embedding_grad_bytes(model, training, plan);
+  if (bytes <= 0) return 0;
+  // TP rank t of stage 0 and of stage pp-1 are (pp-1)*tp*dp ranks apart: one node holds every
+  // pair when the last one (t = tp-1) is still on it. Across nodes each GPU gets its share of
+  // the node's NICs: its TP peers reduce at once.
+  const bool one_node = (plan.pp - 1) * plan.tp * plan.dp + plan.tp <= cluster.node.gpus;
+  const LinkParams link = link_for_group(cluster, 2, one_node ? 1 : cluster.node.gpus);
+  return collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 2, bytes, link);
 }
 
 Framework running_framework(const Plan& plan) { return plan.chunked() ? Framework::starfish : plan.framework; }

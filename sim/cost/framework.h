@@ -4,6 +4,7 @@
 // allocator reserves beyond what tensors use. One home for these rules; the analytic tier, the
 // event-driven tier and the exports all ask here. Each trait states its source.
 #include "sim/spec/hardware.h"
+#include "sim/spec/model.h"
 #include "sim/spec/plan.h"
 #include "sim/spec/training.h"
 
@@ -164,6 +165,22 @@ Communicators nccl_communicators(const Plan& plan, int stage, bool tied_embeddin
 // GPU bytes those communicators' buffers take (NCCL allocates them itself, outside PyTorch's
 // caching allocator: no fragmentation applies).
 double communicator_buffer_bytes(const Plan& plan, const GpuSpec& gpu, int stage, bool tied_embeddings);
+
+// A tied word embedding's gradient all-reduce, between the first and the last pipeline stage
+// (which both hold the embedding: the last stage's copy is the output layer), before the
+// optimizer step: Megatron-LM's allreduce_embedding_grads (megatron/optimizer/optimizer.py,
+// reduce_model_grads: after the data-parallel reduction, over mpu's embedding group) and
+// DeepSpeed's pipeline engine's ReduceTiedGrads (runtime/pipe/engine.py,
+// _exec_reduce_tied_grads: all_reduce over each tied module's group), in every framework that
+// pipelines a tied model. Each TP rank reduces its vocabulary shard of the gradient, in the
+// dtype the DP reduction moves (grad_buffers). 0 bytes when untied or unpipelined: one stage
+// then holds both uses and autograd sums them.
+double tied_embedding_grad_bytes(const Model& model, const Training& training, const Plan& plan);
+// The time of that all-reduce: a 2-rank ring between stage 0 and stage pp-1 of one TP rank,
+// (pp-1)*tp*dp ranks apart (Job::global_rank's order), so across nodes unless the whole
+// pipeline fits in one; every TP rank reduces its shard at the same time over the node's NICs.
+double tied_embedding_reduce_time_s(const Cluster& cluster, const Model& model, const Training& training,
+                                    const Plan& plan);
 
 // What the caching allocator reserves at a moment when tensors take `allocated_bytes`.
 double allocator_reserved_bytes(const Plan& plan, double allocated_bytes);

@@ -102,10 +102,12 @@ std::vector<ParamTensor> parameter_tensors(const Model& m, const Shard& s) {
   return all;
 }
 
+int64_t word_embedding_params(const Model& m) { return int64_t{m.vocab} * m.hidden; }
+
 ParamCount count_parameters(const Model& m) {
   ParamCount c;
   c.layers = m.layers;
-  c.word_embedding = int64_t{m.vocab} * m.hidden;
+  c.word_embedding = word_embedding_params(m);
   c.position_embedding = m.position == PositionEmbedding::learned ? int64_t{m.seq_len} * m.hidden : 0;
   Model dense = m;
   dense.moe = Moe{};

@@ -65,6 +65,9 @@ struct ParamCount {
 
 ParamCount count_parameters(const Model& model);
 
+// The word embedding's parameters (vocabulary x hidden), on every TP rank together.
+int64_t word_embedding_params(const Model& model);
+
 // Routed-expert parameters of one MoE layer on one GPU of an EP x ETP layout (0 for a dense
 // model), rounded as parameter_tensors shards them.
 int64_t moe_layer_expert_params(const Model& model, int ep, int etp);

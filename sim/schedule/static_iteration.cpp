@@ -493,7 +493,8 @@ class StaticIterationBuilder {
     double stage_params = 0, stage_experts = 0;
     for (double x : params) stage_params += x;
     for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += virtual_stage_expert_params(s, ch);
-    const std::vector<TaskId> reduced = reduce_gradients(s, params);
+    std::vector<TaskId> reduced = reduce_gradients(s, params);
+    reduce_tied_embedding(s, reduced);
     const TaskId last = optimizer_step(s, stage_params, stage_experts, reduced);
     gather_updated_params(s, stage_params, stage_experts, last);
     const Cluster& c = job_.cluster;
@@ -536,6 +537,25 @@ class StaticIterationBuilder {
       }
     }
     return reduced;
+  }
+
+  // A tied word embedding's gradient all-reduce between the first and the last stage, after
+  // both stages' DP reductions and before either's step (tied_embedding_grad_bytes, framework.h):
+  // made with stage 0's (every TP rank's 2-rank group), which the last stage then joins.
+  void reduce_tied_embedding(int s, std::vector<TaskId>& reduced) {
+    const Plan& p = job_.plan;
+    const double bytes = tied_embedding_grad_bytes(job_.model, job_.training, p);
+    if (bytes <= 0 || (s != 0 && s != p.pp - 1)) return;
+    if (s == 0) {
+      for (int t = 0; t < p.tp; ++t) {
+        const des::GroupId pair = eng_.group({job_.global_rank(t, 0, 0), job_.global_rank(t, 0, p.pp - 1)});
+        tied_reductions_.push_back(
+            eng_.collective(CollectiveKind::all_reduce, pair, bytes, label(out_.dp, "tied embedding grads t%d", t)));
+      }
+    }
+    for (TaskId x : tied_reductions_)
+      for (TaskId r : reduced) eng_.depends(x, r);
+    reduced = tied_reductions_;
   }
 
   // The optimizer step of stage `s` where the optimizer states live, after `reduced`: on the
@@ -605,6 +625,7 @@ class StaticIterationBuilder {
   BuiltIteration out_;
   int64_t act_bytes_ = 2;
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
+  std::vector<TaskId> tied_reductions_;  // the tied embedding's all-reduces, one per TP rank
   LayerTime layer_;
   double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, embedding_bytes_ = 0, output_bytes_ = 0;
   LayerCosts costs_;

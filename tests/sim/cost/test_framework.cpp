@@ -368,6 +368,32 @@ TEST(Framework, DataParallelReductionMovesFp32GradientsForMegatronBf16) {
   EXPECT_LT(fp32_grads.time.dp_comm_s, 2.0 * bf16_grads.time.dp_comm_s);
 }
 
+TEST(Framework, TiedEmbeddingGradientsAreAllReducedBetweenTheEdgeStages) {
+  // GPT-3's 51,200 x 12,288 word embedding at TP8: each TP rank reduces its 1/8 shard, in the
+  // fp32 main gradients Megatron reduces for bf16 (4 bytes each): 314,572,800 bytes.
+  Model m = testing::gpt(96, 12288, 96, 2048, 51200);
+  Plan p = plan_of(Framework::megatron_lm);
+  p.tp = 8;
+  p.pp = 16;
+  p.dp = 8;
+  EXPECT_DOUBLE_EQ(tied_embedding_grad_bytes(m, bf16(), p), 51200.0 * 12288 / 8 * 4);
+  // Stage 0 and stage 15 are (16-1) x 8 x 8 ranks apart, on other nodes: a 2-rank ring over the
+  // GPU's share of its node's NICs, 2 x (latency + half the bytes / bandwidth).
+  const Cluster c = testing::dgx(128);
+  const double bw = c.inter_node_bandwidth_per_gpu_Bps(), lat = c.node.nic->latency_s;
+  const double bytes = 51200.0 * 12288 / 8 * 4;
+  EXPECT_NEAR(tied_embedding_reduce_time_s(c, m, bf16(), p), 2 * (lat + bytes / 2 / bw), 1e-12);
+  // Untied (the output layer has its own weights) or unpipelined (one stage holds both uses):
+  // nothing to reduce.
+  Model untied = m;
+  untied.tied_embeddings = false;
+  EXPECT_EQ(tied_embedding_grad_bytes(untied, bf16(), p), 0);
+  Plan one_stage = p;
+  one_stage.pp = 1;
+  EXPECT_EQ(tied_embedding_grad_bytes(m, bf16(), one_stage), 0);
+  EXPECT_EQ(tied_embedding_reduce_time_s(c, m, bf16(), one_stage), 0);
+}
+
 TEST(FrameworkSpec, PlanFilesNameTheirFrameworkAndAttention) {
   const PlanFile p = parse_plan_file_text(
       "training: {global_batch: 8}\nplan: {framework: megatron-core, attention: unfused}\n", "p.yaml");

@@ -198,7 +198,8 @@ TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
 }
 
 TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
-  const Model m = gpt(8, 1024, 16, 1024);
+  Model m = gpt(8, 1024, 16, 1024);
+  m.tied_embeddings = false;  // the DP reductions alone (a tied embedding adds its own, after them)
   Cluster c = ideal_node(4);
   c.node.nvlink = NvlinkSpec{100e9, 0, true};  // a reduction that takes time
   Plan plan;
@@ -395,6 +396,42 @@ TEST(Simulate, TheReportSaysHowManyLinkClassesTheReplicasLinksRanAs) {
   const SimReport r = simulate(job(gpt(2, 1024, 16, 512), c, 16, p));
   EXPECT_EQ(r.used_links, 8u * 16 * 6 + 16);
   EXPECT_EQ(r.link_classes, 1u + 8 * 2);
+}
+
+TEST(Simulate, TiedEmbeddingAllReduceRunsBetweenTheEdgeStagesBeforeTheirSteps) {
+  // Two stages on two nodes joined by 1 GB/s NICs: the 50,000 x 1,024 embedding's fp32 gradient
+  // (204.8 MB) crosses them in ~0.2 s, one task per TP rank, after both stages' backward and
+  // before either's optimizer step; the analytic tier adds the same time.
+  Model m = testing::gpt(4, 1024, 16, 512, 50000);
+  Cluster c = ideal_node(1);
+  c.nodes = 2;
+  c.node.nic = NicSpec{1, 1e9, 0};
+  Plan p;
+  p.pp = 2;
+  p.framework = Framework::megatron_lm;
+  SimOptions o;
+  o.keep_spans = true;
+  const Job j = job(m, c, 4, p);
+  const SimReport r = simulate(j, o);
+  const double expected_s = tied_embedding_reduce_time_s(c, m, j.training, p);
+  EXPECT_NEAR(expected_s, 50000.0 * 1024 * 4 / 1e9, 1e-9);
+  double tied_end = -1, tied_s = 0, last_backward_end = 0, first_step_start = 1e30;
+  for (const TaskSpan& t : r.spans) {
+    if (t.name.rfind("tied embedding grads", 0) == 0) {
+      tied_end = t.end_s;
+      tied_s = t.end_s - t.start_s;
+    }
+    if (t.category == "bwd") last_backward_end = std::max(last_backward_end, t.end_s);
+    if (t.category == "optimizer") first_step_start = std::min(first_step_start, t.start_s);
+  }
+  ASSERT_GE(tied_end, 0) << "no tied-embedding all-reduce in the timeline";
+  EXPECT_NEAR(tied_s, expected_s, 0.02 * expected_s);
+  EXPECT_GE(tied_end - tied_s, last_backward_end - 1e-9);
+  EXPECT_LE(tied_end, first_step_start + 1e-9);
+  Model untied = m;
+  untied.tied_embeddings = false;
+  for (const TaskSpan& t : simulate(job(untied, c, 4, p), o).spans)
+    EXPECT_NE(t.name.rfind("tied embedding grads", 0), 0u) << t.name;
 }
 
 }  // namespace
