@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "sim/spec/json_reader.h"
 #include "support/run_command.h"
 
 namespace {
@@ -87,6 +88,25 @@ TEST(CliSearch, JsonCarriesTheExports) {
   for (const char* key : {"\"exports\": {", "\"megatron\": {", "\"arguments\": [", "\"--tensor-model-parallel-size\"",
                           "\"deepspeed\": {", "\"config\": {", "\"train_micro_batch_size_per_gpu\""})
     EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in\n" << r.out;
+}
+
+// torchtitan: a recipe module for the best fsdp plan of a LLaMA; GPT-2 is no llama3 decoder.
+TEST(CliSearch, TorchtitanRecipeOrTheModelsRefusal) {
+  const CliRun r = run("search --model " + model("llama2-7b") + " --hw " + hw("dgx-a100-80gb") +
+                       " --top 3 --analytic-only --json --torchtitan");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const starfish::JsonValue j = starfish::parse_json(r.out);
+  const starfish::JsonValue* t = j.find("exports") ? j.find("exports")->find("torchtitan") : nullptr;
+  ASSERT_NE(t, nullptr) << r.out;
+  EXPECT_FALSE(t->string_at("label").value_or("").empty()) << r.out;
+  EXPECT_NE(t->string_at("recipe").value_or("").find("parallelism=ParallelismConfig("), std::string::npos);
+  EXPECT_NE(t->string_at("recipe").value_or("").find("def starfish_plan() -> Trainer.Config:"), std::string::npos);
+  EXPECT_NE(t->string_at("launch").value_or("").find("-m torchtitan.train --module starfish_plan --config starfish_plan"),
+            std::string::npos);
+  const CliRun gpt = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                         " --top 3 --analytic-only --torchtitan");
+  EXPECT_EQ(gpt.code, 1);
+  EXPECT_NE(gpt.out.find("torchtitan: cannot export this model: field 'model.norm': "), std::string::npos) << gpt.out;
 }
 
 TEST(CliSearch, NvmePathWithoutDeepSpeedIsAUsageError) {
