@@ -462,6 +462,10 @@ const Target kMegatron{"Megatron-LM", Framework::megatron_lm,
 const Target kDeepSpeed{"DeepSpeed", Framework::deepspeed,
                         [](const Plan& p, const Training& t, const Model&) { return search::deepspeed_unsupported(p, t); },
                         search::deepspeed_unsupported, search::deepspeed_model_unsupported};
+const Target kMegatronBridge{
+    "Megatron-Bridge", Framework::megatron_core,
+    [](const Plan& p, const Training& t, const Model&) { return search::megatron_bridge_unsupported(p, t); },
+    search::megatron_bridge_unsupported, [](const Model&) { return std::string(); }};
 const Target kTorchtitan{"torchtitan", Framework::fsdp, search::torchtitan_unsupported, search::torchtitan_unsupported,
                          search::torchtitan_model_unsupported};
 
@@ -497,12 +501,13 @@ FrameworkExport choose(const search::SearchResult& r, const Target& target, cons
   return x;
 }
 
-enum class Kind { megatron, deepspeed, torchtitan };
+enum class Kind { megatron, megatron_bridge, deepspeed, torchtitan };
 
 // The exports asked for, in the order they are printed.
 std::vector<std::pair<Kind, const FrameworkExport*>> asked(const Exports& e) {
   std::vector<std::pair<Kind, const FrameworkExport*>> out;
   if (e.megatron) out.emplace_back(Kind::megatron, &*e.megatron);
+  if (e.megatron_bridge) out.emplace_back(Kind::megatron_bridge, &*e.megatron_bridge);
   if (e.deepspeed) out.emplace_back(Kind::deepspeed, &*e.deepspeed);
   if (e.torchtitan) out.emplace_back(Kind::torchtitan, &*e.torchtitan);
   return out;
@@ -514,6 +519,7 @@ Exports make_exports(const search::SearchResult& r, const Args& args, const sear
   Exports e;
   if (auto path = args.get("nvme-path")) e.options.nvme_path = *path;
   if (args.flag("megatron")) e.megatron = choose(r, kMegatron, options);
+  if (args.flag("megatron-bridge")) e.megatron_bridge = choose(r, kMegatronBridge, options);
   if (args.flag("deepspeed")) e.deepspeed = choose(r, kDeepSpeed, options);
   if (args.flag("torchtitan")) e.torchtitan = choose(r, kTorchtitan, options);
   return e;
@@ -539,6 +545,9 @@ void print_exports(const search::SearchResult& r, const Exports& e) {
       case Kind::megatron:
         std::printf("\nMegatron-LM arguments (%s):\n%s", which.c_str(), search::megatron_arguments(job).c_str());
         break;
+      case Kind::megatron_bridge:
+        std::printf("\nMegatron-Bridge command (%s):\n%s", which.c_str(), search::megatron_bridge_command(job).c_str());
+        break;
       case Kind::deepspeed:
         std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d%s%s):\n%s", which.c_str(), p.tp, p.pp,
                     p.sequence_parallel ? ", sequence parallelism" : "",
@@ -556,7 +565,8 @@ void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Expo
   if (asked(e).empty()) return;
   w.key("exports").begin_object();
   for (const auto& [kind, x] : asked(e)) {
-    w.key(kind == Kind::megatron ? "megatron" : kind == Kind::deepspeed ? "deepspeed" : "torchtitan").begin_object();
+    static const char* const keys[] = {"megatron", "megatron_bridge", "deepspeed", "torchtitan"};
+    w.key(keys[static_cast<int>(kind)]).begin_object();
     if (!x->model_refused.empty()) w.field("refused", x->model_refused);
     if (!x->why_not_first.empty()) w.field("plan_1_refused", x->why_not_first);
     if (x->row) {
@@ -571,6 +581,12 @@ void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Expo
           if (!value.empty()) w.value(value);
         }
         w.end_array();
+      } else if (kind == Kind::megatron_bridge) {
+        w.field("recipe", "vanilla_gpt_pretrain_config");
+        w.key("overrides").begin_array();
+        for (const auto& [key, value] : search::megatron_bridge_overrides(job)) w.value(key + "=" + value);
+        w.end_array();
+        w.field("command", search::megatron_bridge_command(job));
       } else if (kind == Kind::deepspeed) {
         // What the launcher (Megatron-DeepSpeed) sets, not the JSON.
         w.field("tensor_parallel", job.plan.tp).field("pipeline_parallel", job.plan.pp);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "sim/cost/framework.h"
 #include "sim/cost/params.h"
@@ -303,6 +304,160 @@ std::string megatron_arguments(const Job& job) {
   for (const auto& [name, value] : megatron_argument_list(job))
     s += "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
   s.resize(s.size() - 3);  // the last line needs no continuation
+  return s + "\n";
+}
+
+namespace {
+
+// Megatron-Bridge runs Megatron-core: plans costed as Megatron-core runs them, through the
+// precision recipes it registers (training/mixed_precision.py).
+Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
+  if (p.framework != Framework::megatron_core)
+    return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
+                                        " runs it; Megatron-Bridge runs Megatron-core: its exports take megatron-core plans");
+  if (Refusal r = megatron_refusal(p, t); r.field) return r;
+  if (t.dtype != DType::bf16 && t.dtype != DType::fp16)
+    return refuse("training.dtype", std::string("Megatron-Bridge's precision recipes train in bf16 or fp16, not ") +
+                                        to_string(t.dtype));
+  // bf16/fp16_with_fp8_current_scaling_mixed keep the first and last layer in bf16 and run the
+  // hybrid format; only the delayed-scaling recipes are the plan's fp8 on every layer.
+  if (p.fp8 != Fp8::none && (p.fp8 != Fp8::hybrid || p.fp8_recipe != Fp8Recipe::delayed))
+    return refuse("plan.fp8", "Megatron-Bridge's fp8 recipes are hybrid with delayed scaling on every layer, or "
+                              "current scaling with the first and last layer in bf16: not this plan's fp8");
+  return {};
+}
+
+// Where Megatron-Bridge keeps what each Megatron-LM argument sets (ConfigContainer paths: the
+// model provider's TransformerConfig fields, train, optimizer, ddp, dataset, tokenizer, rng).
+// One home for what a plan decides (megatron_argument_list), one table for Bridge's names.
+void add_bridge_override(const Job& job, const std::string& arg, const std::string& value,
+                         const std::function<void(const std::string&, const std::string&)>& set) {
+  static const std::map<std::string, std::string> renamed = {
+      {"--tensor-model-parallel-size", "model.tensor_model_parallel_size"},
+      {"--pipeline-model-parallel-size", "model.pipeline_model_parallel_size"},
+      {"--decoder-first-pipeline-num-layers", "model.num_layers_in_first_pipeline_stage"},
+      {"--decoder-last-pipeline-num-layers", "model.num_layers_in_last_pipeline_stage"},
+      {"--num-virtual-stages-per-pipeline-rank", "model.virtual_pipeline_model_parallel_size"},
+      {"--micro-batch-size", "train.micro_batch_size"},
+      {"--global-batch-size", "train.global_batch_size"},
+      {"--recompute-granularity", "model.recompute_granularity"},
+      {"--recompute-method", "model.recompute_method"},
+      {"--recompute-num-layers", "model.recompute_num_layers"},
+      {"--attention-backend", "model.attention_backend"},
+      {"--num-layers", "model.num_layers"},
+      {"--hidden-size", "model.hidden_size"},
+      {"--num-attention-heads", "model.num_attention_heads"},
+      {"--num-query-groups", "model.num_query_groups"},
+      {"--ffn-hidden-size", "model.ffn_hidden_size"},
+      {"--tokenizer-type", "tokenizer.tokenizer_type"},
+      {"--make-vocab-size-divisible-by", "model.make_vocab_size_divisible_by"},
+      {"--normalization", "model.normalization"},
+      {"--position-embedding-type", "model.position_embedding_type"},
+      {"--rotary-base", "model.rotary_base"},
+      {"--kv-channels", "model.kv_channels"},
+      {"--num-experts", "model.num_moe_experts"},
+      {"--moe-router-topk", "model.moe_router_topk"},
+      {"--moe-ffn-hidden-size", "model.moe_ffn_hidden_size"},
+      {"--moe-shared-expert-intermediate-size", "model.moe_shared_expert_intermediate_size"},
+      {"--moe-expert-capacity-factor", "model.moe_expert_capacity_factor"},
+      {"--moe-token-dispatcher-type", "model.moe_token_dispatcher_type"},
+      {"--expert-model-parallel-size", "model.expert_model_parallel_size"},
+      {"--expert-tensor-parallel-size", "model.expert_tensor_parallel_size"},
+      {"--attention-dropout", "model.attention_dropout"},
+      {"--hidden-dropout", "model.hidden_dropout"},
+      {"--optimizer", "optimizer.optimizer"},
+      {"--lr", "optimizer.lr"},
+      {"--clip-grad", "optimizer.clip_grad"},
+      {"--seed", "rng.seed"},
+  };
+  static const std::map<std::string, std::string> flags = {
+      {"--sequence-parallel", "model.sequence_parallel"},
+      {"--overlap-grad-reduce", "ddp.overlap_grad_reduce"},
+      {"--overlap-param-gather", "ddp.overlap_param_gather"},
+      {"--optimizer-cpu-offload", "optimizer.optimizer_cpu_offload"},
+      {"--use-precision-aware-optimizer", "optimizer.use_precision_aware_optimizer"},
+      {"--cross-entropy-loss-fusion", "model.cross_entropy_loss_fusion"},
+      {"--moe-grouped-gemm", "model.moe_grouped_gemm"},
+  };
+  if (auto it = renamed.find(arg); it != renamed.end()) return set(it->second, value);
+  if (auto it = flags.find(arg); it != flags.end()) return set(it->second, "true");
+  const Plan& p = job.plan;
+  if (arg == "--num-layers-per-virtual-pipeline-stage") return set("model.virtual_pipeline_model_parallel_size", whole(p.virtual_stages));
+  if (arg == "--use-distributed-optimizer") {
+    set("ddp.use_distributed_optimizer", "true");
+    return set("optimizer.use_distributed_optimizer", "true");
+  }
+  if (arg == "--seq-length") {  // run_recipe.py syncs model.seq_length from the dataset's
+    set("dataset.seq_length", value);
+    return set("model.seq_length", value);
+  }
+  if (arg == "--vocab-size") {
+    // An explicit model vocabulary is not padded (training/setup.py); Megatron-LM with
+    // --make-vocab-size-divisible-by 1 pads it to a multiple of TP for the vocab-parallel
+    // embedding, and so does this.
+    set("tokenizer.vocab_size", value);
+    return set("model.vocab_size", whole((job.model.vocab + p.tp - 1) / p.tp * p.tp));
+  }
+  if (arg == "--swiglu") {
+    set("model.activation_func", "silu");
+    return set("model.gated_linear_unit", "true");
+  }
+  if (arg == "--untie-embeddings-and-output-weights") return set("model.share_embeddings_and_output_weights", "false");
+  if (arg == "--disable-bias-linear") return set("model.add_bias_linear", "false");
+  if (arg == "--moe-layer-freq") return set("model.moe_layer_freq", value.substr(1, value.size() - 2));  // unquoted
+  if (arg == "--weight-decay") {  // the recipe's scheduler sets the weight decay each step
+    set("optimizer.weight_decay", value);
+    set("scheduler.start_weight_decay", value);
+    return set("scheduler.end_weight_decay", value);
+  }
+  // Precision is the recipe's mixed_precision; the GQA flag is implied by num_query_groups; the
+  // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length).
+  if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" ||
+      arg == "--group-query-attention" || arg == "--max-position-embeddings")
+    return;
+  throw std::logic_error("Megatron-Bridge export: no override for Megatron-LM's " + arg);
+}
+
+}  // namespace
+
+std::string megatron_bridge_unsupported(const Plan& plan, const Training& training) {
+  return megatron_bridge_refusal(plan, training).text();
+}
+std::string megatron_bridge_unsupported(const Job& job) { return located(job, megatron_bridge_refusal(job.plan, job.training)); }
+
+std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const Job& job) {
+  if (const std::string why = megatron_bridge_unsupported(job); !why.empty()) throw SpecError("--megatron-bridge: " + why);
+  std::vector<std::pair<std::string, std::string>> out;
+  auto set = [&](const std::string& key, const std::string& value) {
+    for (auto& [k, v] : out)
+      if (k == key) return void(v = value);
+    out.emplace_back(key, value);
+  };
+  // Every setting the plan decides, written even where it is the base recipe's default, so the
+  // run does not depend on what vanilla_gpt_pretrain_config or GPTModelProvider default to.
+  const Training& t = job.training;
+  const char* fp8 = job.plan.fp8 == Fp8::none ? "" : "_with_fp8_delayed_scaling";
+  set("mixed_precision", std::string(t.dtype == DType::bf16 ? "bf16" : "fp16") + fp8 + "_mixed");
+  for (const char* key : {"model.sequence_parallel", "ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer",
+                          "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "optimizer.optimizer_cpu_offload",
+                          "optimizer.use_precision_aware_optimizer", "model.cross_entropy_loss_fusion",
+                          "model.gated_linear_unit"})
+    set(key, "false");
+  set("model.activation_func", "gelu");
+  set("model.normalization", "LayerNorm");
+  set("model.position_embedding_type", "learned_absolute");
+  set("model.share_embeddings_and_output_weights", "true");
+  set("model.add_bias_linear", "true");
+  set("model.hidden_dropout", "0.1");  // Megatron's defaults, when the model has dropout
+  set("model.attention_dropout", "0.1");
+  set("model.num_query_groups", whole(job.model.kv_heads));
+  for (const auto& [arg, value] : megatron_argument_list(job)) add_bridge_override(job, arg, value, set);
+  return out;
+}
+
+std::string megatron_bridge_command(const Job& job) {
+  std::string s = "python scripts/training/run_recipe.py --recipe vanilla_gpt_pretrain_config --mode pretrain --dataset mock";
+  for (const auto& [key, value] : megatron_bridge_overrides(job)) s += " \\\n  " + key + "=" + value;
   return s + "\n";
 }
 

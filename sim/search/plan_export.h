@@ -1,7 +1,7 @@
 #pragma once
 // A plan in the words of other frameworks, so a searched plan launches outside Starfish as it is:
-// Megatron-LM command-line arguments, a DeepSpeed JSON config, a torchtitan recipe (a Python
-// module), and Starfish's own plan file.
+// Megatron-LM command-line arguments, Megatron-Bridge recipe overrides, a DeepSpeed JSON config,
+// a torchtitan recipe (a Python module), and Starfish's own plan file.
 //
 // Every argument and key written is one the framework's current source defines: the lists are
 // extracted from that source into configs/frameworks/ (scripts/extract-*.py, with the commit),
@@ -56,6 +56,20 @@ std::string megatron_arguments(const Job& job);
 // this JSON. Throws SpecError("--deepspeed: <reason>") when the plan is unsupported.
 void write_deepspeed_config(JsonWriter& w, const Job& job, const ExportOptions& options = {});
 std::string deepspeed_config(const Job& job, const ExportOptions& options = {});
+
+// Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge) runs Megatron-core from a recipe's
+// ConfigContainer with trailing KEY=VALUE overrides (scripts/training/run_recipe.py). The export
+// starts from vanilla_gpt_pretrain_config (a bare GPTModelProvider) and sets every field the plan
+// decides, under Bridge's names for what megatron_argument_list writes: ("model.tensor_model_
+// parallel_size", "8"), ("mixed_precision", "bf16_mixed"), ... Megatron-core plans only, in bf16
+// or fp16, fp8 only as its delayed-scaling hybrid recipe; throws SpecError("--megatron-bridge:
+// <reason>") otherwise. tests/sim/search/test_export.cpp checks every key against
+// configs/frameworks/megatron-bridge-overrides.txt.
+std::string megatron_bridge_unsupported(const Plan& plan, const Training& training);
+std::string megatron_bridge_unsupported(const Job& job);
+std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const Job& job);
+// The run_recipe.py command line, one override per line ending in " \".
+std::string megatron_bridge_command(const Job& job);
 
 // torchtitan (github.com/pytorch/torchtitan) runs a job from a Python function returning its
 // Trainer.Config, named by `--module M --config F` (torchtitan/config/README.md: its TOML files

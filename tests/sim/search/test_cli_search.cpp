@@ -109,6 +109,25 @@ TEST(CliSearch, TorchtitanRecipeOrTheModelsRefusal) {
   EXPECT_NE(gpt.out.find("torchtitan: cannot export this model: field 'model.norm': "), std::string::npos) << gpt.out;
 }
 
+// Megatron-Bridge: run_recipe.py overrides for the best Megatron-core plan, in --json too.
+TEST(CliSearch, MegatronBridgeOverrides) {
+  const CliRun r = run("search --model " + model("llama3-8b") + " --hw " + hw("dgx-h100") +
+                       " --framework megatron-core --top 3 --analytic-only --json --megatron-bridge");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const starfish::JsonValue j = starfish::parse_json(r.out);
+  const starfish::JsonValue* b = j.find("exports") ? j.find("exports")->find("megatron_bridge") : nullptr;
+  ASSERT_NE(b, nullptr) << r.out;
+  EXPECT_EQ(b->string_at("recipe").value_or(""), "vanilla_gpt_pretrain_config");
+  const std::string command = b->string_at("command").value_or("");
+  for (const char* part : {"python scripts/training/run_recipe.py --recipe vanilla_gpt_pretrain_config",
+                           "model.rotary_base=500000 \\\n", "model.activation_func=silu \\\n",
+                           "model.num_query_groups=8 \\\n"})
+    EXPECT_NE(command.find(part), std::string::npos) << part << " missing in\n" << command;
+  const starfish::JsonValue* overrides = b->find("overrides");
+  ASSERT_NE(overrides, nullptr);
+  EXPECT_GT(overrides->array.size(), 30u);
+}
+
 TEST(CliSearch, NvmePathWithoutDeepSpeedIsAUsageError) {
   expect_one_line_error(run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
                             " --megatron --nvme-path /scratch"),

@@ -100,6 +100,44 @@ void expect_deepspeed_accepts(const Job& job) {
   expect_keys_in_schema(parse_json(deepspeed_config(job)), "");
 }
 
+// configs/frameworks/megatron-bridge-overrides.txt: "section.field [choices]" per line.
+const std::map<std::string, std::set<std::string>>& bridge_schema() {
+  static const std::map<std::string, std::set<std::string>> schema = [] {
+    std::map<std::string, std::set<std::string>> s;
+    std::ifstream in(framework_file("megatron-bridge-overrides.txt"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream words(line);
+      std::string key, choices;
+      words >> key >> choices;
+      std::istringstream list(choices);
+      auto& set = s[key];
+      for (std::string c; std::getline(list, c, ',');) set.insert(c);
+    }
+    return s;
+  }();
+  return schema;
+}
+
+void expect_bridge_accepts(const Job& job) {
+  ASSERT_GT(bridge_schema().size(), 300u) << "configs/frameworks/megatron-bridge-overrides.txt unreadable";
+  const auto overrides = megatron_bridge_overrides(job);
+  ASSERT_FALSE(overrides.empty());
+  for (const auto& [key, value] : overrides) {
+    const auto it = bridge_schema().find(key);
+    ASSERT_NE(it, bridge_schema().end()) << key << " is no Megatron-Bridge ConfigContainer field";
+    if (!it->second.empty()) {
+      EXPECT_TRUE(it->second.count(value)) << key << "=" << value;
+    }
+  }
+}
+
+std::string bridge_value(const Job& job, const std::string& key) {
+  for (const auto& [k, v] : megatron_bridge_overrides(job))
+    if (k == key) return v;
+  return "";
+}
+
 // configs/frameworks/torchtitan-config.txt: "from MODULE import NAME" and
 // "CALLABLE.keyword [choices]" lines.
 struct TorchtitanSchema {
@@ -473,6 +511,11 @@ TEST(Export, BundledPlansExportInTheFrameworksSchemaOrAreRefused) {
         continue;
       }
       ++exported[fw];
+      if (fw == Framework::megatron_core) {
+        const std::string bridge_why = megatron_bridge_unsupported(job);
+        if (bridge_why.empty()) expect_bridge_accepts(job);
+        else EXPECT_EQ(bridge_why.find('\n'), std::string::npos) << bridge_why;
+      }
       if (fw == Framework::deepspeed) expect_deepspeed_accepts(job);
       else if (fw == Framework::fsdp) expect_torchtitan_accepts(job);
       else expect_megatron_accepts(job);
@@ -486,8 +529,8 @@ TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
     Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
     c.nodes = 4;
     const Training t = default_search_training(m, c);
-    for (Framework fw : {Framework::megatron_lm, Framework::deepspeed, Framework::fsdp}) {
-      SCOPED_TRACE(std::string(name) + " as " + to_string(fw));
+    for (Framework fw : {Framework::megatron_lm, Framework::megatron_core, Framework::deepspeed, Framework::fsdp}) {
+      SCOPED_TRACE(std::string(name) + " as " + to_string(fw) + (fw == Framework::megatron_core ? " (Megatron-Bridge)" : ""));
       if (fw == Framework::fsdp && !torchtitan_model_unsupported(m).empty()) {
         // GPT-2's LayerNorm, GELU, learned positions and biases: not torchtitan's llama3.
         EXPECT_EQ(torchtitan_model_unsupported(m).rfind("field 'model.", 0), 0u) << torchtitan_model_unsupported(m);
@@ -498,9 +541,10 @@ TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
       o.threads = 2;
       o.space.framework = fw;
       o.admit = [&](const Plan& p) {
-        return (fw == Framework::deepspeed ? deepspeed_unsupported(p, t)
-                : fw == Framework::fsdp    ? torchtitan_unsupported(p, t, m)
-                                           : megatron_unsupported(p, t))
+        return (fw == Framework::deepspeed       ? deepspeed_unsupported(p, t)
+                : fw == Framework::fsdp          ? torchtitan_unsupported(p, t, m)
+                : fw == Framework::megatron_core ? megatron_bridge_unsupported(p, t)
+                                                 : megatron_unsupported(p, t))
             .empty();
       };
       const SearchResult r = search(m, c, t, o);
@@ -510,8 +554,129 @@ TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
         EXPECT_EQ(row.plan.framework, fw);
         if (fw == Framework::deepspeed) expect_deepspeed_accepts(r.job(row));
         else if (fw == Framework::fsdp) expect_torchtitan_accepts(r.job(row));
+        else if (fw == Framework::megatron_core) expect_bridge_accepts(r.job(row));
         else expect_megatron_accepts(r.job(row));
       }
+    }
+  }
+}
+
+TEST(Export, MegatronBridgeOverridesOfAnInterleavedFp8Plan) {
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.tp = 2;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::interleaved;
+  p.micro_batch = 2;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::full;
+  p.zero_stage = 1;
+  p.overlap_grad_reduce = true;
+  p.fp8 = Fp8::hybrid;
+  Cluster c = search_test::small_cluster(4);  // 16 GPUs, with a bf16 and an fp8 peak
+  c.node.gpu.peak_flops[DType::bf16] = c.node.gpu.peak_flops[DType::fp8] = 100e12;
+  Training t = search_test::fp16_training(64);
+  t.dtype = DType::bf16;
+  Job job = make_job(search_test::small_gpt(8, 512, 8), c, t, p);
+  job.training.weight_decay = 0.1;
+  job.training.learning_rate = 3e-7;
+  const std::map<std::string, std::string> expected = {
+      {"model.tensor_model_parallel_size", "2"},
+      {"model.pipeline_model_parallel_size", "2"},
+      {"model.virtual_pipeline_model_parallel_size", "2"},
+      {"model.sequence_parallel", "true"},
+      {"train.micro_batch_size", "2"},
+      {"train.global_batch_size", "64"},
+      {"model.recompute_granularity", "full"},
+      {"model.recompute_method", "uniform"},
+      {"ddp.use_distributed_optimizer", "true"},
+      {"optimizer.use_distributed_optimizer", "true"},
+      {"ddp.overlap_grad_reduce", "true"},
+      {"ddp.overlap_param_gather", "true"},
+      {"mixed_precision", "bf16_with_fp8_delayed_scaling_mixed"},
+      {"model.attention_backend", "flash"},
+      {"model.num_layers", "8"},
+      {"model.seq_length", "512"},
+      {"dataset.seq_length", "512"},
+      {"model.vocab_size", "8000"},
+      {"tokenizer.vocab_size", "8000"},
+      {"tokenizer.tokenizer_type", "NullTokenizer"},
+      {"model.activation_func", "gelu"},  // GPT: the base's defaults written out
+      {"model.share_embeddings_and_output_weights", "true"},
+      {"optimizer.lr", "3e-07"},
+      {"optimizer.weight_decay", "0.1"},
+      {"scheduler.start_weight_decay", "0.1"},  // the recipe's scheduler sets it each step
+      {"scheduler.end_weight_decay", "0.1"},
+      {"rng.seed", "1234"},
+  };
+  for (const auto& [key, value] : expected) EXPECT_EQ(bridge_value(job, key), value) << key;
+  const std::string command = megatron_bridge_command(job);
+  EXPECT_EQ(command.rfind("python scripts/training/run_recipe.py --recipe vanilla_gpt_pretrain_config --mode pretrain", 0), 0u);
+  EXPECT_NE(command.find(" \\\n  model.tensor_model_parallel_size=2 \\\n"), std::string::npos) << command;
+  expect_bridge_accepts(job);
+}
+
+TEST(Export, MegatronBridgeCarriesLlamaShapesExpertsAndPadsTheVocabularyForTp) {
+  Job job = job_with(Plan{});
+  job.plan.framework = Framework::megatron_core;
+  job.training.dtype = DType::bf16;
+  job.model = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/llama2-7b.yaml");
+  job.model.vocab = 32001;
+  job.plan.tp = 4;
+  job.plan.dp = 4;
+  job.plan.sequence_parallel = true;
+  EXPECT_EQ(bridge_value(job, "model.activation_func"), "silu");
+  EXPECT_EQ(bridge_value(job, "model.gated_linear_unit"), "true");
+  EXPECT_EQ(bridge_value(job, "model.normalization"), "RMSNorm");
+  EXPECT_EQ(bridge_value(job, "model.position_embedding_type"), "rope");
+  EXPECT_EQ(bridge_value(job, "model.rotary_base"), "10000");
+  EXPECT_EQ(bridge_value(job, "model.add_bias_linear"), "false");
+  EXPECT_EQ(bridge_value(job, "model.share_embeddings_and_output_weights"), "false");
+  EXPECT_EQ(bridge_value(job, "model.hidden_dropout"), "0");
+  EXPECT_EQ(bridge_value(job, "model.num_query_groups"), "32");
+  EXPECT_EQ(bridge_value(job, "tokenizer.vocab_size"), "32001");
+  EXPECT_EQ(bridge_value(job, "model.vocab_size"), "32004");  // a multiple of TP 4, as Megatron-LM pads
+  expect_bridge_accepts(job);
+  Model moe = search_test::small_gpt(4, 512, 8);
+  moe.moe = Moe{8, 2, 1, 1024, 1, 1, 1.25};
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  const Job m = make_job(moe, search_test::small_cluster(4), search_test::fp16_training(64), p);
+  EXPECT_EQ(bridge_value(m, "model.num_moe_experts"), "8");
+  EXPECT_EQ(bridge_value(m, "model.moe_layer_freq"), "[0,1,1,1]");
+  EXPECT_EQ(bridge_value(m, "model.expert_model_parallel_size"), "4");
+  EXPECT_EQ(bridge_value(m, "mixed_precision"), "fp16_mixed");
+  expect_bridge_accepts(m);
+}
+
+TEST(Export, MegatronBridgeRefusalsNameTheField) {
+  std::vector<std::pair<const char*, Job>> cases;
+  auto add = [&](const char* field, auto change) {
+    Job job = job_with(Plan{});
+    job.plan.framework = Framework::megatron_core;
+    job.training.dtype = DType::bf16;
+    change(job);
+    cases.emplace_back(field, job);
+  };
+  add("plan.framework", [](Job& j) { j.plan.framework = Framework::megatron_lm; });
+  add("plan.zero_stage", [](Job& j) { j.plan.zero_stage = 3; });  // Megatron-core's own refusals
+  add("training.dtype", [](Job& j) { j.training.dtype = DType::fp32; });
+  add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::e4m3, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
+  add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::hybrid, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
+  for (const auto& [field, job] : cases) {
+    const std::string why = megatron_bridge_unsupported(job);
+    EXPECT_EQ(why.rfind(std::string("field '") + field + "': ", 0), 0u) << field << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    try {
+      megatron_bridge_overrides(job);
+      ADD_FAILURE() << field << " exported";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(std::string(e.what()), "--megatron-bridge: " + why);
     }
   }
 }
