@@ -90,13 +90,19 @@ TEST(CliSearch, JsonCarriesTheExports) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in\n" << r.out;
 }
 
+// exports.<name> of a search's --json output (nullptr when absent).
+const starfish::JsonValue* export_of(const starfish::JsonValue& search, const std::string& name) {
+  const starfish::JsonValue* exports = search.find("exports");
+  return exports ? exports->find(name) : nullptr;
+}
+
 // torchtitan: a recipe module for the best fsdp plan of a LLaMA; GPT-2 is no llama3 decoder.
 TEST(CliSearch, TorchtitanRecipeOrTheModelsRefusal) {
   const CliRun r = run("search --model " + model("llama2-7b") + " --hw " + hw("dgx-a100-80gb") +
                        " --top 3 --analytic-only --json --torchtitan");
   ASSERT_EQ(r.code, 0) << r.err;
   const starfish::JsonValue j = starfish::parse_json(r.out);
-  const starfish::JsonValue* t = j.find("exports") ? j.find("exports")->find("torchtitan") : nullptr;
+  const starfish::JsonValue* t = export_of(j, "torchtitan");
   ASSERT_NE(t, nullptr) << r.out;
   EXPECT_FALSE(t->string_at("label").value_or("").empty()) << r.out;
   EXPECT_NE(t->string_at("recipe").value_or("").find("parallelism=ParallelismConfig("), std::string::npos);
@@ -115,7 +121,7 @@ TEST(CliSearch, MegatronBridgeOverrides) {
                        " --framework megatron-core --top 3 --analytic-only --json --megatron-bridge");
   ASSERT_EQ(r.code, 0) << r.err;
   const starfish::JsonValue j = starfish::parse_json(r.out);
-  const starfish::JsonValue* b = j.find("exports") ? j.find("exports")->find("megatron_bridge") : nullptr;
+  const starfish::JsonValue* b = export_of(j, "megatron_bridge");
   ASSERT_NE(b, nullptr) << r.out;
   EXPECT_EQ(b->string_at("recipe").value_or(""), "vanilla_gpt_pretrain_config");
   const std::string command = b->string_at("command").value_or("");

@@ -229,8 +229,11 @@ bool has_argument(const Job& job, const std::string& name, const std::string& va
   return false;
 }
 
-TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
+// TP 2, PP 2 interleaved over 2 virtual stages, micro-batch 2, SP, full recompute, ZeRO-1 with
+// the reduction overlapped.
+Plan interleaved_zero1_plan(Framework framework = Framework::megatron_lm) {
   Plan p;
+  p.framework = framework;
   p.tp = 2;
   p.pp = 2;
   p.virtual_stages = 2;
@@ -240,6 +243,11 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   p.recompute = Recompute::full;
   p.zero_stage = 1;
   p.overlap_grad_reduce = true;
+  return p;
+}
+
+TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
+  const Plan p = interleaved_zero1_plan();
   const std::string a = megatron_arguments(job_with(p));
   for (const char* expected :
        {"  --tensor-model-parallel-size 2 \\\n", "  --pipeline-model-parallel-size 2 \\\n",
@@ -562,17 +570,7 @@ TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
 }
 
 TEST(Export, MegatronBridgeOverridesOfAnInterleavedFp8Plan) {
-  Plan p;
-  p.framework = Framework::megatron_core;
-  p.tp = 2;
-  p.pp = 2;
-  p.virtual_stages = 2;
-  p.schedule = Schedule::interleaved;
-  p.micro_batch = 2;
-  p.sequence_parallel = true;
-  p.recompute = Recompute::full;
-  p.zero_stage = 1;
-  p.overlap_grad_reduce = true;
+  Plan p = interleaved_zero1_plan(Framework::megatron_core);
   p.fp8 = Fp8::hybrid;
   Cluster c = search_test::small_cluster(4);  // 16 GPUs, with a bf16 and an fp8 peak
   c.node.gpu.peak_flops[DType::bf16] = c.node.gpu.peak_flops[DType::fp8] = 100e12;
