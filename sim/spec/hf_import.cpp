@@ -129,7 +129,11 @@ void refuse_moe(const JsonFields& f, const std::string& type) {
 void check_head_dim(const JsonFields& f, Model& m, const char* heads_key) {
   if (f.has("head_dim")) {
     const int head_dim = f.integer("head_dim", limits::kMaxHidden);
-    if (head_dim * m.heads != m.hidden) m.attention_head_dim = head_dim;
+    if (int64_t{m.heads} * head_dim > limits::kMaxAttentionWidth)
+      fail_at(f.where("head_dim"), "head_dim",
+              std::to_string(m.heads) + " heads x " + std::to_string(head_dim) + " is above " +
+                  std::to_string(limits::kMaxAttentionWidth) + ", the widest attention Starfish models");
+    if (int64_t{m.heads} * head_dim != m.hidden) m.attention_head_dim = head_dim;
   } else if (m.hidden % m.heads != 0) {
     fail_at(f.where(heads_key), heads_key, std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
   }

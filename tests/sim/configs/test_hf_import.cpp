@@ -108,6 +108,8 @@ TEST(HfImport, HeadDimOtherThanHiddenOverHeadsIsTheModelsHeadDim) {
   EXPECT_EQ(error_of(with(with(fixture_text("gemma-7b.json"), "\"head_dim\": 256,", ""), "\"num_attention_heads\": 16",
                           "\"num_attention_heads\": 7")),
             "config.json:10:26: field 'num_attention_heads': 7 heads do not divide hidden 3072");
+  EXPECT_EQ(error_of(with(fixture_text("gemma-7b.json"), "\"head_dim\": 256", "\"head_dim\": 131072")),
+            "config.json:4:15: field 'head_dim': 16 heads x 131072 is above 131072, the widest attention Starfish models");
 }
 
 TEST(HfImport, LayoutDetailsOfEachFamily) {
