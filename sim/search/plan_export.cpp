@@ -335,6 +335,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   static const std::map<std::string, std::string> renamed = {
       {"--tensor-model-parallel-size", "model.tensor_model_parallel_size"},
       {"--pipeline-model-parallel-size", "model.pipeline_model_parallel_size"},
+      {"--context-parallel-size", "model.context_parallel_size"},  // plans with context parallelism
+      {"--cp-comm-type", "model.cp_comm_type"},
       {"--decoder-first-pipeline-num-layers", "model.num_layers_in_first_pipeline_stage"},
       {"--decoder-last-pipeline-num-layers", "model.num_layers_in_last_pipeline_stage"},
       {"--num-virtual-stages-per-pipeline-rank", "model.virtual_pipeline_model_parallel_size"},
