@@ -242,11 +242,15 @@ void MainWindow::buildMenus() {
   QAction* search = plan->addAction("Search plans", QKeySequence("Ctrl+R"), this, &MainWindow::startSearch);
   plan->addAction("Cancel search", QKeySequence("Esc"), this, &MainWindow::cancelSearch);
   plan->addSeparator();
-  const char* names[3] = {"Export plan.yaml...", "Export Megatron-LM arguments...", "Export DeepSpeed config..."};
-  const ExportFormat formats[3] = {ExportFormat::plan_yaml, ExportFormat::megatron, ExportFormat::deepspeed};
-  for (int i = 0; i < 3; ++i) {
-    const ExportFormat f = formats[i];
+  const char* names[kExportFormats] = {"Export plan.yaml...", "Export Megatron-LM arguments...",
+                                       "Export Megatron-Bridge command...", "Export DeepSpeed config...",
+                                       "Export torchtitan recipe..."};
+  const char* icon_texts[kExportFormats] = {"Export plan.yaml", "Megatron args", "Megatron-Bridge", "DeepSpeed JSON",
+                                            "torchtitan"};
+  for (int i = 0; i < kExportFormats; ++i) {
+    const ExportFormat f = static_cast<ExportFormat>(i);
     export_actions_[i] = plan->addAction(names[i], this, [this, f] { exportWithDialog(f); });
+    export_actions_[i]->setIconText(icon_texts[i]);
   }
   plan->addSeparator();
   run_action_ = plan->addAction("Run with starfish-run", this, &MainWindow::runSelectedPlan);
@@ -258,9 +262,6 @@ void MainWindow::buildMenus() {
   for (QAction* a : export_actions_) tools->addAction(a);
   tools->addSeparator();
   tools->addAction(run_action_);
-  export_actions_[0]->setIconText("Export plan.yaml");
-  export_actions_[1]->setIconText("Megatron args");
-  export_actions_[2]->setIconText("DeepSpeed JSON");
   run_action_->setIconText("Run");
 }
 

@@ -114,7 +114,7 @@ class MainWindow : public QMainWindow {
   QTextBrowser* details_;
   RunPanel* run_;
   WhatIfPanel* whatif_;
-  QAction* export_actions_[3];
+  QAction* export_actions_[kExportFormats];
   QAction* run_action_;
 
   SearchRunner* searcher_;

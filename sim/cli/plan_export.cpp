@@ -447,14 +447,27 @@ void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answ
 
 namespace {
 
+// One framework an export is made for: how the user reads its name, the framework its plans
+// are costed as, and what it cannot run.
 struct Target {
-  const char* name;  // as the user reads it
+  const char* name;
   Framework framework;
-  std::string (*unsupported)(const Plan&, const Training&);
+  std::string (*unsupported)(const Plan&, const Training&, const Model&);
   std::string (*unsupported_job)(const Job&);  // the same, with the plan file's line
+  std::string (*model_unsupported)(const Model&);  // what no plan changes
 };
-const Target kMegatron{"Megatron-LM", Framework::megatron_lm, search::megatron_unsupported, search::megatron_unsupported};
-const Target kDeepSpeed{"DeepSpeed", Framework::deepspeed, search::deepspeed_unsupported, search::deepspeed_unsupported};
+const Target kMegatron{"Megatron-LM", Framework::megatron_lm,
+                       [](const Plan& p, const Training& t, const Model&) { return search::megatron_unsupported(p, t); },
+                       search::megatron_unsupported, [](const Model&) { return std::string(); }};
+const Target kDeepSpeed{"DeepSpeed", Framework::deepspeed,
+                        [](const Plan& p, const Training& t, const Model&) { return search::deepspeed_unsupported(p, t); },
+                        search::deepspeed_unsupported, search::deepspeed_model_unsupported};
+const Target kMegatronBridge{
+    "Megatron-Bridge", Framework::megatron_core,
+    [](const Plan& p, const Training& t, const Model&) { return search::megatron_bridge_unsupported(p, t); },
+    search::megatron_bridge_unsupported, [](const Model&) { return std::string(); }};
+const Target kTorchtitan{"torchtitan", Framework::fsdp, search::torchtitan_unsupported, search::torchtitan_unsupported,
+                         search::torchtitan_model_unsupported};
 
 // The plan an export is made from: the best row of the search that the framework runs as
 // simulated, else the winner of a second search over only the plans it runs, each costed as it
@@ -462,8 +475,10 @@ const Target kDeepSpeed{"DeepSpeed", Framework::deepspeed, search::deepspeed_uns
 FrameworkExport choose(const search::SearchResult& r, const Target& target, const search::SearchOptions& options) {
   FrameworkExport x;
   x.framework = target.name;
+  x.model_refused = target.model_unsupported(r.model);
+  if (!x.model_refused.empty()) return x;  // no plan of this model is one the export describes
   for (size_t i = 0; i < r.rows.size(); ++i)
-    if (target.unsupported(r.rows[i].plan, r.training).empty()) {
+    if (target.unsupported(r.rows[i].plan, r.training, r.model).empty()) {
       x.row = r.rows[i];
       x.rank = static_cast<int>(i) + 1;
       break;
@@ -479,16 +494,23 @@ FrameworkExport choose(const search::SearchResult& r, const Target& target, cons
   if (target.framework == Framework::megatron_lm && options.space.framework == Framework::megatron_core)
     o.space.framework = Framework::megatron_core;
   const Training training = r.training;
-  o.admit = [&target, training](const Plan& p) { return target.unsupported(p, training).empty(); };
+  const Model model = r.model;
+  o.admit = [&target, training, model](const Plan& p) { return target.unsupported(p, training, model).empty(); };
   const search::SearchResult own = search::search(r.model, r.cluster, r.training, o);
   if (!own.rows.empty() && (!o.refiner || search::has_simulated_answer(own))) x.row = own.rows.front();
   return x;
 }
 
-std::string row_job_text(const search::SearchResult& r, const FrameworkExport& x, bool megatron,
-                         const search::ExportOptions& options) {
-  const Job job = r.job(*x.row);
-  return megatron ? search::megatron_arguments(job) : search::deepspeed_config(job, options);
+enum class Kind { megatron, megatron_bridge, deepspeed, torchtitan };
+
+// The exports asked for, in the order they are printed.
+std::vector<std::pair<Kind, const FrameworkExport*>> asked(const Exports& e) {
+  std::vector<std::pair<Kind, const FrameworkExport*>> out;
+  if (e.megatron) out.emplace_back(Kind::megatron, &*e.megatron);
+  if (e.megatron_bridge) out.emplace_back(Kind::megatron_bridge, &*e.megatron_bridge);
+  if (e.deepspeed) out.emplace_back(Kind::deepspeed, &*e.deepspeed);
+  if (e.torchtitan) out.emplace_back(Kind::torchtitan, &*e.torchtitan);
+  return out;
 }
 
 }  // namespace
@@ -497,14 +519,18 @@ Exports make_exports(const search::SearchResult& r, const Args& args, const sear
   Exports e;
   if (auto path = args.get("nvme-path")) e.options.nvme_path = *path;
   if (args.flag("megatron")) e.megatron = choose(r, kMegatron, options);
+  if (args.flag("megatron-bridge")) e.megatron_bridge = choose(r, kMegatronBridge, options);
   if (args.flag("deepspeed")) e.deepspeed = choose(r, kDeepSpeed, options);
+  if (args.flag("torchtitan")) e.torchtitan = choose(r, kTorchtitan, options);
   return e;
 }
 
 void print_exports(const search::SearchResult& r, const Exports& e) {
-  for (const auto* x : {e.megatron ? &*e.megatron : nullptr, e.deepspeed ? &*e.deepspeed : nullptr}) {
-    if (!x) continue;
-    const bool megatron = e.megatron && x == &*e.megatron;
+  for (const auto& [kind, x] : asked(e)) {
+    if (!x->model_refused.empty()) {
+      std::printf("\n%s: cannot export this model: %s\n", x->framework.c_str(), x->model_refused.c_str());
+      continue;
+    }
     if (!x->row) {
       std::printf("\n%s: no plan it runs fits (plan #1: %s)\n", x->framework.c_str(), x->why_not_first.c_str());
       continue;
@@ -513,44 +539,63 @@ void print_exports(const search::SearchResult& r, const Exports& e) {
     std::string which = x->rank > 0 ? "plan #" + std::to_string(x->rank) + ", " + x->row->label()
                                     : "the best plan it runs, simulated as it runs it: " + x->row->label() + ", " +
                                           units::human_count(x->row->tokens_per_s) + " tokens/s";
-    if (megatron) {
-      std::printf("\nMegatron-LM arguments (%s):\n%s", which.c_str(), row_job_text(r, *x, true, e.options).c_str());
-    } else {
-      const Plan& p = x->row->plan;
-      std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d%s%s):\n%s", which.c_str(), p.tp, p.pp,
-                  p.sequence_parallel ? ", sequence parallelism" : "",
-                  p.recompute == Recompute::selective ? ", selective recompute" : "",
-                  row_job_text(r, *x, false, e.options).c_str());
+    const Job job = r.job(*x->row);
+    const Plan& p = job.plan;
+    switch (kind) {
+      case Kind::megatron:
+        std::printf("\nMegatron-LM arguments (%s):\n%s", which.c_str(), search::megatron_arguments(job).c_str());
+        break;
+      case Kind::megatron_bridge:
+        std::printf("\nMegatron-Bridge command (%s):\n%s", which.c_str(), search::megatron_bridge_command(job).c_str());
+        break;
+      case Kind::deepspeed:
+        std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d%s%s):\n%s", which.c_str(), p.tp, p.pp,
+                    p.sequence_parallel ? ", sequence parallelism" : "",
+                    p.recompute == Recompute::selective ? ", selective recompute" : "",
+                    search::deepspeed_config(job, e.options).c_str());
+        break;
+      case Kind::torchtitan:
+        std::printf("\ntorchtitan recipe, starfish_plan.py (%s):\n%s", which.c_str(), search::torchtitan_recipe(job).text.c_str());
+        break;
     }
   }
 }
 
 void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Exports& e) {
-  if (!e.megatron && !e.deepspeed) return;
+  if (asked(e).empty()) return;
   w.key("exports").begin_object();
-  for (const auto* x : {e.megatron ? &*e.megatron : nullptr, e.deepspeed ? &*e.deepspeed : nullptr}) {
-    if (!x) continue;
-    const bool megatron = e.megatron && x == &*e.megatron;
-    w.key(megatron ? "megatron" : "deepspeed").begin_object();
+  for (const auto& [kind, x] : asked(e)) {
+    static const char* const keys[] = {"megatron", "megatron_bridge", "deepspeed", "torchtitan"};
+    w.key(keys[static_cast<int>(kind)]).begin_object();
+    if (!x->model_refused.empty()) w.field("refused", x->model_refused);
     if (!x->why_not_first.empty()) w.field("plan_1_refused", x->why_not_first);
     if (x->row) {
       const Job job = r.job(*x->row);
       w.field("label", x->row->label()).field("row", x->rank).field("tokens_per_s", x->row->tokens_per_s);
       w.key("plan");
       write_plan_json(w, job);
-      if (megatron) {
+      if (kind == Kind::megatron) {
         w.key("arguments").begin_array();
         for (const auto& [name, value] : search::megatron_argument_list(job)) {
           w.value(name);
           if (!value.empty()) w.value(value);
         }
         w.end_array();
-      } else {
+      } else if (kind == Kind::megatron_bridge) {
+        w.field("recipe", "vanilla_gpt_pretrain_config");
+        w.key("overrides").begin_array();
+        for (const auto& [key, value] : search::megatron_bridge_overrides(job)) w.value(key + "=" + value);
+        w.end_array();
+        w.field("command", search::megatron_bridge_command(job));
+      } else if (kind == Kind::deepspeed) {
         // What the launcher (Megatron-DeepSpeed) sets, not the JSON.
         w.field("tensor_parallel", job.plan.tp).field("pipeline_parallel", job.plan.pp);
         w.field("sequence_parallel", job.plan.sequence_parallel).field("recompute", to_string(job.plan.recompute));
         w.key("config");
         search::write_deepspeed_config(w, job, e.options);
+      } else {
+        w.field("module", "starfish_plan").field("config", "starfish_plan");
+        w.field("launch", search::torchtitan_launch(job)).field("recipe", search::torchtitan_recipe(job).text);
       }
     }
     w.end_object();

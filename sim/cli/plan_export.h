@@ -1,7 +1,7 @@
 #pragma once
 // What the search verbs (search, maxsize, size-cluster) share on the command line: the progress
 // bar, Ctrl-C handling, the ranked table and JSON of a search, and the exports of its winner
-// (--emit plan.yaml, --megatron, --deepspeed; the exporters themselves are in
+// (--emit plan.yaml, --megatron, --megatron-bridge, --deepspeed, --torchtitan; the exporters are in
 // sim/search/plan_export.h so the GUI can call them too).
 #include <atomic>
 #include <chrono>
@@ -85,23 +85,27 @@ struct EmittedAnswer {
 void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answers, const std::string& hw_path,
                   bool force);
 
-// --megatron / --deepspeed: the plan each framework's export is made from. It is the best row
+// --megatron / --megatron-bridge / --deepspeed / --torchtitan: the plan each export is made from. It is the best row
 // of the search when the framework runs it as simulated (rank = its row), else the winner of a
 // second search over only the plans the framework runs, costed as it runs them (rank 0): an
 // analytic pass and a simulation or two, never thousands of plans re-simulated.
 struct FrameworkExport {
-  std::string framework;           // "Megatron-LM", "DeepSpeed"
+  std::string framework;           // "Megatron-LM", "Megatron-Bridge", "DeepSpeed", "torchtitan"
   std::optional<search::Row> row;  // none: no plan the framework runs fits
   int rank = 0;                    // 1-based row of the search; 0: from the framework's own search
   std::string why_not_first;       // why the framework cannot run row #1 ("" when it can)
+  std::string model_refused;       // why its export cannot describe the model at all ("" when it can)
 };
 struct Exports {
-  std::optional<FrameworkExport> megatron, deepspeed;
+  std::optional<FrameworkExport> megatron, megatron_bridge, deepspeed, torchtitan;
   search::ExportOptions options;  // --nvme-path
 };
 Exports make_exports(const search::SearchResult& r, const Args& args, const search::SearchOptions& options);
 void print_exports(const search::SearchResult& r, const Exports& e);
-// "exports": {"megatron": {"label", "row", "plan", "arguments": [...]}, "deepspeed": {..., "config"}}
+// "exports": {"megatron": {"label", "row", "plan", "arguments": [...]},
+//             "megatron_bridge": {..., "recipe", "overrides": ["key=value", ...], "command"},
+//             "deepspeed": {..., "config"},
+//             "torchtitan": {..., "module", "config", "launch", "recipe"}}
 void write_exports_json(JsonWriter& w, const search::SearchResult& r, const Exports& e);
 
 // --emit plan.yaml [--force]: the winner as a plan file naming the model and hardware files.

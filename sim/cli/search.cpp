@@ -1,5 +1,5 @@
 // starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K] [--emit plan.yaml
-// [--force]] [--megatron] [--deepspeed [--nvme-path P]] [--json] [--threads N] [--max-tp N]:
+// [--force]] [--megatron] [--megatron-bridge] [--deepspeed [--nvme-path P]] [--torchtitan] [--json] [--threads N] [--max-tp N]:
 // every plan of the model on the hardware, ranked by throughput, with why the rejected families
 // fail, and the launch settings of the best plan each asked-for framework runs.
 #include <algorithm>
@@ -17,12 +17,12 @@ namespace starfish::cli {
 
 int run_search(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp", "nvme-path", "framework"},
-            {"json", "megatron", "deepspeed", "force", "analytic-only", "no-fp8", "help"});
+            {"json", "megatron", "megatron-bridge", "deepspeed", "torchtitan", "force", "analytic-only", "no-fp8", "help"});
   if (args.flag("help")) {
     std::printf(
         "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
         "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed [--nvme-path P]]\n"
-        "                       [--json]\n"
+        "                       [--megatron-bridge] [--torchtitan] [--json]\n"
         "                       [--threads N] [--max-tp N] [--framework F] [--no-fp8] [--analytic-only]\n"
         "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
         "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s with the analytic\n"
@@ -30,9 +30,12 @@ int run_search(const std::vector<std::string>& argv) {
         "  (--analytic-only skips the simulation).\n"
         "  B: global batch in sequences (default about 4Mi tokens, a multiple of the GPUs)\n"
         "  K: rows shown (default 10); --emit writes the winner as a plan file (no overwrite\n"
-        "  without --force); --megatron / --deepspeed print the launch settings (Megatron-LM\n"
-        "  arguments, DeepSpeed JSON) of the best plan that framework runs: the best row it runs\n"
-        "  as simulated, else the winner of a search over its plans only, costed as it runs them.\n"
+        "  without --force); --megatron / --megatron-bridge / --deepspeed / --torchtitan print the\n"
+        "  launch settings (Megatron-LM arguments, Megatron-Bridge run_recipe.py overrides,\n"
+        "  DeepSpeed JSON, a torchtitan recipe module: starfish_plan.py) of the best plan that\n"
+        "  framework runs: the best row it runs as simulated, else the winner of a search over\n"
+        "  its plans only, costed as it runs them (Megatron-Bridge: as megatron-core; torchtitan:\n"
+        "  as fsdp).\n"
         "  --nvme-path P: where DeepSpeed swaps NVMe-offloaded states (default /local_nvme).\n"
         "  --framework F: the framework every plan is costed as (megatron-lm, the default,\n"
         "  megatron-core, deepspeed, fsdp); under megatron-core on a GPU with an fp8 peak the\n"
@@ -89,7 +92,7 @@ int run_search(const std::vector<std::string>& argv) {
   if (!args.flag("json")) print_exports(r, exports);
   emit_winner(r, args, model_path, hw_path);
   if (r.rows.empty()) return 1;
-  for (const auto& x : {exports.megatron, exports.deepspeed})
+  for (const auto& x : {exports.megatron, exports.megatron_bridge, exports.deepspeed, exports.torchtitan})
     if (x && !x->row) return 1;  // an export was asked for and no plan of that framework fits
   return r.cancelled ? 130 : 0;
 }

@@ -1,9 +1,14 @@
 #include "sim/search/plan_export.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
 
 #include "sim/cost/framework.h"
+#include "sim/cost/params.h"
 #include "sim/spec/error.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
@@ -21,12 +26,16 @@ struct Refusal {
 
 Refusal refuse(const char* field, const std::string& why) { return {field, why}; }
 
-// The reason with the file:line:column of the field when the plan came from a file.
+// The reason with the file:line:column of the field when the plan (or model) came from a file.
 std::string located(const Job& job, const Refusal& r) {
   if (!r.field) return "";
-  const std::string field = r.field;
-  const Provenance& source = field.rfind("training.", 0) == 0 ? job.training.provenance : job.plan.provenance;
+  std::string field = r.field;
+  const bool model = field.rfind("model.", 0) == 0;
+  const Provenance& source = model                                ? job.model.provenance
+                             : field.rfind("training.", 0) == 0 ? job.training.provenance
+                                                                  : job.plan.provenance;
   if (source.file.empty()) return r.text();
+  if (model) field = field.substr(6);  // a model file's keys are top-level
   return source.where(field).to_string() + ": " + r.text();
 }
 
@@ -67,6 +76,11 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
   return {};
 }
 
+Refusal deepspeed_model_refusal(const Model& m) {
+  if (m.is_moe()) return refuse("model.moe", "Starfish does not write DeepSpeed-MoE configurations");
+  return {};
+}
+
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
 Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refused by make_job*/, const Model* model = nullptr) {
   if (p.fp8 != Fp8::none)
@@ -93,7 +107,67 @@ Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refu
     return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
   if (!p.stage_layers.even())
     return refuse("plan.stage_layers", "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout");
-  if (model && model->is_moe()) return refuse("model.moe", "Starfish does not write DeepSpeed-MoE configurations");
+  if (model) return deepspeed_model_refusal(*model);
+  return {};
+}
+
+// torchtitan as of the commit in configs/frameworks/torchtitan-config.txt: every plan runs under
+// FSDP2 (torchtitan/models/llama3/parallelize.py applies fully_shard whatever the degrees), with
+// TP, PP and CP beside it, its llama3 decoder built at the model's shape.
+Refusal torchtitan_plan_refusal(const Plan& p, const Training& t) {
+  if (p.framework != Framework::fsdp)
+    return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
+                                        " runs it; torchtitan exports take fsdp plans (FSDP2, as torchtitan runs them)");
+  if (p.chunked()) return refuse("plan.chunk_size", "torchtitan has no chunk runtime");
+  // FSDP2 always shards the gradients with the optimizer states: reshard_after_forward=True
+  // is ZeRO-3, False ZeRO-2 (params kept gathered from forward to backward), no sharding at
+  // all (data_parallel_shard_degree 1) ZeRO-0.
+  if (p.zero_stage == 1)
+    return refuse("plan.zero_stage", "torchtitan's FSDP2 has no ZeRO-1: it shards the gradients too (ZeRO-2 is "
+                                     "fsdp_reshard_after_forward never, ZeRO-3 always)");
+  // training.enable_cpu_offload is FSDP2's CPUOffloadPolicy: params, grads and the optimizer
+  // step on the CPU together, over sharded (ZeRO-3) params.
+  for (auto [field, tier] : {std::pair{"plan.offload.params", p.offload.params}, std::pair{"plan.offload.grads", p.offload.grads},
+                             std::pair{"plan.offload.optimizer", p.offload.optimizer}}) {
+    if (tier == Tier::nvme) return refuse(field, "torchtitan offloads to CPU memory only, not NVMe");
+    const bool all_cpu = p.offload.params == Tier::cpu && p.offload.grads == Tier::cpu && p.offload.optimizer == Tier::cpu;
+    if (tier == Tier::cpu && (!all_cpu || p.zero_stage != 3))
+      return refuse(field, "torchtitan offloads params, grads and optimizer states to the CPU together, under ZeRO-3 "
+                           "(training.enable_cpu_offload, FSDP2's CPUOffloadPolicy)");
+  }
+  if (p.recompute == Recompute::selective)
+    return refuse("plan.recompute", "torchtitan's selective AC is op-level (it saves every second matmul's output), not the "
+                                    "selective recompute of attention's core Starfish costs; full or none map");
+  if (attention_kernel(p) != Attention::flash)
+    return refuse("plan.attention", "torchtitan's attention backends (flex, flex_flash, varlen) are fused, "
+                                    "FlashAttention-2 class");
+  if (loss_kernel_of(p) != Loss::pytorch)
+    return refuse("plan.loss", "torchtitan computes the loss with PyTorch's cross_entropy on fp32 logits");
+  // (fp8 plans are Megatron-core's, refused above by their framework: torchtitan's float8 is
+  // torchao's Float8Linear, which Starfish does not cost.)
+  if (t.dtype != DType::bf16 && t.dtype != DType::fp32)
+    return refuse("training.dtype", std::string("torchtitan trains in bf16 or fp32 (training.mixed_precision_param), not ") +
+                                        to_string(t.dtype));
+  if (t.optimizer == Optimizer::sgd)
+    return refuse("training.optimizer", "torchtitan's optimizers are Adam, AdamW and DistMuon (OptimizersContainer)");
+  return {};
+}
+
+// What torchtitan's llama3 decoder (pre-norm RMSNorm, SwiGLU, RoPE, no biases, no dropout) cannot
+// build of the model, and weight tying under PP (decoder.py: "Weight tying is not supported
+// with Pipeline Parallel").
+Refusal torchtitan_model_refusal(const Model& m, const Plan* p = nullptr) {
+  const char* why = " is not torchtitan's llama3 decoder (RMSNorm, SwiGLU, RoPE, no biases, no dropout)";
+  if (m.is_moe()) return refuse("model.moe", "Starfish does not write torchtitan's MoE models (llama4, deepseek_v3, qwen3)");
+  if (m.norm != Norm::rmsnorm) return refuse("model.norm", std::string("LayerNorm") + why);
+  if (m.activation != Activation::swiglu) return refuse("model.activation", std::string("GELU") + why);
+  if (m.position != PositionEmbedding::rope) return refuse("model.position", std::string("a learned position table") + why);
+  if (m.bias) return refuse("model.bias", std::string("linear layers with biases") + why);
+  if (m.dropout) return refuse("model.dropout", std::string("dropout") + why);
+  if (m.attention_head_dim > 0 && m.attention_head_dim * m.heads != m.hidden)
+    return refuse("model.attention_head_dim", "torchtitan's llama3 attention has hidden / heads channels per head");
+  if (p && m.tied_embeddings && p->pp > 1)
+    return refuse("model.tied_embeddings", "torchtitan ties the embeddings only without pipeline parallelism");
   return {};
 }
 
@@ -128,6 +202,16 @@ std::string deepspeed_unsupported(const Plan& plan, const Training& training) {
 }
 std::string megatron_unsupported(const Job& job) { return located(job, megatron_refusal(job.plan, job.training)); }
 std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_refusal(job.plan, job.training, &job.model)); }
+std::string torchtitan_unsupported(const Plan& plan, const Training& training, const Model& model) {
+  if (Refusal r = torchtitan_plan_refusal(plan, training); r.field) return r.text();
+  return torchtitan_model_refusal(model, &plan).text();
+}
+std::string torchtitan_unsupported(const Job& job) {
+  if (Refusal r = torchtitan_plan_refusal(job.plan, job.training); r.field) return located(job, r);
+  return located(job, torchtitan_model_refusal(job.model, &job.plan));
+}
+std::string deepspeed_model_unsupported(const Model& model) { return deepspeed_model_refusal(model).text(); }
+std::string torchtitan_model_unsupported(const Model& model) { return torchtitan_model_refusal(model).text(); }
 
 std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Job& job) {
   if (const std::string why = megatron_unsupported(job); !why.empty()) throw SpecError("--megatron: " + why);
@@ -223,6 +307,162 @@ std::string megatron_arguments(const Job& job) {
   return s + "\n";
 }
 
+namespace {
+
+// Megatron-Bridge runs Megatron-core: plans costed as Megatron-core runs them, through the
+// precision recipes it registers (training/mixed_precision.py).
+Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
+  if (p.framework != Framework::megatron_core)
+    return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
+                                        " runs it; Megatron-Bridge runs Megatron-core: its exports take megatron-core plans");
+  if (Refusal r = megatron_refusal(p, t); r.field) return r;
+  if (t.dtype != DType::bf16 && t.dtype != DType::fp16)
+    return refuse("training.dtype", std::string("Megatron-Bridge's precision recipes train in bf16 or fp16, not ") +
+                                        to_string(t.dtype));
+  // bf16/fp16_with_fp8_current_scaling_mixed keep the first and last layer in bf16 and run the
+  // hybrid format; only the delayed-scaling recipes are the plan's fp8 on every layer.
+  if (p.fp8 != Fp8::none && (p.fp8 != Fp8::hybrid || p.fp8_recipe != Fp8Recipe::delayed))
+    return refuse("plan.fp8", "Megatron-Bridge's fp8 recipes are hybrid with delayed scaling on every layer, or "
+                              "current scaling with the first and last layer in bf16: not this plan's fp8");
+  return {};
+}
+
+// Where Megatron-Bridge keeps what each Megatron-LM argument sets (ConfigContainer paths: the
+// model provider's TransformerConfig fields, train, optimizer, ddp, dataset, tokenizer, rng).
+// One home for what a plan decides (megatron_argument_list), one table for Bridge's names.
+void add_bridge_override(const Job& job, const std::string& arg, const std::string& value,
+                         const std::function<void(const std::string&, const std::string&)>& set) {
+  static const std::map<std::string, std::string> renamed = {
+      {"--tensor-model-parallel-size", "model.tensor_model_parallel_size"},
+      {"--pipeline-model-parallel-size", "model.pipeline_model_parallel_size"},
+      {"--context-parallel-size", "model.context_parallel_size"},  // plans with context parallelism
+      {"--cp-comm-type", "model.cp_comm_type"},
+      {"--decoder-first-pipeline-num-layers", "model.num_layers_in_first_pipeline_stage"},
+      {"--decoder-last-pipeline-num-layers", "model.num_layers_in_last_pipeline_stage"},
+      {"--num-virtual-stages-per-pipeline-rank", "model.virtual_pipeline_model_parallel_size"},
+      {"--micro-batch-size", "train.micro_batch_size"},
+      {"--global-batch-size", "train.global_batch_size"},
+      {"--recompute-granularity", "model.recompute_granularity"},
+      {"--recompute-method", "model.recompute_method"},
+      {"--recompute-num-layers", "model.recompute_num_layers"},
+      {"--attention-backend", "model.attention_backend"},
+      {"--num-layers", "model.num_layers"},
+      {"--hidden-size", "model.hidden_size"},
+      {"--num-attention-heads", "model.num_attention_heads"},
+      {"--num-query-groups", "model.num_query_groups"},
+      {"--ffn-hidden-size", "model.ffn_hidden_size"},
+      {"--tokenizer-type", "tokenizer.tokenizer_type"},
+      {"--make-vocab-size-divisible-by", "model.make_vocab_size_divisible_by"},
+      {"--normalization", "model.normalization"},
+      {"--position-embedding-type", "model.position_embedding_type"},
+      {"--rotary-base", "model.rotary_base"},
+      {"--kv-channels", "model.kv_channels"},
+      {"--num-experts", "model.num_moe_experts"},
+      {"--moe-router-topk", "model.moe_router_topk"},
+      {"--moe-ffn-hidden-size", "model.moe_ffn_hidden_size"},
+      {"--moe-shared-expert-intermediate-size", "model.moe_shared_expert_intermediate_size"},
+      {"--moe-expert-capacity-factor", "model.moe_expert_capacity_factor"},
+      {"--moe-token-dispatcher-type", "model.moe_token_dispatcher_type"},
+      {"--expert-model-parallel-size", "model.expert_model_parallel_size"},
+      {"--expert-tensor-parallel-size", "model.expert_tensor_parallel_size"},
+      {"--attention-dropout", "model.attention_dropout"},
+      {"--hidden-dropout", "model.hidden_dropout"},
+      {"--optimizer", "optimizer.optimizer"},
+      {"--lr", "optimizer.lr"},
+      {"--clip-grad", "optimizer.clip_grad"},
+      {"--seed", "rng.seed"},
+  };
+  static const std::map<std::string, std::string> flags = {
+      {"--sequence-parallel", "model.sequence_parallel"},
+      {"--overlap-grad-reduce", "ddp.overlap_grad_reduce"},
+      {"--overlap-param-gather", "ddp.overlap_param_gather"},
+      {"--optimizer-cpu-offload", "optimizer.optimizer_cpu_offload"},
+      {"--use-precision-aware-optimizer", "optimizer.use_precision_aware_optimizer"},
+      {"--cross-entropy-loss-fusion", "model.cross_entropy_loss_fusion"},
+      {"--moe-grouped-gemm", "model.moe_grouped_gemm"},
+  };
+  if (auto it = renamed.find(arg); it != renamed.end()) return set(it->second, value);
+  if (auto it = flags.find(arg); it != flags.end()) return set(it->second, "true");
+  const Plan& p = job.plan;
+  if (arg == "--num-layers-per-virtual-pipeline-stage") return set("model.virtual_pipeline_model_parallel_size", whole(p.virtual_stages));
+  if (arg == "--use-distributed-optimizer") {
+    set("ddp.use_distributed_optimizer", "true");
+    return set("optimizer.use_distributed_optimizer", "true");
+  }
+  if (arg == "--seq-length") {  // run_recipe.py syncs model.seq_length from the dataset's
+    set("dataset.seq_length", value);
+    return set("model.seq_length", value);
+  }
+  if (arg == "--vocab-size") {
+    // An explicit model vocabulary is not padded (training/setup.py); Megatron-LM with
+    // --make-vocab-size-divisible-by 1 pads it to a multiple of TP for the vocab-parallel
+    // embedding, and so does this.
+    set("tokenizer.vocab_size", value);
+    return set("model.vocab_size", whole((job.model.vocab + p.tp - 1) / p.tp * p.tp));
+  }
+  if (arg == "--swiglu") {
+    set("model.activation_func", "silu");
+    return set("model.gated_linear_unit", "true");
+  }
+  if (arg == "--untie-embeddings-and-output-weights") return set("model.share_embeddings_and_output_weights", "false");
+  if (arg == "--disable-bias-linear") return set("model.add_bias_linear", "false");
+  if (arg == "--moe-layer-freq") return set("model.moe_layer_freq", value.substr(1, value.size() - 2));  // unquoted
+  if (arg == "--weight-decay") {  // the recipe's scheduler sets the weight decay each step
+    set("optimizer.weight_decay", value);
+    set("scheduler.start_weight_decay", value);
+    return set("scheduler.end_weight_decay", value);
+  }
+  // Precision is the recipe's mixed_precision; the GQA flag is implied by num_query_groups; the
+  // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length).
+  if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" ||
+      arg == "--group-query-attention" || arg == "--max-position-embeddings")
+    return;
+  throw std::logic_error("Megatron-Bridge export: no override for Megatron-LM's " + arg);
+}
+
+}  // namespace
+
+std::string megatron_bridge_unsupported(const Plan& plan, const Training& training) {
+  return megatron_bridge_refusal(plan, training).text();
+}
+std::string megatron_bridge_unsupported(const Job& job) { return located(job, megatron_bridge_refusal(job.plan, job.training)); }
+
+std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const Job& job) {
+  if (const std::string why = megatron_bridge_unsupported(job); !why.empty()) throw SpecError("--megatron-bridge: " + why);
+  std::vector<std::pair<std::string, std::string>> out;
+  auto set = [&](const std::string& key, const std::string& value) {
+    for (auto& [k, v] : out)
+      if (k == key) return void(v = value);
+    out.emplace_back(key, value);
+  };
+  // Every setting the plan decides, written even where it is the base recipe's default, so the
+  // run does not depend on what vanilla_gpt_pretrain_config or GPTModelProvider default to.
+  const Training& t = job.training;
+  const char* fp8 = job.plan.fp8 == Fp8::none ? "" : "_with_fp8_delayed_scaling";
+  set("mixed_precision", std::string(t.dtype == DType::bf16 ? "bf16" : "fp16") + fp8 + "_mixed");
+  for (const char* key : {"model.sequence_parallel", "ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer",
+                          "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "optimizer.optimizer_cpu_offload",
+                          "optimizer.use_precision_aware_optimizer", "model.cross_entropy_loss_fusion",
+                          "model.gated_linear_unit"})
+    set(key, "false");
+  set("model.activation_func", "gelu");
+  set("model.normalization", "LayerNorm");
+  set("model.position_embedding_type", "learned_absolute");
+  set("model.share_embeddings_and_output_weights", "true");
+  set("model.add_bias_linear", "true");
+  set("model.hidden_dropout", "0.1");  // Megatron's defaults, when the model has dropout
+  set("model.attention_dropout", "0.1");
+  set("model.num_query_groups", whole(job.model.kv_heads));
+  for (const auto& [arg, value] : megatron_argument_list(job)) add_bridge_override(job, arg, value, set);
+  return out;
+}
+
+std::string megatron_bridge_command(const Job& job) {
+  std::string s = "python scripts/training/run_recipe.py --recipe vanilla_gpt_pretrain_config --mode pretrain --dataset mock";
+  for (const auto& [key, value] : megatron_bridge_overrides(job)) s += " \\\n  " + key + "=" + value;
+  return s + "\n";
+}
+
 void write_deepspeed_config(JsonWriter& w, const Job& job, const ExportOptions& options) {
   if (const std::string why = deepspeed_unsupported(job); !why.empty()) throw SpecError("--deepspeed: " + why);
   const Plan& p = job.plan;
@@ -267,6 +507,245 @@ std::string deepspeed_config(const Job& job, const ExportOptions& options) {
   JsonWriter w(true);
   write_deepspeed_config(w, job, options);
   return w.str() + "\n";
+}
+
+namespace {
+
+std::string py_str(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+std::string py_bool(bool b) { return b ? "True" : "False"; }
+
+// Writes Python calls with keyword arguments and records, for the schema tests, every name
+// taken from torchtitan and every keyword passed.
+class RecipeWriter {
+ public:
+  explicit RecipeWriter(TorchtitanRecipe& recipe) : r_(recipe) {}
+  // `name` from `module`; `attribute`: written as llama3.NAME, not imported itself.
+  void uses(const std::string& module, const std::string& name, bool attribute = false) {
+    const std::pair<std::string, std::string> use{module, name};
+    if (std::find(r_.imports.begin(), r_.imports.end(), use) == r_.imports.end()) r_.imports.push_back(use);
+    if (!attribute) import_lines_[module].insert(name);
+  }
+  // callee(k=v, ...) on one line when it fits in 100 columns, else one keyword per line at
+  // `indent` + 4 (values already laid out for that depth).
+  std::string call(const std::string& callee, const std::vector<std::pair<std::string, std::string>>& kwargs, int indent) {
+    std::string line = callee + "(";
+    for (size_t i = 0; i < kwargs.size(); ++i) {
+      r_.keywords.push_back({callee, kwargs[i].first, kwargs[i].second});
+      line += (i ? ", " : "") + kwargs[i].first + "=" + kwargs[i].second;
+    }
+    line += ")";
+    if (indent + line.size() <= 100 && line.find('\n') == std::string::npos) return line;
+    std::string text = callee + "(\n";
+    for (const auto& [k, v] : kwargs) text += std::string(indent + 4, ' ') + k + "=" + v + ",\n";
+    return text + std::string(indent, ' ') + ")";
+  }
+  std::string import_block() const {
+    std::string text;
+    for (const auto& [module, names] : import_lines_) {
+      text += "from " + module + " import ";
+      bool first = true;
+      for (const std::string& n : names) text += (first ? "" : ", ") + n, first = false;
+      text += "\n";
+    }
+    return text;
+  }
+
+ private:
+  TorchtitanRecipe& r_;
+  std::map<std::string, std::set<std::string>> import_lines_;
+};
+
+// Each model chunk's layers in forward order (chunk v * pp + stage: torchtitan's looped
+// schedules place chunk k on rank k % pp, as Megatron's interleaving does), from the layers each
+// stage holds (non-contiguous runs when interleaved).
+std::vector<std::vector<int>> model_chunks(const Job& job) {
+  const Plan& p = job.plan;
+  std::vector<std::vector<std::vector<int>>> runs(p.pp);
+  for (int stage = 0; stage < p.pp; ++stage)
+    for (int layer : stage_layers(job.model, plan_shard(p, stage))) {
+      if (runs[stage].empty() || runs[stage].back().back() + 1 != layer) runs[stage].emplace_back();
+      runs[stage].back().push_back(layer);
+    }
+  std::vector<std::vector<int>> chunks;
+  for (int v = 0; v < p.virtual_stages; ++v)
+    for (int stage = 0; stage < p.pp; ++stage) {
+      if (static_cast<int>(runs[stage].size()) != p.virtual_stages)
+        throw SpecError("--torchtitan: stage " + std::to_string(stage) + " holds " + std::to_string(runs[stage].size()) +
+                        " runs of layers, not its " + std::to_string(p.virtual_stages) + " model chunks");
+      chunks.push_back(runs[stage][v]);
+    }
+  return chunks;
+}
+
+// parallelism.module_fqns_per_model_part: the embedding with the first chunk, the final norm
+// and the LM head with the last, every chunk on its own line at `indent` + 4.
+std::string model_parts_value(const Job& job, int indent) {
+  const std::vector<std::vector<int>> chunks = model_chunks(job);
+  std::string text = "[\n";
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    std::vector<std::string> names;
+    if (c == 0) names.push_back("tok_embeddings");
+    for (int layer : chunks[c]) names.push_back("layers." + std::to_string(layer));
+    if (c + 1 == chunks.size()) names.insert(names.end(), {"norm", "lm_head"});
+    text += std::string(indent + 4, ' ') + "[";
+    for (size_t i = 0; i < names.size(); ++i) text += (i ? ", " : "") + py_str(names[i]);
+    text += "],\n";
+  }
+  return text + std::string(indent, ' ') + "]";
+}
+
+// The model at its shape through torchtitan's own llama3 builders (torchtitan/models/llama3/
+// __init__.py: the flavors "8B", "70B", ... are built the same way), registered as the flavor
+// "starfish" so model_registry gives it llama3's parallelize and pipelining functions.
+std::string model_function(RecipeWriter& w, const Model& m) {
+  const std::string llama3 = "torchtitan.models.llama3";
+  w.uses("torchtitan.models", "llama3");
+  w.uses(llama3, "Llama3Model");
+  w.uses("torchtitan.models.common", "ComplexRoPE");
+  w.uses("torchtitan.models.common", "Embedding");
+  w.uses("torchtitan.models.common", "Linear");
+  w.uses("torchtitan.models.common", "RMSNorm");
+  // A tied embedding takes the LM head's init (llama3's 1B / 3B skip the embedding's own).
+  const std::string embedding_init = m.tied_embeddings ? "_EMBEDDING_SKIP_INIT" : "_EMBEDDING_INIT";
+  for (const char* name : {"_build_llama3_layers", "_NORM_INIT", "_output_linear_init", "llama3_configs"})
+    w.uses(llama3, name, true);
+  w.uses(llama3, embedding_init, true);
+  const std::string dim = whole(m.hidden), vocab = whole(m.vocab);
+  const std::string rope = w.call("ComplexRoPE.Config",
+                                  {{"dim", whole(m.hidden / m.heads)}, {"max_context_length", whole(m.seq_len)},
+                                   {"theta", units::format_number(m.rope_base)}},
+                                  12);
+  const std::string layers = w.call("llama3._build_llama3_layers",
+                                    {{"n_layers", whole(m.layers)}, {"dim", dim}, {"n_heads", whole(m.heads)},
+                                     {"n_kv_heads", whole(m.kv_heads)}, {"hidden_dim", whole(m.ffn_hidden)},
+                                     {"rope", rope}, {"attn_backend", "attn_backend"},
+                                     {"tp_gemm_backend", "tp_gemm_backend"}},
+                                    8);
+  const std::string config = w.call(
+      "Llama3Model.Config",
+      {{"dim", dim},
+       {"vocab_size", vocab},
+       {"enable_weight_tying", py_bool(m.tied_embeddings)},
+       {"tok_embeddings", w.call("Embedding.Config", {{"num_embeddings", vocab}, {"embedding_dim", dim},
+                                                      {"param_init", "llama3." + embedding_init}}, 8)},
+       {"norm", w.call("RMSNorm.Config", {{"normalized_shape", dim}, {"param_init", "llama3._NORM_INIT"}}, 8)},
+       {"lm_head", w.call("Linear.Config", {{"in_features", dim}, {"out_features", vocab},
+                                            {"param_init", "llama3._output_linear_init(" + dim + ")"}}, 8)},
+       {"layers", layers}},
+      4);
+  return "def _starfish_model(attn_backend: str, tp_gemm_backend: str = \"default\") -> Llama3Model.Config:\n"
+         "    # " + m.name + ": " + whole(m.layers) + " layers, hidden " + dim + ", " + whole(m.heads) + " heads (" +
+         whole(m.kv_heads) + " KV), FFN " + whole(m.ffn_hidden) + ",\n"
+         "    # vocabulary " + vocab + ". RoPE scaling (llama3.1's, yarn) does not change the cost: give\n"
+         "    # ComplexRoPE.Config the scaling= your checkpoint's config.json says.\n"
+         "    return " + config + "\n";
+}
+
+}  // namespace
+
+std::string torchtitan_launch(const Job& job) {
+  // torchtitan's run_train.sh launches one node the same way (torchrun, c10d rendezvous, the
+  // caching allocator's expandable segments).
+  return "PYTORCH_ALLOC_CONF=\"expandable_segments:True\" torchrun --nnodes=" + std::to_string(job.cluster.nodes) +
+         " --nproc_per_node=" + std::to_string(job.cluster.node.gpus) +
+         " --rdzv_backend=c10d --rdzv_endpoint=$MASTER_ADDR:29500 -m torchtitan.train --module starfish_plan --config "
+         "starfish_plan";
+}
+
+TorchtitanRecipe torchtitan_recipe(const Job& job) {
+  if (const std::string why = torchtitan_unsupported(job); !why.empty()) throw SpecError("--torchtitan: " + why);
+  const Plan& p = job.plan;
+  const Model& m = job.model;
+  const Training& t = job.training;
+  TorchtitanRecipe recipe;
+  RecipeWriter w(recipe);
+  const std::string model = model_function(w, m);
+  for (const char* name : {"TrainingConfig", "ParallelismConfig", "DebugConfig"}) w.uses("torchtitan.config", name);
+  w.uses("torchtitan.models.llama3", "model_registry");
+  w.uses("torchtitan.trainer", "Trainer");
+  w.uses("torchtitan.components.data", "ConcatThenSplitPackingConfig");
+  w.uses("torchtitan.components.data", "GrainDataLoader");
+  w.uses("torchtitan.hf_datasets.text_datasets", "DATASETS");
+  w.uses("torchtitan.components.loss", "CrossEntropyLoss");
+  w.uses("torchtitan.components.optimizer", "OptimizersContainer");
+  w.uses("torchtitan.components.optimizer", "ParamGroupConfig");
+  const int64_t tokens_per_micro_batch = int64_t{p.micro_batch} * m.seq_len;
+  // 16-bit compute through FSDP2's MixedPrecisionPolicy over fp32 params (training.dtype stays
+  // float32: torchtitan's "bfloat16" there drops the fp32 master weights Starfish counts).
+  std::vector<std::pair<std::string, std::string>> training{
+      {"num_tokens_per_microbatch_per_dp_rank", std::to_string(tokens_per_micro_batch)},
+      {"num_tokens_per_train_step", std::to_string(t.global_batch * m.seq_len)},
+      {"max_context_length", whole(m.seq_len)},
+      // clip_grads_with_norm_ scales by max_norm / norm: 0 would zero the gradients.
+      {"max_norm", t.grad_clip > 0 ? units::format_number(t.grad_clip) : "float(\"inf\")"},
+      {"mixed_precision_param", py_str(t.dtype == DType::bf16 ? "bfloat16" : "float32")}};
+  if (p.offload.params == Tier::cpu) training.emplace_back("enable_cpu_offload", "True");
+  // Trainer.Config refuses CUDA graphs with PP; Starfish costs no graph replay anyway.
+  if (p.pp > 1) training.emplace_back("disable_cuda_graphs", "True");
+  std::vector<std::pair<std::string, std::string>> parallelism{
+      {"data_parallel_replicate_degree", whole(p.zero_stage == 0 ? p.dp : 1)},
+      {"data_parallel_shard_degree", whole(p.zero_stage == 0 ? 1 : p.dp)}};
+  if (p.zero_stage >= 2) parallelism.emplace_back("fsdp_reshard_after_forward", py_str(p.zero_stage == 3 ? "always" : "never"));
+  parallelism.emplace_back("tensor_parallel_degree", whole(p.tp));
+  if (p.tp > 1) parallelism.emplace_back("enable_sequence_parallel", py_bool(p.sequence_parallel));
+  parallelism.emplace_back("pipeline_parallel_degree", whole(p.pp));
+  if (p.pp > 1) {
+    // torch.distributed.pipelining's schedule names (get_schedule_class).
+    const char* schedule = p.schedule == Schedule::gpipe ? "GPipe" : p.schedule == Schedule::interleaved ? "Interleaved1F1B" : "1F1B";
+    parallelism.emplace_back("pipeline_parallel_schedule", py_str(schedule));
+    parallelism.emplace_back("num_pp_microbatches", whole(job.micro_batches()));
+    parallelism.emplace_back("module_fqns_per_model_part", model_parts_value(job, 12));
+  }
+  std::string ac = "None";
+  if (p.recompute == Recompute::full) {
+    w.uses("torchtitan.distributed.activation_checkpoint", "FullAC");
+    ac = "FullAC.Config()";
+  }
+  const std::string optimizer = w.call(
+      "OptimizersContainer.Config",
+      {{"param_groups",
+        "[\n" + std::string(16, ' ') +
+            w.call("ParamGroupConfig",
+                   {{"pattern", py_str(".*")},
+                    {"optimizer_name", py_str(t.optimizer == Optimizer::adamw ? "AdamW" : "Adam")},
+                    {"optimizer_kwargs", "{\"lr\": " + units::format_number(t.learning_rate) +
+                                             ", \"weight_decay\": " + units::format_number(t.weight_decay) + "}"}},
+                   16) +
+            ",\n" + std::string(12, ' ') + "]"}},
+      8);
+  const std::string config = w.call(
+      "Trainer.Config",
+      {{"model_spec", w.call("model_registry", {{"flavor", py_str("starfish")}, {"attn_backend", py_str("varlen")}}, 8)},
+       // The tokenizer must be the model's (its vocabulary): torchtitan's
+       // scripts/download_hf_assets.py fetches it into this folder.
+       {"hf_assets_path", py_str("./assets/hf/" + m.name)},
+       {"dataloader", w.call("GrainDataLoader.Config",
+                             {{"dataset", w.call("ConcatThenSplitPackingConfig", {{"dataset", "DATASETS[\"c4\"]"}}, 12)}}, 8)},
+       {"loss", w.call("CrossEntropyLoss.Config", {{"global_vocab_size", whole(m.vocab)}}, 8)},
+       {"optimizer", optimizer},
+       {"training", w.call("TrainingConfig", training, 8)},
+       {"parallelism", w.call("ParallelismConfig", parallelism, 8)},
+       {"activation_checkpoint", ac},
+       {"debug", w.call("DebugConfig", {{"seed", whole(static_cast<int64_t>(t.seed))}}, 8)}},
+      4);
+  recipe.text = "\"\"\"" + m.name + " on " + std::to_string(job.cluster.nodes) + " x " + job.cluster.name + " (" +
+                std::to_string(job.cluster.total_gpus()) + " GPUs): Starfish's plan as a torchtitan recipe.\n\n"
+                "Save as starfish_plan.py where Python finds it (torchtitan's root) and launch on each node:\n  " +
+                torchtitan_launch(job) +
+                "\nThe data set (C4 here) and the tokenizer in hf_assets_path are yours to choose; the tokenizer must\n"
+                "have the model's vocabulary. Written for torchtitan " + std::string(kTorchtitanCommit).substr(0, 12) +
+                " (Starfish's configs/frameworks/torchtitan-config.txt).\n\"\"\"\n" +
+                w.import_block() + "\n\n" + model + "\n\ndef starfish_plan() -> Trainer.Config:\n"
+                "    llama3.llama3_configs[\"starfish\"] = _starfish_model\n"
+                "    return " + config + "\n";
+  return recipe;
 }
 
 std::string plan_file_yaml(const Job& job, const std::string& model_path, const std::string& hardware_path) {

@@ -1,6 +1,7 @@
 #pragma once
 // A plan in the words of other frameworks, so a searched plan launches outside Starfish as it is:
-// Megatron-LM command-line arguments, a DeepSpeed JSON config, and Starfish's own plan file.
+// Megatron-LM command-line arguments, Megatron-Bridge recipe overrides, a DeepSpeed JSON config,
+// a torchtitan recipe (a Python module), and Starfish's own plan file.
 //
 // Every argument and key written is one the framework's current source defines: the lists are
 // extracted from that source into configs/frameworks/ (scripts/extract-*.py, with the commit),
@@ -32,6 +33,12 @@ std::string megatron_unsupported(const Plan& plan, const Training& training);
 std::string deepspeed_unsupported(const Plan& plan, const Training& training);
 std::string megatron_unsupported(const Job& job);
 std::string deepspeed_unsupported(const Job& job);
+// torchtitan needs the model as well (its llama3 decoder; no weight tying under PP).
+std::string torchtitan_unsupported(const Plan& plan, const Training& training, const Model& model);
+std::string torchtitan_unsupported(const Job& job);
+// What no plan changes: a model the framework's export cannot describe ("" when it can).
+std::string deepspeed_model_unsupported(const Model& model);
+std::string torchtitan_model_unsupported(const Model& model);
 
 // Megatron-LM (megatron/training/arguments.py) arguments: {"--tensor-model-parallel-size", "8"},
 // {"--sequence-parallel", ""} (a flag), ... in launch order: parallelism, batch, precision,
@@ -49,6 +56,45 @@ std::string megatron_arguments(const Job& job);
 // this JSON. Throws SpecError("--deepspeed: <reason>") when the plan is unsupported.
 void write_deepspeed_config(JsonWriter& w, const Job& job, const ExportOptions& options = {});
 std::string deepspeed_config(const Job& job, const ExportOptions& options = {});
+
+// Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge) runs Megatron-core from a recipe's
+// ConfigContainer with trailing KEY=VALUE overrides (scripts/training/run_recipe.py). The export
+// starts from vanilla_gpt_pretrain_config (a bare GPTModelProvider) and sets every field the plan
+// decides, under Bridge's names for what megatron_argument_list writes: ("model.tensor_model_
+// parallel_size", "8"), ("mixed_precision", "bf16_mixed"), ... Megatron-core plans only, in bf16
+// or fp16, fp8 only as its delayed-scaling hybrid recipe; throws SpecError("--megatron-bridge:
+// <reason>") otherwise. tests/sim/search/test_export.cpp checks every key against
+// configs/frameworks/megatron-bridge-overrides.txt.
+std::string megatron_bridge_unsupported(const Plan& plan, const Training& training);
+std::string megatron_bridge_unsupported(const Job& job);
+std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const Job& job);
+// The run_recipe.py command line, one override per line ending in " \".
+std::string megatron_bridge_command(const Job& job);
+
+// torchtitan (github.com/pytorch/torchtitan) runs a job from a Python function returning its
+// Trainer.Config, named by `--module M --config F` (torchtitan/config/README.md: its TOML files
+// are gone and its `--section.option` flags frozen). The export is such a module, starfish_plan.py,
+// whose function starfish_plan builds the model at its shape with torchtitan's llama3 builders
+// and sets what the plan decides: FSDP2 (ZeRO-3: data_parallel_shard_degree with
+// fsdp_reshard_after_forward "always"; ZeRO-2: "never"; ZeRO-0: data_parallel_replicate_degree),
+// CPU offload, TP with sequence parallelism, PP with its schedule, micro-batches and every model
+// chunk's layers, full activation checkpointing, precision, optimizer, batch in tokens.
+// `imports` and `keywords` list every name it takes from torchtitan and every keyword it
+// passes, for tests/sim/search/test_export.cpp to check against configs/frameworks/
+// torchtitan-config.txt. Throws SpecError("--torchtitan: <reason>") when unsupported.
+inline constexpr const char* kTorchtitanCommit = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a";  // the schema's
+struct TorchtitanRecipe {
+  std::string text;                                          // the module
+  std::vector<std::pair<std::string, std::string>> imports;  // (module, name)
+  struct Keyword {
+    std::string callee;  // as written: "ParallelismConfig", "llama3._build_llama3_layers"
+    std::string name, value;
+  };
+  std::vector<Keyword> keywords;
+};
+TorchtitanRecipe torchtitan_recipe(const Job& job);
+// The torchrun line that runs the module on each node.
+std::string torchtitan_launch(const Job& job);
 
 // The plan file Starfish itself reads back (load_plan_file), naming the model and hardware.
 std::string plan_file_yaml(const Job& job, const std::string& model_path, const std::string& hardware_path);

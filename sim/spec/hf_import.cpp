@@ -123,15 +123,20 @@ void refuse_moe(const JsonFields& f, const std::string& type) {
       fail_at(f.where(key), key, "a mixture-of-experts key: import-hf imports dense models only");
 }
 
-// Starfish's attention has head_dim = hidden / heads; a config that says otherwise (Gemma 7B:
-// 16 x 256 = 4096 against hidden 3072) would be a different model.
-void check_head_dim(const JsonFields& f, const Model& m, const char* heads_key) {
-  if (m.hidden % m.heads != 0)
+// Each head is hidden / heads wide unless the config gives head_dim (Gemma 7B: 16 heads of 256,
+// 4096 against hidden 3072): then the model file's head_dim, which sizes Q/K/V and the output
+// projection (sim/cost/params.h).
+void check_head_dim(const JsonFields& f, Model& m, const char* heads_key) {
+  if (f.has("head_dim")) {
+    const int head_dim = f.integer("head_dim", limits::kMaxHidden);
+    if (int64_t{m.heads} * head_dim > limits::kMaxAttentionWidth)
+      fail_at(f.where("head_dim"), "head_dim",
+              std::to_string(m.heads) + " heads x " + std::to_string(head_dim) + " is above " +
+                  std::to_string(limits::kMaxAttentionWidth) + ", the widest attention Starfish models");
+    if (int64_t{m.heads} * head_dim != m.hidden) m.attention_head_dim = head_dim;
+  } else if (m.hidden % m.heads != 0) {
     fail_at(f.where(heads_key), heads_key, std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden));
-  if (f.has("head_dim") && f.integer("head_dim", limits::kMaxHidden) != m.hidden / m.heads)
-    fail_at(f.where("head_dim"), "head_dim",
-            std::to_string(f.integer("head_dim", limits::kMaxHidden)) + " is not hidden / heads = " +
-                std::to_string(m.hidden / m.heads) + ", which Starfish's model format assumes");
+  }
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     fail_at(f.where("num_key_value_heads"), "num_key_value_heads",
             std::to_string(m.kv_heads) + " must divide heads " + std::to_string(m.heads));
@@ -148,6 +153,7 @@ Model import_gated(const JsonFields& f, const std::string& type, std::vector<std
   m.kv_heads = f.integer_or("num_key_value_heads", limits::kMaxHeads, m.heads);
   m.ffn_hidden = f.integer("intermediate_size", limits::kMaxFfnHidden);
   m.vocab = f.integer("vocab_size", limits::kMaxVocab);
+  check_head_dim(f, m, "num_attention_heads");
   const bool gemma = type == "gemma";
   const char* act_key = gemma && f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
   const std::string act = f.text_or(act_key, gemma ? "gelu_pytorch_tanh" : "silu");
@@ -167,10 +173,9 @@ Model import_gated(const JsonFields& f, const std::string& type, std::vector<std
   }
   if (type == "qwen3")
     notes.push_back("qwen3's q/k RMSNorm weights are not in Starfish's layer (" +
-                    std::to_string(int64_t{m.layers} * 2 * (m.hidden / m.heads)) + " parameters under)");
+                    std::to_string(int64_t{m.layers} * 2 * m.head_dim()) + " parameters under)");
   if (f.has("rope_scaling")) notes.push_back("rope_scaling accepted: it changes no shape or cost");
   m.dropout = false;  // none of these families trains with dropout (attention_dropout 0.0)
-  check_head_dim(f, m, "num_attention_heads");
   return m;
 }
 
@@ -314,8 +319,8 @@ Model import_layout(const JsonFields& f, const std::string& type, std::vector<st
   if (type == "bloom") return import_bloom(f, notes);
   if (type == "gemma2")
     fail_at(f.where("model_type"), "model_type",
-            "'gemma2' has norms after attention and MLP and head_dim 256 beside hidden/heads, which Starfish's model "
-            "format does not hold yet");
+            "'gemma2' has norms after attention and MLP and sliding-window attention on every other layer, which "
+            "Starfish's model format does not hold yet");
   if (type.empty())
     fail_at(f.where(), "model_type", "missing (needed to know the layout: " + std::string(kFamilies) + ")");
   fail_at(f.where("model_type"), "model_type", "'" + type + "' is not supported (" + std::string(kFamilies) + ")");

@@ -17,6 +17,9 @@ inline constexpr int64_t kMaxLayers = 100'000;
 inline constexpr int64_t kMaxHidden = int64_t{1} << 17;      // 131,072
 inline constexpr int64_t kMaxHeads = int64_t{1} << 14;       // 16,384
 inline constexpr int64_t kMaxFfnHidden = int64_t{1} << 19;   // 524,288
+// Attention's width, heads x head_dim (the Q and output projections' inner size), when a model
+// gives head_dim: at most the widest hidden (16,384 heads of 131,072 would overflow an int).
+inline constexpr int64_t kMaxAttentionWidth = kMaxHidden;
 inline constexpr int64_t kMaxExperts = int64_t{1} << 16;      // 65,536 routed (or shared) experts
 inline constexpr int64_t kMaxSeqLen = int64_t{1} << 22;      // 4,194,304 tokens
 inline constexpr int64_t kMaxVocab = int64_t{1} << 22;       // 4,194,304 tokens

@@ -296,7 +296,12 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
-  if (r.has("head_dim")) m.attention_head_dim = r.whole("head_dim", 1, limits::kMaxHidden);
+  if (r.has("head_dim")) {
+    m.attention_head_dim = r.whole("head_dim", 1, limits::kMaxHidden);
+    if (int64_t{m.heads} * m.attention_head_dim > limits::kMaxAttentionWidth)
+      r.fail("head_dim", std::to_string(m.heads) + " heads x " + std::to_string(m.attention_head_dim) + " is above " +
+                             std::to_string(limits::kMaxAttentionWidth) + ", the widest attention Starfish models");
+  }
   if (r.has("moe")) m.moe = read_moe(r.map("moe"), m);
   if (m.attention_head_dim == 0 && m.hidden % m.heads != 0)
     r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden) +

@@ -148,6 +148,24 @@ class MainFlowTest : public QObject {
       QCOMPARE(o.value("train_micro_batch_size_per_gpu").toInteger(), row.plan.micro_batch);
     }
 
+    // Megatron-Bridge and torchtitan likewise: the exporter's text, or its refusal in the status.
+    const std::pair<gui::ExportFormat, std::string> others[] = {
+        {gui::ExportFormat::megatron_bridge, search::megatron_bridge_unsupported(job)},
+        {gui::ExportFormat::torchtitan, search::torchtitan_unsupported(job)}};
+    for (const auto& [format, why] : others) {
+      const QString file = dir.filePath(gui::default_export_name(format));
+      const QStringList out = w.exportPlan(format, file);
+      if (why.empty()) {
+        QCOMPARE(out, QStringList{file});
+        const std::string text = format == gui::ExportFormat::torchtitan ? search::torchtitan_recipe(job).text
+                                                                         : search::megatron_bridge_command(job);
+        QCOMPARE(read(file).toStdString(), text);
+      } else {
+        QVERIFY(out.isEmpty());
+        QCOMPARE(w.lastError().toStdString(), why);
+      }
+    }
+
     // Edited hardware is not the bundled file: the plan gets a companion hardware file.
     w.hardwareEditor()->nodesBox()->setValue(2);
     const QString plan2 = dir.filePath("two.yaml");

@@ -55,6 +55,7 @@ const Family kFamilies[] = {
     {"qwen2-7b.json", 7615616512, 28 * (2 * 3584 + 2 * 18944)},  // o/MLP biases Qwen2 lacks
     {"qwen3-8b.json", 8190735360, -36 * 2 * 128},                // q/k norms Starfish lacks
     {"gemma-2b.json", 2506172416, 0},
+    {"gemma-7b.json", 8537680896, 0},  // 16 heads of 256 on hidden 3072: the model's head_dim
     {"phi-3-mini-4k.json", 3821079552, 0},
     {"falcon-7b.json", 6921720704, 32 * 2 * 4544},  // a second LayerNorm parallel attention lacks
     {"gpt-neox-20b.json", 20554567680, 0},
@@ -99,6 +100,18 @@ TEST(HfImport, SequenceLengthIsTheTrainingOneNeverTheMaximumContext) {
             "config.json:15:18: field 'n_positions': the model's learned positions end at 1024 tokens, below --seq 2048");
 }
 
+TEST(HfImport, HeadDimOtherThanHiddenOverHeadsIsTheModelsHeadDim) {
+  EXPECT_EQ(import_fixture("gemma-7b.json").model.attention_head_dim, 256);
+  EXPECT_EQ(import_fixture("gemma-7b.json").model.q_dim(), 4096);
+  EXPECT_EQ(import_fixture("gemma-2b.json").model.attention_head_dim, 0);  // 8 heads of 256 = hidden 2048
+  // Heads that do not divide hidden need the config's head_dim.
+  EXPECT_EQ(error_of(with(with(fixture_text("gemma-7b.json"), "\"head_dim\": 256,", ""), "\"num_attention_heads\": 16",
+                          "\"num_attention_heads\": 7")),
+            "config.json:10:26: field 'num_attention_heads': 7 heads do not divide hidden 3072");
+  EXPECT_EQ(error_of(with(fixture_text("gemma-7b.json"), "\"head_dim\": 256", "\"head_dim\": 131072")),
+            "config.json:4:15: field 'head_dim': 16 heads x 131072 is above 131072, the widest attention Starfish models");
+}
+
 TEST(HfImport, LayoutDetailsOfEachFamily) {
   EXPECT_EQ(import_fixture("gpt-bigcode-santacoder.json").model.kv_heads, 1);  // multi-query
   EXPECT_EQ(import_fixture("falcon-7b.json").model.kv_heads, 1);
@@ -117,8 +130,9 @@ TEST(HfImport, MixtureOfExpertsAndUnsupportedLayoutsAreRefusedNamingTheField) {
       with(fixture_text("mistral-7b-v0.1.json"), "\"num_key_value_heads\"", "\"num_local_experts\": 8,\n  \"num_key_value_heads\"");
   EXPECT_EQ(error_of(llama_moe),
             "config.json:13:24: field 'num_local_experts': a mixture-of-experts key: import-hf imports dense models only");
-  EXPECT_EQ(error_of(fixture_text("gemma-7b.json")),
-            "config.json:4:15: field 'head_dim': 256 is not hidden / heads = 192, which Starfish's model format assumes");
+  EXPECT_EQ(error_of(with(fixture_text("gemma-7b.json"), "\"gemma\"", "\"gemma2\"")),
+            "config.json:9:17: field 'model_type': 'gemma2' has norms after attention and MLP and sliding-window attention "
+            "on every other layer, which Starfish's model format does not hold yet");
   EXPECT_EQ(error_of(with(fixture_text("gpt2.json"), "\"gpt2\"", "\"bert\"")),
             "config.json:10:17: field 'model_type': 'bert' is not supported (llama, mistral, qwen2, qwen3, gemma, phi3, "
             "falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode)");

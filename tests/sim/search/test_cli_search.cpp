@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "sim/spec/json_reader.h"
 #include "support/run_command.h"
 
 namespace {
@@ -87,6 +88,50 @@ TEST(CliSearch, JsonCarriesTheExports) {
   for (const char* key : {"\"exports\": {", "\"megatron\": {", "\"arguments\": [", "\"--tensor-model-parallel-size\"",
                           "\"deepspeed\": {", "\"config\": {", "\"train_micro_batch_size_per_gpu\""})
     EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in\n" << r.out;
+}
+
+// exports.<name> of a search's --json output (nullptr when absent).
+const starfish::JsonValue* export_of(const starfish::JsonValue& search, const std::string& name) {
+  const starfish::JsonValue* exports = search.find("exports");
+  return exports ? exports->find(name) : nullptr;
+}
+
+// torchtitan: a recipe module for the best fsdp plan of a LLaMA; GPT-2 is no llama3 decoder.
+TEST(CliSearch, TorchtitanRecipeOrTheModelsRefusal) {
+  const CliRun r = run("search --model " + model("llama2-7b") + " --hw " + hw("dgx-a100-80gb") +
+                       " --top 3 --analytic-only --json --torchtitan");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const starfish::JsonValue j = starfish::parse_json(r.out);
+  const starfish::JsonValue* t = export_of(j, "torchtitan");
+  ASSERT_NE(t, nullptr) << r.out;
+  EXPECT_FALSE(t->string_at("label").value_or("").empty()) << r.out;
+  EXPECT_NE(t->string_at("recipe").value_or("").find("parallelism=ParallelismConfig("), std::string::npos);
+  EXPECT_NE(t->string_at("recipe").value_or("").find("def starfish_plan() -> Trainer.Config:"), std::string::npos);
+  EXPECT_NE(t->string_at("launch").value_or("").find("-m torchtitan.train --module starfish_plan --config starfish_plan"),
+            std::string::npos);
+  const CliRun gpt = run("search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") +
+                         " --top 3 --analytic-only --torchtitan");
+  EXPECT_EQ(gpt.code, 1);
+  EXPECT_NE(gpt.out.find("torchtitan: cannot export this model: field 'model.norm': "), std::string::npos) << gpt.out;
+}
+
+// Megatron-Bridge: run_recipe.py overrides for the best Megatron-core plan, in --json too.
+TEST(CliSearch, MegatronBridgeOverrides) {
+  const CliRun r = run("search --model " + model("llama3-8b") + " --hw " + hw("dgx-h100") +
+                       " --framework megatron-core --top 3 --analytic-only --json --megatron-bridge");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const starfish::JsonValue j = starfish::parse_json(r.out);
+  const starfish::JsonValue* b = export_of(j, "megatron_bridge");
+  ASSERT_NE(b, nullptr) << r.out;
+  EXPECT_EQ(b->string_at("recipe").value_or(""), "vanilla_gpt_pretrain_config");
+  const std::string command = b->string_at("command").value_or("");
+  for (const char* part : {"python scripts/training/run_recipe.py --recipe vanilla_gpt_pretrain_config",
+                           "model.rotary_base=500000 \\\n", "model.activation_func=silu \\\n",
+                           "model.num_query_groups=8 \\\n"})
+    EXPECT_NE(command.find(part), std::string::npos) << part << " missing in\n" << command;
+  const starfish::JsonValue* overrides = b->find("overrides");
+  ASSERT_NE(overrides, nullptr);
+  EXPECT_GT(overrides->array.size(), 30u);
 }
 
 TEST(CliSearch, NvmePathWithoutDeepSpeedIsAUsageError) {

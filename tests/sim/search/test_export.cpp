@@ -100,14 +100,140 @@ void expect_deepspeed_accepts(const Job& job) {
   expect_keys_in_schema(parse_json(deepspeed_config(job)), "");
 }
 
+// configs/frameworks/megatron-bridge-overrides.txt: "section.field [choices]" per line.
+const std::map<std::string, std::set<std::string>>& bridge_schema() {
+  static const std::map<std::string, std::set<std::string>> schema = [] {
+    std::map<std::string, std::set<std::string>> s;
+    std::ifstream in(framework_file("megatron-bridge-overrides.txt"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream words(line);
+      std::string key, choices;
+      words >> key >> choices;
+      std::istringstream list(choices);
+      auto& set = s[key];
+      for (std::string c; std::getline(list, c, ',');) set.insert(c);
+    }
+    return s;
+  }();
+  return schema;
+}
+
+void expect_bridge_accepts(const Job& job) {
+  ASSERT_GT(bridge_schema().size(), 300u) << "configs/frameworks/megatron-bridge-overrides.txt unreadable";
+  const auto overrides = megatron_bridge_overrides(job);
+  ASSERT_FALSE(overrides.empty());
+  for (const auto& [key, value] : overrides) {
+    const auto it = bridge_schema().find(key);
+    ASSERT_NE(it, bridge_schema().end()) << key << " is no Megatron-Bridge ConfigContainer field";
+    if (!it->second.empty()) {
+      EXPECT_TRUE(it->second.count(value)) << key << "=" << value;
+    }
+  }
+}
+
+std::string bridge_value(const Job& job, const std::string& key) {
+  for (const auto& [k, v] : megatron_bridge_overrides(job))
+    if (k == key) return v;
+  return "";
+}
+
+// configs/frameworks/torchtitan-config.txt: "from MODULE import NAME" and
+// "CALLABLE.keyword [choices]" lines.
+struct TorchtitanSchema {
+  std::set<std::string> imports;                            // "from M import N"
+  std::map<std::string, std::set<std::string>> keywords;    // "Callable.keyword" -> choices (empty: any)
+  std::string commit;
+};
+const TorchtitanSchema& torchtitan_schema() {
+  static const TorchtitanSchema schema = [] {
+    TorchtitanSchema s;
+    std::ifstream in(framework_file("torchtitan-config.txt"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("# commit: ", 0) == 0) s.commit = line.substr(10, 40);
+      if (line.empty() || line[0] == '#') continue;
+      if (line.rfind("from ", 0) == 0) {
+        s.imports.insert(line);
+        continue;
+      }
+      std::istringstream words(line);
+      std::string name, choices;
+      words >> name >> choices;
+      std::istringstream list(choices);
+      auto& set = s.keywords[name];
+      for (std::string c; std::getline(list, c, ',');) set.insert(c);
+    }
+    return s;
+  }();
+  return schema;
+}
+
+std::string unquoted(const std::string& v) {
+  return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+}
+
+void expect_torchtitan_accepts(const Job& job) {
+  const TorchtitanSchema& schema = torchtitan_schema();
+  ASSERT_GT(schema.keywords.size(), 80u) << "configs/frameworks/torchtitan-config.txt unreadable";
+  const TorchtitanRecipe r = torchtitan_recipe(job);
+  ASSERT_FALSE(r.imports.empty());
+  for (const auto& [module, name] : r.imports)
+    EXPECT_TRUE(schema.imports.count("from " + module + " import " + name)) << module << "." << name << " is not in torchtitan";
+  ASSERT_FALSE(r.keywords.empty());
+  for (const auto& k : r.keywords) {
+    const auto it = schema.keywords.find(k.callee + "." + k.name);
+    ASSERT_NE(it, schema.keywords.end()) << k.callee << " takes no keyword " << k.name;
+    if (!it->second.empty() && k.value.front() == '"') {  // a literal, not a parameter passed on
+      EXPECT_TRUE(it->second.count(unquoted(k.value))) << k.callee << "." << k.name << " " << k.value;
+    }
+  }
+}
+
+// The value the recipe passes for `callee`'s keyword `name` ("" when it passes none).
+std::string torchtitan_value(const Job& job, const std::string& callee, const std::string& name) {
+  for (const auto& k : torchtitan_recipe(job).keywords)
+    if (k.callee == callee && k.name == name) return k.value;
+  return "";
+}
+
+// A small LLaMA-style model (what torchtitan's llama3 decoder builds), 8 layers.
+Model small_llama() {
+  Model m = search_test::small_gpt(8, 512, 8);
+  m.name = "small-llama";
+  m.kv_heads = 4;
+  m.ffn_hidden = 1376;
+  m.activation = Activation::swiglu;
+  m.norm = Norm::rmsnorm;
+  m.position = PositionEmbedding::rope;
+  m.rope_base = 500000;
+  m.bias = false;
+  m.dropout = false;
+  m.tied_embeddings = false;
+  return m;
+}
+
+Job torchtitan_job(const Plan& p, int64_t batch = 64) {
+  Plan plan = p;
+  plan.framework = Framework::fsdp;
+  Training t = search_test::fp16_training(batch);
+  t.dtype = DType::bf16;
+  t.optimizer = Optimizer::adamw;
+  Cluster c = search_test::small_cluster(4);  // 16 GPUs
+  c.node.gpu.peak_flops[DType::bf16] = c.node.gpu.peak_flops.at(DType::fp16);
+  return make_job(small_llama(), c, t, plan);
+}
+
 bool has_argument(const Job& job, const std::string& name, const std::string& value = "") {
   for (const auto& [n, v] : megatron_argument_list(job))
     if (n == name && v == value) return true;
   return false;
 }
 
-TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
+// TP 2, PP 2 interleaved over 2 virtual stages, micro-batch 2, SP, full recompute, ZeRO-1 with
+// the reduction overlapped.
+Plan interleaved_zero1_plan(Framework framework = Framework::megatron_lm) {
   Plan p;
+  p.framework = framework;
   p.tp = 2;
   p.pp = 2;
   p.virtual_stages = 2;
@@ -117,6 +243,11 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   p.recompute = Recompute::full;
   p.zero_stage = 1;
   p.overlap_grad_reduce = true;
+  return p;
+}
+
+TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
+  const Plan p = interleaved_zero1_plan();
   const std::string a = megatron_arguments(job_with(p));
   for (const char* expected :
        {"  --tensor-model-parallel-size 2 \\\n", "  --pipeline-model-parallel-size 2 \\\n",
@@ -367,25 +498,41 @@ TEST(Export, RefusalOfAPlanFileNamesItsLine) {
 // it: every export is in the framework's schema, or refused in one line naming the field.
 TEST(Export, BundledPlansExportInTheFrameworksSchemaOrAreRefused) {
   const std::string dir = std::string(STARFISH_SOURCE_DIR) + "/configs/plans/";
+  std::map<Framework, int> exported;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const PlanFile f = load_plan_file(entry.path().string());
     const Model m = load_model(entry.path().parent_path() / *f.model_path);
     Cluster c = load_cluster(entry.path().parent_path() / *f.hardware_path);
     if (f.nodes) c.nodes = *f.nodes;
-    for (Framework fw : {Framework::megatron_core, Framework::deepspeed}) {
+    for (Framework fw : {Framework::megatron_core, Framework::deepspeed, Framework::fsdp}) {
       Plan p = f.plan;
       p.framework = fw;
+      if (fw == Framework::fsdp) p.fp8 = Fp8::none;  // Megatron-core's alone
       const Job job = make_job(m, c, f.training, p);
       SCOPED_TRACE(entry.path().filename().string() + " as " + to_string(fw));
-      const std::string why = fw == Framework::deepspeed ? deepspeed_unsupported(job) : megatron_unsupported(job);
+      const std::string why = fw == Framework::deepspeed ? deepspeed_unsupported(job)
+                              : fw == Framework::fsdp    ? torchtitan_unsupported(job)
+                                                         : megatron_unsupported(job);
       if (!why.empty()) {
         EXPECT_NE(why.find("field '"), std::string::npos) << why;
+        EXPECT_EQ(why.find('\n'), std::string::npos) << why;
         continue;
       }
+      ++exported[fw];
+      if (fw == Framework::megatron_core) {
+        const std::string bridge_why = megatron_bridge_unsupported(job);
+        if (bridge_why.empty()) expect_bridge_accepts(job);
+        else EXPECT_EQ(bridge_why.find('\n'), std::string::npos) << bridge_why;
+      }
       if (fw == Framework::deepspeed) expect_deepspeed_accepts(job);
+      else if (fw == Framework::fsdp) expect_torchtitan_accepts(job);
       else expect_megatron_accepts(job);
     }
   }
+  // Megatron and DeepSpeed run some of them as they are (torchtitan none: the one LLaMA plan is
+  // ZeRO-1, which FSDP2 has no form of; the search's top plans below cover its exports).
+  EXPECT_GT(exported[Framework::megatron_core], 0);
+  EXPECT_GT(exported[Framework::deepspeed], 0);
 }
 
 TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
@@ -394,26 +541,281 @@ TEST(Export, TopPlansOfBundledModelsExportInTheFrameworksSchema) {
     Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
     c.nodes = 4;
     const Training t = default_search_training(m, c);
-    for (Framework fw : {Framework::megatron_lm, Framework::deepspeed}) {
+    for (Framework fw : {Framework::megatron_lm, Framework::megatron_core, Framework::deepspeed, Framework::fsdp}) {
+      SCOPED_TRACE(std::string(name) + " as " + to_string(fw) + (fw == Framework::megatron_core ? " (Megatron-Bridge)" : ""));
+      if (fw == Framework::fsdp && !torchtitan_model_unsupported(m).empty()) {
+        // GPT-2's LayerNorm, GELU, learned positions and biases: not torchtitan's llama3.
+        EXPECT_EQ(torchtitan_model_unsupported(m).rfind("field 'model.", 0), 0u) << torchtitan_model_unsupported(m);
+        continue;
+      }
       SearchOptions o;
       o.top_k = 8;
       o.threads = 2;
       o.space.framework = fw;
-      const bool deepspeed = fw == Framework::deepspeed;
       o.admit = [&](const Plan& p) {
-        return (deepspeed ? deepspeed_unsupported(p, t) : megatron_unsupported(p, t)).empty();
+        return (fw == Framework::deepspeed       ? deepspeed_unsupported(p, t)
+                : fw == Framework::fsdp          ? torchtitan_unsupported(p, t, m)
+                : fw == Framework::megatron_core ? megatron_bridge_unsupported(p, t)
+                                                 : megatron_unsupported(p, t))
+            .empty();
       };
       const SearchResult r = search(m, c, t, o);
-      SCOPED_TRACE(std::string(name) + " as " + to_string(fw));
       ASSERT_FALSE(r.rows.empty());
       EXPECT_GT(r.not_admitted, 0);
       for (const Row& row : r.rows) {
         EXPECT_EQ(row.plan.framework, fw);
-        if (deepspeed) expect_deepspeed_accepts(r.job(row));
+        if (fw == Framework::deepspeed) expect_deepspeed_accepts(r.job(row));
+        else if (fw == Framework::fsdp) expect_torchtitan_accepts(r.job(row));
+        else if (fw == Framework::megatron_core) expect_bridge_accepts(r.job(row));
         else expect_megatron_accepts(r.job(row));
       }
     }
   }
+}
+
+TEST(Export, MegatronBridgeOverridesOfAnInterleavedFp8Plan) {
+  Plan p = interleaved_zero1_plan(Framework::megatron_core);
+  p.fp8 = Fp8::hybrid;
+  Cluster c = search_test::small_cluster(4);  // 16 GPUs, with a bf16 and an fp8 peak
+  c.node.gpu.peak_flops[DType::bf16] = c.node.gpu.peak_flops[DType::fp8] = 100e12;
+  Training t = search_test::fp16_training(64);
+  t.dtype = DType::bf16;
+  Job job = make_job(search_test::small_gpt(8, 512, 8), c, t, p);
+  job.training.weight_decay = 0.1;
+  job.training.learning_rate = 3e-7;
+  const std::map<std::string, std::string> expected = {
+      {"model.tensor_model_parallel_size", "2"},
+      {"model.pipeline_model_parallel_size", "2"},
+      {"model.virtual_pipeline_model_parallel_size", "2"},
+      {"model.sequence_parallel", "true"},
+      {"train.micro_batch_size", "2"},
+      {"train.global_batch_size", "64"},
+      {"model.recompute_granularity", "full"},
+      {"model.recompute_method", "uniform"},
+      {"ddp.use_distributed_optimizer", "true"},
+      {"optimizer.use_distributed_optimizer", "true"},
+      {"ddp.overlap_grad_reduce", "true"},
+      {"ddp.overlap_param_gather", "true"},
+      {"mixed_precision", "bf16_with_fp8_delayed_scaling_mixed"},
+      {"model.attention_backend", "flash"},
+      {"model.num_layers", "8"},
+      {"model.seq_length", "512"},
+      {"dataset.seq_length", "512"},
+      {"model.vocab_size", "8000"},
+      {"tokenizer.vocab_size", "8000"},
+      {"tokenizer.tokenizer_type", "NullTokenizer"},
+      {"model.activation_func", "gelu"},  // GPT: the base's defaults written out
+      {"model.share_embeddings_and_output_weights", "true"},
+      {"optimizer.lr", "3e-07"},
+      {"optimizer.weight_decay", "0.1"},
+      {"scheduler.start_weight_decay", "0.1"},  // the recipe's scheduler sets it each step
+      {"scheduler.end_weight_decay", "0.1"},
+      {"rng.seed", "1234"},
+  };
+  for (const auto& [key, value] : expected) EXPECT_EQ(bridge_value(job, key), value) << key;
+  const std::string command = megatron_bridge_command(job);
+  EXPECT_EQ(command.rfind("python scripts/training/run_recipe.py --recipe vanilla_gpt_pretrain_config --mode pretrain", 0), 0u);
+  EXPECT_NE(command.find(" \\\n  model.tensor_model_parallel_size=2 \\\n"), std::string::npos) << command;
+  expect_bridge_accepts(job);
+}
+
+TEST(Export, MegatronBridgeCarriesLlamaShapesExpertsAndPadsTheVocabularyForTp) {
+  Job job = job_with(Plan{});
+  job.plan.framework = Framework::megatron_core;
+  job.training.dtype = DType::bf16;
+  job.model = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/llama2-7b.yaml");
+  job.model.vocab = 32001;
+  job.plan.tp = 4;
+  job.plan.dp = 4;
+  job.plan.sequence_parallel = true;
+  EXPECT_EQ(bridge_value(job, "model.activation_func"), "silu");
+  EXPECT_EQ(bridge_value(job, "model.gated_linear_unit"), "true");
+  EXPECT_EQ(bridge_value(job, "model.normalization"), "RMSNorm");
+  EXPECT_EQ(bridge_value(job, "model.position_embedding_type"), "rope");
+  EXPECT_EQ(bridge_value(job, "model.rotary_base"), "10000");
+  EXPECT_EQ(bridge_value(job, "model.add_bias_linear"), "false");
+  EXPECT_EQ(bridge_value(job, "model.share_embeddings_and_output_weights"), "false");
+  EXPECT_EQ(bridge_value(job, "model.hidden_dropout"), "0");
+  EXPECT_EQ(bridge_value(job, "model.num_query_groups"), "32");
+  EXPECT_EQ(bridge_value(job, "tokenizer.vocab_size"), "32001");
+  EXPECT_EQ(bridge_value(job, "model.vocab_size"), "32004");  // a multiple of TP 4, as Megatron-LM pads
+  expect_bridge_accepts(job);
+  Model moe = search_test::small_gpt(4, 512, 8);
+  moe.moe = Moe{8, 2, 1, 1024, 1, 1, 1.25};
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.ep = 4;
+  p.etp = 1;
+  const Job m = make_job(moe, search_test::small_cluster(4), search_test::fp16_training(64), p);
+  EXPECT_EQ(bridge_value(m, "model.num_moe_experts"), "8");
+  EXPECT_EQ(bridge_value(m, "model.moe_layer_freq"), "[0,1,1,1]");
+  EXPECT_EQ(bridge_value(m, "model.expert_model_parallel_size"), "4");
+  EXPECT_EQ(bridge_value(m, "mixed_precision"), "fp16_mixed");
+  expect_bridge_accepts(m);
+}
+
+TEST(Export, MegatronBridgeRefusalsNameTheField) {
+  std::vector<std::pair<const char*, Job>> cases;
+  auto add = [&](const char* field, auto change) {
+    Job job = job_with(Plan{});
+    job.plan.framework = Framework::megatron_core;
+    job.training.dtype = DType::bf16;
+    change(job);
+    cases.emplace_back(field, job);
+  };
+  add("plan.framework", [](Job& j) { j.plan.framework = Framework::megatron_lm; });
+  add("plan.zero_stage", [](Job& j) { j.plan.zero_stage = 3; });  // Megatron-core's own refusals
+  add("training.dtype", [](Job& j) { j.training.dtype = DType::fp32; });
+  add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::e4m3, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
+  add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::hybrid, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
+  for (const auto& [field, job] : cases) {
+    const std::string why = megatron_bridge_unsupported(job);
+    EXPECT_EQ(why.rfind(std::string("field '") + field + "': ", 0), 0u) << field << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    try {
+      megatron_bridge_overrides(job);
+      ADD_FAILURE() << field << " exported";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(std::string(e.what()), "--megatron-bridge: " + why);
+    }
+  }
+}
+
+TEST(Export, TorchtitanRecipeOfAnFsdp2TpPpPlan) {
+  Plan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::interleaved;
+  p.micro_batch = 2;
+  p.zero_stage = 3;
+  p.recompute = Recompute::full;
+  const Job job = torchtitan_job(p);
+  ASSERT_EQ(job.plan.dp, 4);             // 16 GPUs / (TP 2 x PP 2)
+  ASSERT_EQ(job.micro_batches(), 8);     // 64 / (2 x 4)
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "data_parallel_shard_degree"), "4");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "data_parallel_replicate_degree"), "1");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "fsdp_reshard_after_forward"), "\"always\"");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "tensor_parallel_degree"), "2");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "enable_sequence_parallel"), "True");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "pipeline_parallel_degree"), "2");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "pipeline_parallel_schedule"), "\"Interleaved1F1B\"");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "num_pp_microbatches"), "8");
+  // 8 layers in 4 model chunks of 2, chunk k on rank k % 2; the embedding with the first, the
+  // final norm and the head with the last.
+  const std::string parts = torchtitan_value(job, "ParallelismConfig", "module_fqns_per_model_part");
+  for (const char* chunk : {"[\"tok_embeddings\", \"layers.0\", \"layers.1\"],", "[\"layers.2\", \"layers.3\"],",
+                            "[\"layers.4\", \"layers.5\"],", "[\"layers.6\", \"layers.7\", \"norm\", \"lm_head\"],"})
+    EXPECT_NE(parts.find(chunk), std::string::npos) << chunk << " missing in " << parts;
+  // Tokens: a micro-batch of 2 x 512 per DP rank, 64 x 512 per step; CUDA graphs off under PP.
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "num_tokens_per_microbatch_per_dp_rank"), "1024");
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "num_tokens_per_train_step"), "32768");
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "max_context_length"), "512");
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "mixed_precision_param"), "\"bfloat16\"");
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "disable_cuda_graphs"), "True");
+  EXPECT_EQ(torchtitan_value(job, "Trainer.Config", "activation_checkpoint"), "FullAC.Config()");
+  // The model at its shape.
+  EXPECT_EQ(torchtitan_value(job, "llama3._build_llama3_layers", "n_layers"), "8");
+  EXPECT_EQ(torchtitan_value(job, "llama3._build_llama3_layers", "n_kv_heads"), "4");
+  EXPECT_EQ(torchtitan_value(job, "llama3._build_llama3_layers", "hidden_dim"), "1376");
+  EXPECT_EQ(torchtitan_value(job, "ComplexRoPE.Config", "theta"), "500000");
+  EXPECT_EQ(torchtitan_value(job, "ComplexRoPE.Config", "dim"), "64");
+  EXPECT_EQ(torchtitan_value(job, "Llama3Model.Config", "vocab_size"), "8000");
+  const std::string text = torchtitan_recipe(job).text;
+  EXPECT_NE(text.find("def starfish_plan() -> Trainer.Config:\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("torchrun --nnodes=4 --nproc_per_node=4 "), std::string::npos) << text;
+  expect_torchtitan_accepts(job);
+}
+
+TEST(Export, TorchtitanMapsZeroStagesToFsdp2) {
+  Plan p;
+  p.zero_stage = 2;
+  Job job = torchtitan_job(p);
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "fsdp_reshard_after_forward"), "\"never\"");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "data_parallel_shard_degree"), "16");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "module_fqns_per_model_part"), "");  // no PP
+  EXPECT_EQ(torchtitan_value(job, "Trainer.Config", "activation_checkpoint"), "None");
+  expect_torchtitan_accepts(job);
+  p.zero_stage = 0;  // no sharding: replicas (FSDP2 over a mesh of one, its all-reduce)
+  job = torchtitan_job(p);
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "data_parallel_replicate_degree"), "16");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "data_parallel_shard_degree"), "1");
+  EXPECT_EQ(torchtitan_value(job, "ParallelismConfig", "fsdp_reshard_after_forward"), "");
+  expect_torchtitan_accepts(job);
+  p.zero_stage = 3;
+  p.offload = {Tier::cpu, Tier::cpu, Tier::cpu};
+  job = torchtitan_job(p);
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "enable_cpu_offload"), "True");
+  expect_torchtitan_accepts(job);
+}
+
+TEST(Export, TorchtitanNumbersAreExact) {
+  Job job = torchtitan_job(Plan{});
+  job.training.learning_rate = 3e-7;
+  job.training.weight_decay = 0.1;
+  job.training.grad_clip = 0;  // off: torchtitan would scale the gradients to 0 with max_norm 0
+  EXPECT_EQ(torchtitan_value(job, "ParamGroupConfig", "optimizer_kwargs"), "{\"lr\": 3e-07, \"weight_decay\": 0.1}");
+  EXPECT_EQ(torchtitan_value(job, "ParamGroupConfig", "optimizer_name"), "\"AdamW\"");
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "max_norm"), "float(\"inf\")");
+  job.training.grad_clip = 0.5;
+  job.training.optimizer = Optimizer::adam;
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "max_norm"), "0.5");
+  EXPECT_EQ(torchtitan_value(job, "ParamGroupConfig", "optimizer_name"), "\"Adam\"");
+  job.training.dtype = DType::fp32;
+  EXPECT_EQ(torchtitan_value(job, "TrainingConfig", "mixed_precision_param"), "\"float32\"");
+}
+
+// The recipe names the commit its schema was extracted from.
+TEST(Export, TorchtitanRecipeNamesTheSchemasCommit) {
+  EXPECT_EQ(torchtitan_schema().commit, kTorchtitanCommit);
+  EXPECT_NE(torchtitan_recipe(torchtitan_job(Plan{})).text.find(std::string(kTorchtitanCommit).substr(0, 12)),
+            std::string::npos);
+}
+
+TEST(Export, TorchtitanRefusalsNameTheField) {
+  std::vector<std::pair<const char*, Job>> cases;
+  auto add = [&](const char* field, auto change) {
+    Job job = torchtitan_job(Plan{});
+    change(job);
+    cases.emplace_back(field, job);
+  };
+  add("plan.framework", [](Job& j) { j.plan.framework = Framework::megatron_core; });
+  add("plan.chunk_size", [](Job& j) { j.plan.chunk_elements = 1 << 20, j.plan.micro_batch = 4; });
+  add("plan.zero_stage", [](Job& j) { j.plan.zero_stage = 1; });
+  add("plan.offload.optimizer", [](Job& j) { j.plan.zero_stage = 3, j.plan.offload.optimizer = Tier::cpu; });
+  add("plan.offload.params", [](Job& j) { j.plan.zero_stage = 3, j.plan.offload = {Tier::nvme, Tier::nvme, Tier::nvme}; });
+  add("plan.offload.params", [](Job& j) { j.plan.zero_stage = 2, j.plan.offload = {Tier::cpu, Tier::cpu, Tier::cpu}; });
+  add("plan.recompute", [](Job& j) { j.plan.recompute = Recompute::selective; });
+  add("plan.attention", [](Job& j) { j.plan.attention = Attention::unfused; });
+  add("plan.loss", [](Job& j) { j.plan.loss = Loss::fused; });
+  add("training.dtype", [](Job& j) { j.training.dtype = DType::fp16; });
+  add("training.optimizer", [](Job& j) { j.training.optimizer = Optimizer::sgd; });
+  add("model.norm", [](Job& j) { j.model.norm = Norm::layernorm; });
+  add("model.activation", [](Job& j) { j.model.activation = Activation::gelu; });
+  add("model.position", [](Job& j) { j.model.position = PositionEmbedding::learned; });
+  add("model.bias", [](Job& j) { j.model.bias = true; });
+  add("model.dropout", [](Job& j) { j.model.dropout = true; });
+  add("model.moe", [](Job& j) { j.model.moe = Moe{8, 2, 0, 1024, 0, 1, 0}; });
+  add("model.tied_embeddings", [](Job& j) { j.model.tied_embeddings = true, j.plan.pp = 2, j.plan.dp = 8; });
+  for (const auto& [field, job] : cases) {
+    const std::string why = torchtitan_unsupported(job);
+    EXPECT_EQ(why.rfind(std::string("field '") + field + "': ", 0), 0u) << field << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    try {
+      torchtitan_recipe(job);
+      ADD_FAILURE() << field << " exported";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(std::string(e.what()), "--torchtitan: " + why);
+    }
+  }
+  // Tied embeddings without PP are torchtitan's enable_weight_tying.
+  Job tied = torchtitan_job(Plan{});
+  tied.model.tied_embeddings = true;
+  EXPECT_EQ(torchtitan_value(tied, "Llama3Model.Config", "enable_weight_tying"), "True");
+  expect_torchtitan_accepts(tied);
 }
 
 TEST(Export, PlanFileRoundTrips) {

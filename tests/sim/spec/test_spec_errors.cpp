@@ -153,6 +153,8 @@ TEST(SpecErrors, ModelConsistency) {
   EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "heads: 16", "heads: 15"), "m.yaml"); }),
             "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024 (give head_dim when the heads have their own "
             "width)");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "head_dim: 131072\n", "m.yaml"); }),
+            "m.yaml:7:1: field 'head_dim': 16 heads x 131072 is above 131072, the widest attention Starfish models");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 9}\n", "m.yaml"); }),
             "m.yaml:7:19: field 'moe.top_k': routes each token to 9 of only 8 experts");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 2, first_dense_layers: 24}\n", "m.yaml"); }),
