@@ -134,7 +134,8 @@ class SimHooks final : public StepHooks {
   // PatrickStar's CPU embedding (sim/cost/cpu_embedding.h), serial with the GPU's stream as its
   // autograd functions are: the lookup on the host and its output's copy to the GPU before the
   // first layer; after the first layer's backward, the gradient's copy back, the dense backward
-  // and Gloo's all-reduce on the host (the post-backward hook waits for it: async_op=False).
+  // and Gloo's all-reduce on the host (the post-backward hook waits for it: async_op=False). Like
+  // the CPU Adam steps after them: host work the GPU waits for, not part of the backward window.
   void cpu_embedding_forward() {
     if (embedding_.elements == 0) return;
     backend_.append_compute(eng_.delay(embedding_.lookup_s, des::Label{out_.fwd, "F cpu embedding"}, cpu_stream()));
@@ -148,7 +149,6 @@ class SimHooks final : public StepHooks {
     backend_.append_compute(eng_.delay(embedding_.backward_s, des::Label{out_.bwd, "B cpu embedding"}, cpu_stream()));
     last_task_ = eng_.delay(embedding_.all_reduce_s, des::Label{out_.dp, "cpu embedding all-reduce (gloo)"}, cpu_stream());
     backend_.append_compute(last_task_);
-    stage_.last_backward = last_task_;
   }
 
   // A backward step's gradients go into their grad chunks as the executor's chunk store puts
@@ -209,7 +209,9 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, const B
   backend.start_recording();
   driver.run_iteration(hooks);
   out.moves = runtime.moves();
-  out.cpu_bytes_per_node = hooks.cpu_peak() * job.cluster.node.gpus;
+  // Each rank's CPU embedding (fp32 tables, gradients, moments) beside its chunks on the host.
+  out.cpu_bytes_per_node =
+      (hooks.cpu_peak() + static_cast<double>(cpu_embedding_host_bytes(job.model, job.training, job.plan))) * job.cluster.node.gpus;
   out.nvme_bytes_per_node = hooks.nvme_peak() * job.cluster.node.gpus;
   return out;
 }

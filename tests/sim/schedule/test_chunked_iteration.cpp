@@ -31,7 +31,8 @@ Cluster one_gpu(int64_t gpu_bytes) {
   return c;
 }
 
-Job chunked_job(int64_t gpu_bytes) {
+// `cpu_embedding`: an untied model whose plan keeps the embeddings on the CPU.
+Job chunked_job(int64_t gpu_bytes, bool cpu_embedding = false) {
   Training t;
   t.global_batch = 4;
   t.dtype = DType::fp16;
@@ -40,25 +41,35 @@ Job chunked_job(int64_t gpu_bytes) {
   p.chunk_elements = 32LL << 20;
   p.offload.optimizer = Tier::cpu;
   p.recompute = Recompute::full;
-  return make_job(gpt(24, 2048), one_gpu(gpu_bytes), t, p);
+  p.cpu_embedding = cpu_embedding;
+  Model m = gpt(24, 2048);
+  m.tied_embeddings = !cpu_embedding;
+  return make_job(m, one_gpu(gpu_bytes), t, p);
 }
 
-// The bytes the runtime moves in its steady (third) iteration, on the counting reference backend.
+// The bytes the runtime moves in its steady (third) iteration, on the counting reference backend,
+// and the most host memory it holds after a step of that iteration.
 struct Moved {
-  int64_t h2d = 0, d2h = 0;
+  int64_t h2d = 0, d2h = 0, cpu_peak = 0;
 };
 // The non-model memory per step is the simulator's own (chunked_non_model_bytes).
 Moved reference_moves(const Job& job) {
+  struct CpuPeak : FixedNonModel {
+    using FixedNonModel::FixedNonModel;
+    int64_t peak = 0;
+    void after(const Step&, ChunkRuntime& rt) override { peak = std::max(peak, rt.in_use(Tier::cpu)); }
+  };
   const ChunkPlan cp = chunk_plan(job, 0);
   ReferenceBackend backend;
   ChunkRuntime rt(cp.layout, cp.options, backend);
   IterationDriver driver(rt, cp.tied_embeddings);
-  FixedNonModel hooks(chunked_non_model_bytes(job, driver.steps()));
+  CpuPeak hooks(chunked_non_model_bytes(job, driver.steps()));
   driver.run_iteration(hooks);
   driver.run_iteration(hooks);
   const Moved before{backend.copied(Tier::cpu, Tier::gpu), backend.copied(Tier::gpu, Tier::cpu)};
+  hooks.peak = 0;
   driver.run_iteration(hooks);
-  return {backend.copied(Tier::cpu, Tier::gpu) - before.h2d, backend.copied(Tier::gpu, Tier::cpu) - before.d2h};
+  return {backend.copied(Tier::cpu, Tier::gpu) - before.h2d, backend.copied(Tier::gpu, Tier::cpu) - before.d2h, hooks.peak};
 }
 
 TEST(ChunkedIteration, TightGpuBudgetMovesMoreAndTakesLonger) {
@@ -164,18 +175,8 @@ TEST(ChunkedIteration, NoRecomputeNoRecomputePhase) {
 // lookup and the dense backward at the host's memory bandwidth, the rows crossing PCIe both ways
 // in fp32, and the replica's CPU Adam.
 TEST(ChunkedIteration, CpuEmbeddingKeepsTheVocabularyOffTheChunksAndPaysItsCosts) {
-  Training t;
-  t.global_batch = 4;
-  t.dtype = DType::fp16;
-  Plan p;
-  p.micro_batch = 4;
-  p.chunk_elements = 32LL << 20;
-  p.offload.optimizer = Tier::cpu;
-  p.recompute = Recompute::full;
-  p.cpu_embedding = true;
-  Model m = gpt(24, 2048);
-  m.tied_embeddings = false;
-  const Job job = make_job(m, one_gpu(4LL << 30), t, p);
+  const Job job = chunked_job(4LL << 30, true);
+  const Model& m = job.model;
   const double E = 50257.0 * 2048 + 1024.0 * 2048;  // word + learned position embeddings
   const ChunkPlan cp = chunk_plan(job, 0);
   int64_t chunked = 0;
@@ -217,6 +218,9 @@ TEST(ChunkedIteration, CpuEmbeddingKeepsTheVocabularyOffTheChunksAndPaysItsCosts
   for (int c = 0; c < cp.layout.param_chunks(); ++c)
     if (!cp.layout.tensors_of(c).empty()) stepped += static_cast<double>(cp.layout.chunk(c).elements);
   EXPECT_NEAR(with.phases.optimizer_s, (stepped + E) / job.cluster.node.host.cpu_adam_params_per_s, tol);
+  // The host holds the runtime's busiest CPU use of the steady iteration and the tables' 16 B/param.
+  EXPECT_GT(moved.cpu_peak, 0);
+  EXPECT_EQ(with.cpu_bytes_per_node, static_cast<double>(moved.cpu_peak) + 16 * E);
 }
 
 }  // namespace
