@@ -6,23 +6,10 @@
 #include <ATen/ATen.h>
 
 #include "exec/dist.h"
+#include "exec/optimizer.h"
 #include "sim/spec/error.h"
 
 namespace starfish::exec {
-namespace {
-
-at::ScalarType scalar_of(DType d) {
-  switch (d) {
-    case DType::fp32:
-    case DType::tf32: return at::kFloat;
-    case DType::fp16: return at::kHalf;
-    case DType::bf16: return at::kBFloat16;
-    case DType::fp8: break;
-  }
-  throw std::invalid_argument("chunk store: fp8 chunks are not supported by the executor");
-}
-
-}  // namespace
 
 ChunkStore::ChunkStore(const Gpt& gpt, const Training& training, ChunkStoreOptions options, TorchBackend& backend, uint64_t seed)
     : gpt_(gpt), options_(std::move(options)), backend_(backend) {
@@ -38,18 +25,35 @@ ChunkStore::ChunkStore(const Gpt& gpt, ChunkPlan plan, int64_t non_model_bytes, 
   if (plan.tied_embeddings != gpt.model().tied_embeddings)
     throw std::logic_error("chunk store: the chunk plan's tied_embeddings differs from the model's");
   layout_ = std::make_unique<ChunkLayout>(std::move(plan.layout));
+  cpu_embedding_ = plan.cpu_embedding;
   init(seed);
 }
 
 void ChunkStore::init(uint64_t seed) {
   const Gpt& gpt = gpt_;
   const RuntimeOptions& ro = options_.runtime;
-  for (size_t i = 0; i < layout_->tensors().size(); ++i) {
-    if (layout_->tensors()[i].name != gpt.params().at(i).name)
-      throw std::logic_error("chunk store: layout tensor " + std::to_string(i) + " is " + layout_->tensors()[i].name +
-                             ", the model's is " + gpt.params()[i].name);
-    index_[gpt.params()[i].name] = static_cast<int>(i);
+  // The layout holds the GPT's parameters in order, less a CPU embedding's.
+  const bool adam = layout_->mirror(0, ChunkKind::momentum) >= 0;
+  for (size_t i = 0; i < gpt.params().size(); ++i) {
+    const GptParam& p = gpt.params()[i];
+    if (cpu_embedding_ && (p.role == ParamRole::word_embedding || p.role == ParamRole::position_embedding)) {
+      HostTensor& h = host_[p.name];
+      h.value = gpt.initial_value(p, seed);
+      h.grad = at::zeros_like(h.value);
+      if (adam) {
+        h.exp_avg = at::zeros_like(h.value);
+        h.exp_avg_sq = at::zeros_like(h.value);
+      }
+      continue;
+    }
+    const size_t t = gpt_index_.size();
+    if (t >= layout_->tensors().size() || layout_->tensors()[t].name != p.name)
+      throw std::logic_error("chunk store: the model's " + p.name + " is not layout tensor " + std::to_string(t));
+    index_[p.name] = static_cast<int>(t);
+    gpt_index_.push_back(static_cast<int>(i));
   }
+  if (gpt_index_.size() != layout_->tensors().size())
+    throw std::logic_error("chunk store: the layout holds tensors the model has not");
   runtime_ = std::make_unique<ChunkRuntime>(*layout_, ro, backend_);
   steps_ = iteration_steps(*layout_, gpt.model().tied_embeddings, runtime_->optimizer_chunks());
   grad_written_.assign(layout_->tensors().size(), 0);
@@ -58,7 +62,7 @@ void ChunkStore::init(uint64_t seed) {
     const int master = layout_->mirror(c, ChunkKind::master);
     for (int t : layout_->tensors_of(c)) {
       const TensorPlace& p = layout_->place(t);
-      const at::Tensor v = gpt.initial_value(gpt.params()[t], seed).reshape({-1});
+      const at::Tensor v = gpt.initial_value(gpt_param(t), seed).reshape({-1});
       backend_.write_host(runtime_->buffer(c), p.offset_elements * bytes_of(layout_->chunk(c).dtype), v.to(chunk_type(c)));
       if (master >= 0) backend_.write_host(runtime_->buffer(master), p.offset_elements * 4, v);
     }
@@ -71,7 +75,7 @@ void ChunkStore::init(uint64_t seed) {
 
 ChunkStore::~ChunkStore() = default;
 
-at::ScalarType ChunkStore::chunk_type(int chunk) const { return scalar_of(layout_->chunk(chunk).dtype); }
+at::ScalarType ChunkStore::chunk_type(int chunk) const { return torch_scalar_type(layout_->chunk(chunk).dtype); }
 
 int ChunkStore::tensor_index(const std::string& name) const {
   auto it = index_.find(name);
@@ -93,10 +97,17 @@ void ChunkStore::begin_if_needed() {
   in_iteration_ = true;
   cursor_ = 0;
   std::fill(grad_written_.begin(), grad_written_.end(), 0);
+  for (auto& [name, h] : host_) h.grad_written = false;
 }
 
 void ChunkStore::access(const std::vector<std::string>& names, Pass pass) {
   begin_if_needed();
+  // The CPU embedding's segment: no chunk, no runtime moment (the simulator has none either).
+  const auto on_host = [&](const std::string& n) { return host_.count(n) > 0; };
+  host_access_ = !names.empty() && std::all_of(names.begin(), names.end(), on_host);
+  if (host_access_) return;
+  if (std::any_of(names.begin(), names.end(), on_host))
+    throw std::logic_error("chunk store: a segment uses both the CPU embedding and chunked tensors");
   const Phase want = pass == Pass::forward ? Phase::forward : Phase::backward;
   if (cursor_ >= steps_.size() || steps_[cursor_].phase != want || steps_[cursor_].tensors.size() != names.size())
     throw std::logic_error("chunk store: the model's " + std::string(pass == Pass::forward ? "forward" : "backward") +
@@ -122,16 +133,24 @@ void ChunkStore::hold_graphs(bool on) {
 }
 
 at::Tensor ChunkStore::param(const std::string& name) {
+  if (host_access_) return host_.at(name).value;  // fp32: the GPT casts the lookup's output
   const int t = tensor_index(name);
   const TensorPlace& p = layout_->place(t);
   if (!runtime_->on(p.chunk, Tier::gpu)) throw std::logic_error("chunk store: " + name + " is used while its chunk is off the GPU tier");
-  return view(p.chunk, p.offset_elements, p.elements).view(gpt_.params()[t].shape);
+  return view(p.chunk, p.offset_elements, p.elements).view(gpt_param(t).shape);
 }
 
 void ChunkStore::accumulate_grad(const std::string& name, const at::Tensor& grad) {
+  if (host_access_) {
+    HostTensor& h = host_.at(name);
+    if (!h.grad_written) h.grad.copy_(grad);
+    else h.grad.add_(grad.to(h.grad.device(), at::kFloat));
+    h.grad_written = true;
+    return;
+  }
   const int t = tensor_index(name);
   const TensorPlace& p = layout_->place(t);
-  at::Tensor g = view(layout_->grad_chunk(p.chunk), p.offset_elements, p.elements).view(gpt_.params()[t].shape);
+  at::Tensor g = view(layout_->grad_chunk(p.chunk), p.offset_elements, p.elements).view(gpt_param(t).shape);
   if (!grad_written_[t]) {
     g.copy_(grad);  // mixed precision: the grad replaces the bf16 param, whose master is fp32
     grad_written_[t] = 1;
@@ -141,6 +160,10 @@ void ChunkStore::accumulate_grad(const std::string& name, const at::Tensor& grad
 }
 
 void ChunkStore::release(const std::vector<std::string>&, Pass) {
+  if (host_access_) {
+    host_access_ = false;
+    return;
+  }
   const Step& s = steps_.at(cursor_);
   std::vector<int> again, done;
   for (size_t k = 0; k < s.tensors.size(); ++k) (s.release_to[k] == TensorState::hold ? again : done).push_back(s.tensors[k]);
@@ -150,8 +173,19 @@ void ChunkStore::release(const std::vector<std::string>&, Pass) {
   ++cursor_;
 }
 
+// The CPU embedding's gradients, summed over the data-parallel ranks as PatrickStar's
+// post-backward hook all-reduces them (over Gloo, core/hook.py); the chunks' were reduced at
+// their last backward use.
+void ChunkStore::reduce_gradients(Comm& comm) {
+  if (options_.runtime.dp_ranks.size() < 2) return;
+  for (auto& [name, h] : host_) comm.all_reduce_sum(h.grad);
+}
+
 double ChunkStore::grad_square_sum() {
   double sq = 0;
+  // A replicated table counts once in a norm the ranks sum (sharded chunks): on the first rank.
+  if (!sharded() || options_.runtime.dp_index == 0)
+    for (auto& [name, h] : host_) sq += exec::grad_square_sum(h.grad);
   for (int c : runtime_->optimizer_chunks()) {
     if (layout_->tensors_of(c).empty()) continue;
     const int gc = layout_->grad_chunk(c);
@@ -178,6 +212,7 @@ void ChunkStore::skip_optimizer_step() { run_optimizer_phase(nullptr, 0, 1.0); }
 // (config == nullptr) still restores a mixed-precision param chunk from its master: its
 // gradient was written over it during backward.
 void ChunkStore::run_optimizer_phase(const OptimizerConfig* config, int64_t step, double clip) {
+  if (config) step_host_tensors(*config, step, clip);  // first, as the simulator orders it
   for (; cursor_ < steps_.size(); ++cursor_) {
     const Step& s = steps_[cursor_];
     if (s.phase != Phase::optimizer) throw std::logic_error("chunk store: optimizer step before the backward pass ended");
@@ -209,8 +244,24 @@ void ChunkStore::run_optimizer_phase(const OptimizerConfig* config, int64_t step
   in_iteration_ = false;
 }
 
+// CPU Adam of the CPU embedding's fp32 tables (PatrickStar's fp16_cpu_adam.py steps its
+// TORCH_BASED params in fp32 on the CPU): the chunks' update, on the replica.
+void ChunkStore::step_host_tensors(const OptimizerConfig& config, int64_t step, double clip) {
+  for (auto& [name, h] : host_) {
+    OptimizerSlice slice;
+    slice.master = h.value;
+    slice.grad = h.grad;
+    slice.exp_avg = h.exp_avg;
+    slice.exp_avg_sq = h.exp_avg_sq;
+    if (clip < 1.0) slice.grad.mul_(clip);
+    optimizer_update(config, step, slice);
+  }
+}
+
 std::vector<std::pair<std::string, at::Tensor>> ChunkStore::gather_values(Comm& comm) {
   std::vector<std::pair<std::string, at::Tensor>> out(gpt_.params().size());
+  for (size_t i = 0; i < gpt_.params().size(); ++i)
+    if (host_.count(gpt_.params()[i].name)) out[i] = {gpt_.params()[i].name, host_.at(gpt_.params()[i].name).value.clone()};
   for (int c = 0; c < layout_->param_chunks(); ++c) {
     if (layout_->tensors_of(c).empty()) continue;
     const int64_t used = layout_->chunk(c).used_elements;
@@ -228,7 +279,7 @@ std::vector<std::pair<std::string, at::Tensor>> ChunkStore::gather_values(Comm& 
     if (runtime_->zero().sharded()) comm.broadcast(v, runtime_->zero().owner(c));
     for (int t : layout_->tensors_of(c)) {
       const TensorPlace& p = layout_->place(t);
-      out[t] = {gpt_.params()[t].name, v.narrow(0, p.offset_elements, p.elements).view(gpt_.params()[t].shape).clone()};
+      out[gpt_index_[t]] = {gpt_param(t).name, v.narrow(0, p.offset_elements, p.elements).view(gpt_param(t).shape).clone()};
     }
   }
   return out;
@@ -250,6 +301,9 @@ std::vector<std::pair<std::string, at::Tensor>> ChunkStore::save_state() {
     add(layout_->mirror(c, ChunkKind::momentum), "momentum");
     add(layout_->mirror(c, ChunkKind::variance), "variance");
   }
+  for (auto& [name, h] : host_)  // the CPU embedding: every rank saves its replica
+    for (const auto& [what, t] : {std::pair<const char*, at::Tensor>{"value", h.value}, {"momentum", h.exp_avg}, {"variance", h.exp_avg_sq}})
+      if (t.defined()) out.emplace_back(name + "." + what, t.clone());
   return out;
 }
 
@@ -261,6 +315,9 @@ void ChunkStore::load_state(const std::vector<std::pair<std::string, at::Tensor>
                       layout_->mirror(c, ChunkKind::variance)})
       if (chunk >= 0) backend_.write_host(runtime_->buffer(chunk), 0, state.at(i++).second);
   }
+  for (auto& [name, h] : host_)
+    for (at::Tensor* t : {&h.value, &h.exp_avg, &h.exp_avg_sq})
+      if (t->defined()) t->copy_(state.at(i++).second);
   if (i != state.size()) throw std::invalid_argument("chunk store: the state holds " + std::to_string(state.size()) + " tensors, not " + std::to_string(i));
 }
 

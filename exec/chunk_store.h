@@ -6,6 +6,11 @@
 // and every ZeRO collective is the runtime's decision, so the move log equals the reference
 // backend's for the same plan, budget and non-model bytes. One micro-batch per rank per
 // iteration (the runtime's moments are one forward and one backward pass).
+// A plan's CPU embedding (sim/cost/cpu_embedding.h, PatrickStar's use_cpu_embedding) keeps the
+// word and position embeddings out of the layout: fp32 tables with fp32 gradients and Adam
+// moments in host memory, replicated on every rank, looked up on the CPU, their gradients summed
+// over the ranks in reduce_gradients (Gloo) and stepped before the chunks' optimizer moments;
+// the runtime sees no moment for them, as in the simulator.
 #include <memory>
 #include <vector>
 
@@ -46,7 +51,8 @@ class ChunkStore : public TrainableStore {
   // it trains (predict_graph_residency), so there this is a guard.
   void hold_graphs(bool on) override;
 
-  void reduce_gradients(Comm&) override {}  // the runtime reduces at each chunk's last backward use
+  // The runtime reduces each chunk at its last backward use; this sums the CPU embedding's.
+  void reduce_gradients(Comm& comm) override;
   bool sharded() const override { return runtime_->zero().sharded(); }
   double grad_square_sum() override;
   void optimizer_step(const OptimizerConfig& config, int64_t step, double clip) override;
@@ -60,6 +66,12 @@ class ChunkStore : public TrainableStore {
   const ChunkRuntime& runtime() const { return *runtime_; }
 
  private:
+  struct HostTensor {  // a CPU embedding's table, fp32, with its gradient and Adam moments
+    at::Tensor value, grad, exp_avg, exp_avg_sq;
+    bool grad_written = false;
+  };
+  void step_host_tensors(const OptimizerConfig& config, int64_t step, double clip);
+  const GptParam& gpt_param(int tensor) const { return gpt_.params()[gpt_index_[tensor]]; }
   void run_optimizer_phase(const OptimizerConfig* config, int64_t step, double clip);  // config null: skip
   int tensor_index(const std::string& name) const;
   at::Tensor view(int chunk, int64_t offset_elements, int64_t elements) const;  // typed, GPU/CPU tier
@@ -74,6 +86,10 @@ class ChunkStore : public TrainableStore {
   std::unique_ptr<ChunkRuntime> runtime_;
   std::vector<Step> steps_;
   std::map<std::string, int> index_;
+  std::vector<int> gpt_index_;                 // layout tensor -> the GPT's parameter
+  bool cpu_embedding_ = false;
+  std::map<std::string, HostTensor> host_;     // the CPU embedding's tensors, by name
+  bool host_access_ = false;                   // the current access is of host tensors alone
   std::vector<char> grad_written_;
   size_t cursor_ = 0;
   bool in_iteration_ = false;

@@ -34,7 +34,8 @@ uint64_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-Gpt::Gpt(Model model) : model_(std::move(model)) {
+Gpt::Gpt(Model model, std::optional<at::ScalarType> embedding_output)
+    : model_(std::move(model)), embedding_output_(embedding_output) {
   if (model_.position != PositionEmbedding::learned)
     throw SpecError("model '" + model_.name + "': starfish-run implements learned position embeddings only, not RoPE");
   if (model_.ffn_hidden == 0) model_.ffn_hidden = 4 * model_.hidden;
@@ -136,7 +137,8 @@ at::Tensor Gpt::forward_segment(int segment, const at::Tensor& input, const std:
     if (T > model_.seq_len)
       throw std::invalid_argument("gpt_model: sequence of " + std::to_string(T) + " tokens exceeds seq_len " +
                                   std::to_string(model_.seq_len));
-    return at::embedding(p[0], input) + p[1].narrow(0, 0, T);
+    const at::Tensor h = at::embedding(p[0], input.to(p[0].device())) + p[1].narrow(0, 0, T);
+    return h.to(input.device(), embedding_output_.value_or(h.scalar_type()));
   }
   if (segment <= model_.layers) return layer_forward(input, p);
   const bool ln = model_.norm == Norm::layernorm;

@@ -7,6 +7,7 @@
 // Parameter names, order and sizes are those of sim/cost/params.h, so the chunk layout the
 // runtime builds from parameter_tensors() describes exactly these tensors.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,10 @@ struct GptParam {
 class Gpt {
  public:
   // Throws SpecError for model features the executor does not implement (RoPE).
-  explicit Gpt(Model model);
+  // `embedding_output`: the hidden states' dtype when the embeddings are held in another (a CPU
+  // embedding's fp32 tables: the lookup runs in fp32 and its output is cast, as PatrickStar's
+  // patrickstar/ops/embedding.py does); unset, the embeddings' own dtype.
+  explicit Gpt(Model model, std::optional<at::ScalarType> embedding_output = std::nullopt);
 
   const Model& model() const { return model_; }
   const std::vector<GptParam>& params() const { return params_; }  // order of first use
@@ -40,7 +44,8 @@ class Gpt {
   const std::vector<std::string>& segment_params(int segment) const { return segment_params_.at(segment); }
   std::string segment_name(int segment) const;
 
-  // Segment 0 takes tokens [B, T] (int64) and returns hidden states [B, T, H]; layers map
+  // Segment 0 takes tokens [B, T] (int64) and returns hidden states [B, T, H] on the tokens'
+  // device (the embeddings may be on another: the lookup runs where they are); layers map
   // hidden to hidden; the head takes hidden states and `targets` [B, T] and returns the mean
   // cross-entropy (fp32 scalar). `params` are in segment_params(segment) order.
   at::Tensor forward_segment(int segment, const at::Tensor& input, const std::vector<at::Tensor>& params,
@@ -55,6 +60,7 @@ class Gpt {
   at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor* b) const;
 
   Model model_;
+  std::optional<at::ScalarType> embedding_output_;
   std::vector<GptParam> params_;
   std::vector<std::vector<std::string>> segment_params_;
 };

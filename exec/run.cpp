@@ -263,7 +263,7 @@ RankStore make_chunk_store(const RunOptions& o, const Resolved& r, const Gpt& gp
 
 RankStore make_store(const RunOptions& o, const Resolved& r, const Gpt& gpt, Comm& comm) {
   const DType d = r.training.dtype;
-  const at::ScalarType dtype = d == DType::bf16 ? at::kBFloat16 : d == DType::fp16 ? at::kHalf : at::kFloat;
+  const at::ScalarType dtype = torch_scalar_type(d);
   const bool chunked = r.pf.plan.chunked();
   RankStore s;
   if (chunked) s = make_chunk_store(o, r, gpt, comm);
@@ -560,7 +560,8 @@ int run_rank(const RunOptions& o) {
   };
 
   const ByteCorpus data = o.data_path ? ByteCorpus::from_file(*o.data_path) : ByteCorpus::generated(1 << 20);
-  const Gpt gpt(r.model);
+  // A CPU embedding's fp32 lookup hands the layers the training's dtype (patrickstar/ops/embedding.py).
+  const Gpt gpt(r.model, r.pf.plan.cpu_embedding ? std::optional(torch_scalar_type(r.training.dtype)) : std::nullopt);
   Comm comm(r.env, std::chrono::seconds(o.timeout_s));
   RankStore s = make_store(o, r, gpt, comm);
   StoreTrainer trainer(gpt, data, r.training, r.pf.plan, comm, std::move(s.store));  // fp16: with dynamic loss scaling

@@ -23,17 +23,6 @@ namespace {
 
 const char* tier_name(Tier t) { return to_string(t); }
 
-at::ScalarType scalar_type(DType d) {
-  switch (d) {
-    case DType::fp32:
-    case DType::tf32: return at::kFloat;
-    case DType::fp16: return at::kHalf;
-    case DType::bf16: return at::kBFloat16;
-    case DType::fp8: break;
-  }
-  throw std::invalid_argument("torch backend: collectives over fp8 buffers are not supported");
-}
-
 [[noreturn]] void fail_errno(const std::string& what) { throw std::runtime_error("torch backend: " + what + ": " + std::strerror(errno)); }
 
 }  // namespace
@@ -203,7 +192,7 @@ Completion TorchBackend::copy(const Buffer& src, const Buffer& dst, int64_t byte
 
 Completion TorchBackend::collective(CollectiveKind kind, const Group& group, const std::vector<Buffer>& inputs,
                                     const std::vector<Buffer>& outputs, DType dtype, const MoveTag&) {
-  const at::ScalarType st = scalar_type(dtype);
+  const at::ScalarType st = torch_scalar_type(dtype);
   auto typed = [&](const Buffer& b) {
     const Slot& s = slot(b);
     if (s.buffer.tier == Tier::nvme) throw std::logic_error("torch backend: collectives need GPU or CPU buffers, not NVMe");
@@ -312,6 +301,17 @@ double TorchBackend::now_s() const {
 std::string TorchBackend::gpu_tier_description() const {
   if (cuda_) return "gpu tier: cuda:" + std::to_string(device_index_);
   return "gpu tier: CPU pool (no CUDA)";
+}
+
+at::ScalarType torch_scalar_type(DType d) {
+  switch (d) {
+    case DType::fp32:
+    case DType::tf32: return at::kFloat;
+    case DType::fp16: return at::kHalf;
+    case DType::bf16: return at::kBFloat16;
+    case DType::fp8: break;
+  }
+  throw std::invalid_argument("starfish-run: fp8 tensors are not supported by the executor");
 }
 
 }  // namespace starfish::exec

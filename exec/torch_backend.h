@@ -22,6 +22,9 @@ namespace starfish::exec {
 class Comm;
 struct CudaQueues;
 
+// The LibTorch type of a training dtype (tf32 computes in fp32 tensors); throws for fp8.
+at::ScalarType torch_scalar_type(DType dtype);
+
 struct TierCapacity {
   int64_t gpu_bytes = 0;   // required: the budget of the GPU tier (a real limit on the CPU pool)
   int64_t cpu_bytes = 0;   // 0 = unlimited (host memory)

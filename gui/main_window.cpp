@@ -414,7 +414,9 @@ void MainWindow::showDetails() {
                 .arg(p.tp).arg(p.pp).arg(p.virtual_stages).arg(p.dp).arg(p.micro_batch).arg(e.micro_batches)
                 .arg(to_string(p.schedule)).arg(p.zero_stage).arg(to_string(p.recompute))
                 .arg(to_string(p.offload.params), to_string(p.offload.grads), to_string(p.offload.optimizer))
-                .arg(p.chunked() ? "chunks of " + q(units::format_count(p.chunk_elements)) + " elements" : QString("static placement"));
+                .arg(p.chunked() ? "chunks of " + q(units::format_count(p.chunk_elements)) + " elements" +
+                                  (p.cpu_embedding ? ", embeddings on the CPU" : "")
+                            : QString("static placement"));
     html += "<table cellspacing=6><tr><th></th><th align=right>analytic</th><th align=right>simulated</th></tr>";
     const schedule::SimReport* s = simulated_ ? &simulator_->report() : nullptr;
     auto line = [&](const QString& name, const QString& a, const QString& b) {

@@ -106,7 +106,7 @@ void print_wrapped(const std::string& text) {
 // The abbreviations of the plan labels shown, each explained once.
 void print_legend(const search::SearchResult& r, int limit) {
   bool pipeline = false, interleaved = false, sp = false, recompute = false, offload = false, chunk = false;
-  bool experts = false, uneven = false;
+  bool experts = false, uneven = false, cpu_embedding = false;
   for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k) {
     const search::Candidate& c = r.rows[k].candidate;
     pipeline = pipeline || c.pp > 1;
@@ -115,6 +115,7 @@ void print_legend(const search::SearchResult& r, int limit) {
     recompute = recompute || c.recompute != Recompute::none;
     offload = offload || c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu;
     chunk = chunk || c.chunk_elements > 0;
+    cpu_embedding = cpu_embedding || c.cpu_embedding;
     experts = experts || c.ep > 1 || c.etp > 1;
     uneven = uneven || c.first_stage_layers > 0 || c.last_stage_layers > 0;
   }
@@ -128,6 +129,7 @@ void print_legend(const search::SearchResult& r, int limit) {
   if (recompute) s += " rc-full/rc-selective activation recompute (none when absent);";
   if (offload) s += " off:P/G/O the tiers of params/grads/optimizer states;";
   if (chunk) s += " chunk 2^N chunk runtime with chunks of 2^N elements;";
+  if (cpu_embedding) s += " cpu-emb embeddings on the CPU (PatrickStar's use_cpu_embedding);";
   s += " free: memory headroom per GPU (CPU, NVMe: per node)";
   if (r.refined > 0) s += "; tier: des = the event simulator's numbers, analytic = the analytic model's";
   std::printf("\n");

@@ -22,6 +22,7 @@ std::string plan_summary(const Job& job) {
     s += std::string(", offload params/grads/optimizer -> ") + to_string(o.params) + "/" + to_string(o.grads) + "/" +
          to_string(o.optimizer);
   if (p.chunked()) s += ", chunks of " + units::format_count(p.chunk_elements) + " elements";
+  if (p.cpu_embedding) s += ", embeddings on the CPU";
   s += std::string(", ") + to_string(job.training.dtype) + " " + to_string(job.training.optimizer);
   if (p.fp8 != Fp8::none) s += std::string(", fp8 GEMMs (") + to_string(p.fp8) + ", " + to_string(p.fp8_recipe) + " scaling)";
   return s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/cost/cpu_embedding.h"
 #include "sim/spec/error.h"
 
 namespace starfish {
@@ -134,13 +135,21 @@ bool chunks_may_use_nvme(const Plan& p) {
   return p.offload.params == Tier::nvme || p.offload.grads == Tier::nvme || p.offload.optimizer == Tier::nvme;
 }
 
+std::vector<ParamTensor> chunked_parameter_tensors(const Model& m, const Plan& p) {
+  std::vector<ParamTensor> out = parameter_tensors(m, plan_shard(p, 0));
+  std::erase_if(out, [&](const ParamTensor& t) { return on_cpu_embedding(t, p); });
+  return out;
+}
+
 ChunkLayout plan_chunk_layout(const Model& m, const Training& t, const Plan& p) {
-  return ChunkLayout::build(parameter_tensors(m, plan_shard(p, 0)),
-                            LayoutOptions::of(t, p.chunk_elements, p.zero_stage >= 1 ? p.dp : 1));
+  return ChunkLayout::build(chunked_parameter_tensors(m, p), LayoutOptions::of(t, p.chunk_elements, p.zero_stage >= 1 ? p.dp : 1));
 }
 
 ChunkFootprint plan_chunk_footprint(const Model& m, const Training& t, const Plan& p) {
-  return chunk_footprint(plan_chunk_layout(m, t, p), p.zero_stage >= 1 && p.dp > 1);
+  ChunkFootprint f = chunk_footprint(plan_chunk_layout(m, t, p), p.zero_stage >= 1 && p.dp > 1);
+  f.cpu_embedding_elements = cpu_embedding_elements(m, p);
+  f.cpu_embedding_host_bytes = cpu_embedding_host_bytes(m, t, p);
+  return f;
 }
 
 ChunkSizeChoice search_chunk_size(const std::vector<ParamTensor>& tensors, const LayoutOptions& base,

@@ -98,9 +98,13 @@ class ChunkLayout {
 //    carries its mirrors (grad in fp32 training, master, momentum, variance).
 //  - moment_bytes: the most one moment's chunks take on the GPU: a gathered ZeRO group (world x
 //    the largest param chunk, with its grad chunk in fp32 training) or the two largest chunks.
+//  - cpu_embedding_*: the plan's CPU embedding, outside the chunks, on the host of every rank
+//    (sim/cost/cpu_embedding.h; set by plan_chunk_footprint).
 struct ChunkFootprint {
   int64_t kept_param_elements = 0;
   int64_t moment_bytes = 0;
+  int64_t cpu_embedding_elements = 0;
+  int64_t cpu_embedding_host_bytes = 0;
 };
 ChunkFootprint chunk_footprint(const ChunkLayout& layout, bool sharded);
 
@@ -110,8 +114,12 @@ ChunkFootprint chunk_footprint(const ChunkLayout& layout, bool sharded);
 // the chunks: the runtime places them on the GPU and the host as room allows.
 bool chunks_may_use_nvme(const Plan& plan);
 
-// The layout a chunked plan's runtime builds on each rank (its one pipeline stage's shard;
-// ZeRO groups of dp chunks when zero_stage >= 1, as the runtime shards then), and its footprint.
+// The parameter tensors a chunked plan's chunks hold: its one pipeline stage's shard, less the
+// embeddings a CPU embedding keeps (sim/cost/cpu_embedding.h).
+std::vector<ParamTensor> chunked_parameter_tensors(const Model& model, const Plan& plan);
+
+// The layout a chunked plan's runtime builds on each rank (chunked_parameter_tensors; ZeRO groups
+// of dp chunks when zero_stage >= 1, as the runtime shards then), and its footprint.
 ChunkLayout plan_chunk_layout(const Model& model, const Training& training, const Plan& plan);
 ChunkFootprint plan_chunk_footprint(const Model& model, const Training& training, const Plan& plan);
 

@@ -7,6 +7,7 @@
 #include "sim/cost/capacity.h"
 #include "sim/cost/chunk_layout.h"
 #include "sim/cost/collectives.h"
+#include "sim/cost/cpu_embedding.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
@@ -233,6 +234,13 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, chunks, e) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, chunks, e);
+  if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
+    const CpuEmbeddingCosts ce = cpu_embedding_costs(m, c, t, p);
+    e.time.compute_s += ce.lookup_s + ce.backward_s;
+    e.time.offload_s += (ce.to_gpu_bytes + ce.to_host_bytes) / (c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root);
+    e.time.dp_comm_s += ce.all_reduce_s;
+    e.time.optimizer_s += ce.optimizer_s;
+  }
 
   e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
                        e.time.optimizer_s + e.time.offload_s;

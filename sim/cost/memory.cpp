@@ -41,6 +41,11 @@ ModelStates chunked_model_states(const Training& t, const Plan& plan, const Chun
   s.optimizer.at(plan.offload.optimizer) = kept * b.optimizer;
   const bool all_resident = plan.offload.params == Tier::gpu && (plan.zero_stage == 0 || plan.dp == 1);
   if (!all_resident) s.gpu_working_bytes = static_cast<double>(chunks.moment_bytes);
+  // A CPU embedding's fp32 param, grad and moments, on the host (sim/cost/cpu_embedding.h).
+  const double embedding = static_cast<double>(chunks.cpu_embedding_elements);
+  s.params.cpu += 4 * embedding;
+  s.grads.cpu += 4 * embedding;
+  s.optimizer.cpu += static_cast<double>(chunks.cpu_embedding_host_bytes) - 8 * embedding;
   return s;
 }
 
@@ -80,8 +85,11 @@ ModelStates place_chunked_states(const ModelStates& in, const ChunkFootprint& ch
                                  const TierBytes& capacity) {
   ModelStates out;
   out.gpu_working_bytes = in.gpu_working_bytes;
+  // A CPU embedding stays on the host, outside the chunks the runtime places.
+  const double embedding = static_cast<double>(chunks.cpu_embedding_elements);
+  const double embedding_host = static_cast<double>(chunks.cpu_embedding_host_bytes);
   double room[3] = {std::max(0.0, capacity.gpu - gpu_other_bytes - in.gpu_working_bytes),
-                    std::max(0.0, capacity.cpu - static_cast<double>(chunks.moment_bytes)), capacity.nvme};
+                    std::max(0.0, capacity.cpu - static_cast<double>(chunks.moment_bytes) - embedding_host), capacity.nvme};
   const Tier order[3] = {Tier::gpu, Tier::cpu, Tier::nvme};
   auto place = [&](double bytes, TierBytes& where) {
     for (int i = 0; i < 3 && bytes > 0; ++i) {
@@ -93,9 +101,12 @@ ModelStates place_chunked_states(const ModelStates& in, const ChunkFootprint& ch
     where.cpu += bytes;  // over every tier: reported on the host
   };
   auto total = [](const TierBytes& t) { return t.gpu + t.cpu + t.nvme; };
-  place(total(in.params), out.params);
-  place(total(in.grads), out.grads);
-  place(total(in.optimizer), out.optimizer);
+  place(total(in.params) - 4 * embedding, out.params);
+  place(total(in.grads) - 4 * embedding, out.grads);
+  place(total(in.optimizer) - (embedding_host - 8 * embedding), out.optimizer);
+  out.params.cpu += 4 * embedding;
+  out.grads.cpu += 4 * embedding;
+  out.optimizer.cpu += embedding_host - 8 * embedding;
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "sim/chunk/iteration_driver.h"
 #include "sim/chunk/runtime_config.h"
+#include "sim/cost/cpu_embedding.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
 #include "sim/schedule/layer_costs.h"
@@ -40,6 +41,11 @@ class SimHooks final : public StepHooks {
            int64_t fixed_non_model)
       : job_(job), eng_(eng), backend_(backend), out_(out), c_(costs), stage_(out.stages.front()), fixed_(fixed_non_model) {
     tp_group_ = eng_.group(stage_.tp_group);
+    embedding_ = cpu_embedding_costs(job.model, job.cluster, job.training, job.plan);
+  }
+  void set_first_optimizer_chunk(const std::vector<Step>& steps) {
+    for (const Step& s : steps)
+      if (s.phase == Phase::optimizer) { first_optimizer_chunk_ = s.index; return; }
   }
 
   int64_t non_model_bytes(const Step& s, int) override {
@@ -68,6 +74,7 @@ class SimHooks final : public StepHooks {
     if (recompute)
       backend_.append_compute(eng_.compute(lead, recompute_s, des::Label{out_.recompute, "R L" + std::to_string(s.index)}));
     const des::TaskId t = eng_.compute(lead, duration, des::Label{fwd ? out_.fwd : out_.bwd, name});
+    if (fwd && s.index == first_layer(rt.layout())) cpu_embedding_forward();
     if (recompute) backend_.continue_compute(t);
     else backend_.append_compute(t);
     if (stage_.first_task == des::kNone) stage_.first_task = t;
@@ -79,10 +86,14 @@ class SimHooks final : public StepHooks {
       backend_.append_compute(last_task_);
       if (!fwd) stage_.last_backward = last_task_;
     }
+    if (!fwd && s.index == first_layer(rt.layout())) cpu_embedding_backward();
   }
 
   void optimizer_step(const Step& s, const OptimizerWork& w) override {
     if (!backend_.recording()) return;
+    if (s.index == first_optimizer_chunk_ && embedding_.elements > 0) {  // the replica's CPU Adam, first
+      backend_.append_compute(eng_.delay(embedding_.optimizer_s, des::Label{out_.optimizer, "cpu embedding adam"}, cpu_stream()));
+    }
     const double params = static_cast<double>(w.param.bytes) / c_.act_bytes;
     const std::string name = "adam chunk " + std::to_string(s.index);
     des::TaskId t;
@@ -91,9 +102,8 @@ class SimHooks final : public StepHooks {
                        des::Label{out_.optimizer, name});
     } else {
       // CPU Adam; the node's GPUs all step at once, sharing the host's throughput.
-      if (cpu_stream_ == des::kNone) cpu_stream_ = eng_.add_stream("cpu adam n0", 0);
       t = eng_.delay(cpu_adam_time_s(job_.cluster.node.host, params * job_.cluster.node.gpus), des::Label{out_.optimizer, name},
-                     cpu_stream_);
+                     cpu_stream());
     }
     backend_.append_compute(t);
     last_task_ = t;
@@ -112,6 +122,35 @@ class SimHooks final : public StepHooks {
   double nvme_peak() const { return nvme_peak_; }
 
  private:
+  des::ResourceId cpu_stream() {
+    if (cpu_stream_ == des::kNone) cpu_stream_ = eng_.add_stream("cpu adam n0", 0);
+    return cpu_stream_;
+  }
+  int first_layer(const ChunkLayout& layout) {
+    if (first_layer_ == INT32_MAX)
+      for (const ParamTensor& t : layout.tensors()) first_layer_ = std::min(first_layer_, t.layer);
+    return first_layer_;
+  }
+  // PatrickStar's CPU embedding (sim/cost/cpu_embedding.h), serial with the GPU's stream as its
+  // autograd functions are: the lookup on the host and its output's copy to the GPU before the
+  // first layer; after the first layer's backward, the gradient's copy back, the dense backward
+  // and Gloo's all-reduce on the host (the post-backward hook waits for it: async_op=False). Like
+  // the CPU Adam steps after them: host work the GPU waits for, not part of the backward window.
+  void cpu_embedding_forward() {
+    if (embedding_.elements == 0) return;
+    backend_.append_compute(eng_.delay(embedding_.lookup_s, des::Label{out_.fwd, "F cpu embedding"}, cpu_stream()));
+    backend_.append_compute(eng_.copy(stage_.lead_gpu, des::CopyDir::H2D, embedding_.to_gpu_bytes,
+                                      des::Label{out_.offload, "cpu embedding output"}));
+  }
+  void cpu_embedding_backward() {
+    if (embedding_.elements == 0) return;
+    backend_.append_compute(eng_.copy(stage_.lead_gpu, des::CopyDir::D2H, embedding_.to_host_bytes,
+                                      des::Label{out_.offload, "cpu embedding grad"}));
+    backend_.append_compute(eng_.delay(embedding_.backward_s, des::Label{out_.bwd, "B cpu embedding"}, cpu_stream()));
+    last_task_ = eng_.delay(embedding_.all_reduce_s, des::Label{out_.dp, "cpu embedding all-reduce (gloo)"}, cpu_stream());
+    backend_.append_compute(last_task_);
+  }
+
   // A backward step's gradients go into their grad chunks as the executor's chunk store puts
   // them (exec/chunk_store.cpp, accumulate_grad): the first gradient of a tensor in an
   // iteration is copied (read, write), a later one (the tied embedding's second use) added
@@ -135,6 +174,9 @@ class SimHooks final : public StepHooks {
   StageInfo& stage_;
   des::GroupId tp_group_ = 0;
   des::ResourceId cpu_stream_ = des::kNone;
+  CpuEmbeddingCosts embedding_;
+  int first_layer_ = INT32_MAX;
+  int first_optimizer_chunk_ = -1;
   des::TaskId last_task_ = des::kNone;
   int64_t fixed_ = -1;
   int64_t non_model_ = 0;
@@ -159,6 +201,7 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, const B
   ChunkRuntime runtime(cp.layout, cp.options, backend);
   IterationDriver driver(runtime, cp.tied_embeddings);
   SimHooks hooks(job, eng, backend, out, costs, options.fixed_non_model_bytes);
+  hooks.set_first_optimizer_chunk(driver.steps());
   // The warm-up records the trace and then places the optimizer states; the iteration after it
   // still pays for that placement (chunks left where the warm-up's optimizer step ran). The
   // third iteration is the steady state, and the one simulated.
@@ -166,7 +209,9 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, const B
   backend.start_recording();
   driver.run_iteration(hooks);
   out.moves = runtime.moves();
-  out.cpu_bytes_per_node = hooks.cpu_peak() * job.cluster.node.gpus;
+  // Each rank's CPU embedding (fp32 tables, gradients, moments) beside its chunks on the host.
+  out.cpu_bytes_per_node =
+      (hooks.cpu_peak() + static_cast<double>(cpu_embedding_host_bytes(job.model, job.training, job.plan))) * job.cluster.node.gpus;
   out.nvme_bytes_per_node = hooks.nvme_peak() * job.cluster.node.gpus;
   return out;
 }

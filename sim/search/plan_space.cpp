@@ -90,6 +90,7 @@ void Candidate::fill(Plan& p) const {
   p.recompute = recompute;
   p.fp8 = fp8;
   p.fp8_recipe = Fp8Recipe::delayed;
+  p.cpu_embedding = cpu_embedding;
 }
 
 Candidate to_candidate(const Plan& p) {
@@ -112,6 +113,7 @@ Candidate to_candidate(const Plan& p) {
   c.grads = p.offload.grads;
   c.optimizer = p.offload.optimizer;
   c.fp8 = p.fp8;
+  c.cpu_embedding = p.cpu_embedding;
   return c;
 }
 
@@ -165,6 +167,11 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (p.chunked() && p.chunk_elements < 1024) return "chunk under 1Ki elements";
   if (p.chunked() && micro_batches > 1) return "a chunked plan runs one micro-batch per rank (no gradient accumulation)";
   if (p.chunk_elements < 0) return "negative chunk size";
+  if (p.cpu_embedding) {  // make_job's check_cpu_embedding
+    if (!p.chunked()) return "the CPU embedding needs the chunk runtime";
+    if (p.tp > 1) return "the CPU embedding needs TP 1";
+    if (m.tied_embeddings) return "the CPU embedding cannot serve a tied output head";
+  }
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
   if (p.fp8 != Fp8::none) {  // make_job's check_fp8
     if (!c.node.gpu.peak_flops.count(DType::fp8)) return "GPU has no fp8 peak";
@@ -188,6 +195,7 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (p.dp == 1 && p.zero_stage != *std::min_element(s.zero_stages.begin(), s.zero_stages.end()))
     return false;  // (zero_stages is not empty here: it contains p.zero_stage)
   if (!contains(s.chunk_elements, p.chunk_elements)) return false;
+  if (!contains(s.cpu_embedding, p.cpu_embedding)) return false;
   if (!contains(fp8_formats(c, s), p.fp8)) return false;
   for (const Placement& pl : placements(c, s, p.zero_stage))
     if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
@@ -301,7 +309,11 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                     k.params = pl.params;
                     k.grads = pl.grads;
                     k.optimizer = pl.optimizer;
-                    out.push_back(k);
+                    for (bool cpu_embedding : s.cpu_embedding) {
+                      if (cpu_embedding && (chunk == 0 || tp > 1 || m.tied_embeddings)) continue;
+                      k.cpu_embedding = cpu_embedding;
+                      out.push_back(k);
+                    }
                     }
                   }
                 }
@@ -322,6 +334,7 @@ std::string family_label(const Candidate& c) {
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" offload ") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
   s += c.chunk_elements > 0 ? " chunked" : " static";
+  if (c.cpu_embedding) s += " cpu-embedding";
   return s;
 }
 
@@ -345,6 +358,7 @@ std::string short_label(const Candidate& c) {
     s += (int64_t{1} << shift) == c.chunk_elements ? " chunk 2^" + std::to_string(shift)
                                                    : " chunk " + std::to_string(c.chunk_elements);
   }
+  if (c.cpu_embedding) s += " cpu-emb";
   return s;
 }
 

@@ -20,7 +20,8 @@
 //    offloads partitioned params only);
 //  - a chunked plan keeps its grads in the param chunks (PatrickStar), so grads = params tier;
 //    and (make_job's rule) it runs each rank's whole batch as one micro-batch;
-//  - the chunk size is enumerated only for chunked plans (0 = static placement);
+//  - the chunk size is enumerated only for chunked plans (0 = static placement), and so is the
+//    CPU embedding (where make_job admits it: TP 1, an untied model);
 //  - fp8 GEMMs only where make_job admits them (Megatron-core, a GPU with an fp8 peak, bf16/fp16
 //    training, no chunks);
 //  - MoE models (make_job's rules): sequence parallelism whenever TP > 1, ZeRO 0-2, no chunks;
@@ -57,6 +58,9 @@ struct SearchSpace {
   // Chunk sizes in elements; 0 = static placement. Default: static and three powers of two
   // around PatrickStar's usual 64Mi-element chunks.
   std::vector<int64_t> chunk_elements{0, int64_t{1} << 25, int64_t{1} << 26, int64_t{1} << 27};
+  // PatrickStar's CPU embedding (Plan::cpu_embedding) for chunked plans, where make_job admits it
+  // (TP 1, an untied model). Off by default: a PatrickStar mechanism (variants.h).
+  std::vector<bool> cpu_embedding{false};
   // The framework every plan of the space is run by (its traits: sim/cost/framework.h).
   Framework framework = Framework::megatron_lm;
   // FP8 GEMM formats tried (sim/cost/fp8.h), each with Megatron's default delayed scaling; only
@@ -81,6 +85,7 @@ struct Candidate {
   bool sequence_parallel = false;
   Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
   Fp8 fp8 = Fp8::none;  // fp8 GEMMs (delayed scaling)
+  bool cpu_embedding = false;
 
   Plan to_plan() const;  // dp resolved, as make_job would leave it
 

@@ -37,6 +37,10 @@ SystemVariant system_variant(VariantKind kind, bool chunk_nvme) {
       s.optimizer_tiers = {Tier::gpu, Tier::cpu};
       if (chunk_nvme)
         for (auto* tiers : {&s.param_tiers, &s.grad_tiers, &s.optimizer_tiers}) tiers->push_back(Tier::nvme);
+      // use_cpu_embedding, on by default in PatrickStar (patrickstar/runtime/__init__.py) and in
+      // its benchmark (examples/benchmark/run_benchmark.sh: CPU_EBD=1); the search keeps it where
+      // make_job admits it (an untied model) and it pays.
+      s.cpu_embedding = {false, true};
       s.framework = Framework::starfish;
       return v;
     case VariantKind::zero_offload:

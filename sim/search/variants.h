@@ -8,7 +8,9 @@
 //    sharded over the ranks ZeRO-3 style, activation checkpointing on or off; no tensor or
 //    pipeline parallelism (PatrickStar has neither: patrickstar/runtime/engine.py wraps a
 //    plain DDP-style model), no NVMe unless asked (PatrickStar keeps chunks on GPU and CPU
-//    only, patrickstar/core/chunk_list.py). Run by the chunk runtime (framework `starfish`).
+//    only, patrickstar/core/chunk_list.py), the embeddings on the CPU or in the chunks
+//    (use_cpu_embedding; a tied output head keeps them in the chunks). Run by the chunk runtime
+//    (framework `starfish`).
 //  - DeepSpeed ZeRO-Offload (Ren et al., ATC 2021): ZeRO-2 with the fp16 params on the GPU and
 //    the gradients *and* optimizer states on the CPU, stepped by CPU Adam; combinable with
 //    Megatron tensor parallelism (the paper's model-parallel runs), not with pipelining

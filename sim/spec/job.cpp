@@ -74,6 +74,24 @@ void check_experts(const Model& model, const Plan& plan, const std::string& of_m
   if (plan.chunked()) pp.fail("plan.chunk_size", "the chunk runtime does not run mixture-of-experts layers");
 }
 
+// PatrickStar's CPU embedding (patrickstar/ops/embedding.py): a chunk-runtime mechanism; each
+// rank holds the whole vocabulary (PatrickStar has no tensor parallelism), and the lookup's weight
+// never reaches the GPU, where a tied output head would need it (PatrickStar's benchmark models,
+// *ForSequenceClassification, have no LM head).
+void check_cpu_embedding(const Model& model, const Plan& plan) {
+  if (!plan.cpu_embedding) return;
+  const Provenance& pp = plan.provenance;
+  if (!plan.chunked())
+    pp.fail("plan.cpu_embedding", "the CPU embedding is the chunk runtime's (PatrickStar's use_cpu_embedding): "
+                                  "set chunk_size, or cpu_embedding: false");
+  if (plan.tp > 1)
+    pp.fail("plan.cpu_embedding", "the CPU embedding holds the whole vocabulary on every rank: it needs "
+                                  "tensor_parallel 1 (PatrickStar has no tensor parallelism)");
+  if (model.tied_embeddings)
+    pp.fail("plan.cpu_embedding", "a tied output head multiplies by the word embedding on the GPU, which the CPU "
+                                  "embedding keeps on the CPU: the model needs tied_embeddings: false");
+}
+
 // FP8 GEMMs: TransformerEngine's, under Megatron-core, inside bf16/fp16 mixed precision, on a GPU
 // with fp8 tensor cores (a peak for fp8 in its hwprofile).
 void check_fp8(const Cluster& cluster, const Training& training, const Plan& plan, const std::string& of_cluster) {
@@ -171,6 +189,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                     std::to_string(plan.micro_batch));
   if (plan.chunked() && plan.chunk_elements < 1024)
     pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
+  check_cpu_embedding(model, plan);
   check_fp8(cluster, training, plan, of_cluster);
   if (!cluster.node.gpu.peak_flops.count(training.dtype))
     training.provenance.fail("training.dtype", std::string("GPU ") + cluster.node.gpu.name + " has no peak for " +

@@ -88,6 +88,11 @@ struct Plan {
   int zero_stage = 0;          // 0..3
   Offload offload;
   int64_t chunk_elements = 0;  // chunk runtime chunk size; 0 = static placement (no chunks)
+  // PatrickStar's device-aware operator placement (use_cpu_embedding, patrickstar/ops/embedding.py
+  // and core/preprocess.py): the embeddings' lookup, their fp32 parameters, gradients and Adam
+  // states stay on the CPU, outside the chunks, replicated on every rank and all-reduced over
+  // Gloo. Chunked plans only, without TP and without a tied output head (sim/cost/cpu_embedding.h).
+  bool cpu_embedding = false;
   Recompute recompute = Recompute::none;
   Framework framework = Framework::megatron_lm;
   Attention attention = Attention::framework_default;  // resolved by attention_kernel()

@@ -399,6 +399,7 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
       o.finish();
     }
     if (q.has("chunk_size")) pl.chunk_elements = q.count("chunk_size");
+    if (q.has("cpu_embedding")) pl.cpu_embedding = q.boolean("cpu_embedding");
     if (q.has("framework"))
       pl.framework = q.choice<Framework>("framework", {{"megatron-lm", Framework::megatron_lm},
                                                        {"megatron-core", Framework::megatron_core},
@@ -621,6 +622,7 @@ std::string to_yaml(const PlanFile& p) {
   emit_kv(e, "optimizer", to_string(q.offload.optimizer));
   e << YAML::EndMap;
   emit_kv(e, "chunk_size", units::format_count(q.chunk_elements));
+  if (q.cpu_embedding) e << YAML::Key << "cpu_embedding" << YAML::Value << true;
   emit_kv(e, "framework", to_string(q.framework));
   emit_kv(e, "attention", to_string(q.attention));
   emit_kv(e, "loss", to_string(q.loss));

@@ -45,14 +45,17 @@ std::vector<Move> read_moves(const std::string& path) {
 // "GPU" memory set to the busiest moment's need plus room for one prefetch (so the runtime
 // evicts every iteration: hence recompute full) and, with `states_on_nvme`, host memory for the param and grad chunks
 // only (momentum and variance go to the NVMe files). `gpu_bytes` > 0 replaces the GPU memory.
-ParityJob write_job(const TempDir& dir, bool states_on_nvme, int64_t iterations, int64_t gpu_bytes = 0) {
-  testing::write_file(dir / "model.yaml", "name: test-gpt\nlayers: 2\nhidden: 32\nheads: 2\nseq_len: 16\nvocab: 256\nbias: false\n");
+// `cpu_embedding`: an untied model whose plan keeps the embeddings on the CPU.
+ParityJob write_job(const TempDir& dir, bool states_on_nvme, int64_t iterations, int64_t gpu_bytes = 0, bool cpu_embedding = false) {
+  testing::write_file(dir / "model.yaml", "name: test-gpt\nlayers: 2\nhidden: 32\nheads: 2\nseq_len: 16\nvocab: 256\nbias: false\n" +
+                                              std::string(cpu_embedding ? "tied_embeddings: false\n" : ""));
   const std::string plan = dir / "plan.yaml";
   testing::write_file(plan, "model: model.yaml\nhardware: hw.yaml\ntraining:\n  global_batch: 4\n  dtype: fp32\n  optimizer: adamw\n"
                             "  learning_rate: 0.003\n  weight_decay: 0.01\n  iterations: " +
                                 std::to_string(iterations) + "\n  seed: 5\nplan:\n  micro_batch: 4\n  chunk_size: 5000\n  recompute: full\n" +
                                 // chunks reach NVMe only when the plan names it (chunks_may_use_nvme)
-                                (states_on_nvme ? "  offload: {optimizer: nvme}\n" : ""));
+                                (states_on_nvme ? "  offload: {optimizer: nvme}\n" : "") +
+                                (cpu_embedding ? "  cpu_embedding: true\n" : ""));
   Cluster hw = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/cpu-host.yaml");
   const PlanFile pf = load_plan_file(plan);
   const Model model = load_model(dir / "model.yaml");
@@ -185,6 +188,26 @@ TEST(SimParity, ThreeIterationsMoveForMoveWhileEvicting) {
   EXPECT_EQ(measured.threads_per_rank, 1);
   ASSERT_TRUE(measured.cpu_s && measured.load);
   EXPECT_GE(measured.load->cpus, 1);
+}
+
+// PatrickStar's CPU embedding: the executor trains the tables on the host and the runtime
+// decides, for the chunks, exactly what the simulator's runtime decides. The simulator also moves
+// the lookup's fp32 output to the GPU and its gradient back (4 x 16 tokens x 32 x 4 bytes each
+// way); the executor's "GPU" is the host, so its report counts the runtime's moves alone.
+TEST(SimParity, CpuEmbeddingMovesForMoveAndTheSimulatorAddsTheRowsCrossingPcie) {
+  TempDir dir("parity-cpu-embedding");
+  const ParityJob s = write_job(dir, false, 3, 0, true);
+  ASSERT_TRUE(s.job.plan.cpu_embedding);
+  const schedule::SimReport sim = simulate_into(s, dir);
+  run_executor(s, dir);
+  const MoveDiff d = diff_move_logs(read_moves(dir / "sim.jsonl"), read_moves(dir / "run.jsonl"));
+  EXPECT_TRUE(d.same) << d.describe();
+  const JsonValue run = read_json_file(dir / "run.json");
+  const double rows_bytes = 4.0 * 16 * 32 * 4;
+  EXPECT_GT(number(run, "bytes.h2d"), 0) << "the budget evicts and prefetches";
+  EXPECT_EQ(sim.h2d_bytes, number(run, "bytes.h2d") + rows_bytes);
+  EXPECT_EQ(sim.d2h_bytes, number(run, "bytes.d2h") + rows_bytes);
+  EXPECT_NE(testing::read_file(dir / "run.log").find("loss"), std::string::npos);
 }
 
 TEST(SimParity, StatesOnNvmeMoveForMoveAndCompareShowsEveryRow) {

@@ -93,5 +93,37 @@ TEST(Memory, ChunkedStatesPoolTheGpuMarginTheHostAndNvme) {
   EXPECT_DOUBLE_EQ(over.optimizer.cpu, 400 + 100);
 }
 
+// A CPU embedding (sim/cost/cpu_embedding.h) stays on the host beside the chunks: its fp32 param,
+// grad and moments (4 + 4 + 8 bytes per parameter) count there and take the host's room first.
+TEST(Memory, ACpuEmbeddingStaysOnTheHostAndTakesItsRoomFirst) {
+  Plan p;
+  p.chunk_elements = 64LL << 20;
+  p.offload.optimizer = Tier::cpu;
+  ChunkFootprint chunks;
+  chunks.kept_param_elements = 100;
+  chunks.moment_bytes = 50;
+  chunks.cpu_embedding_elements = 10;
+  chunks.cpu_embedding_host_bytes = 160;
+  const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, &chunks);
+  EXPECT_DOUBLE_EQ(s.params.gpu, 2.0 * 100);
+  EXPECT_DOUBLE_EQ(s.params.cpu, 4.0 * 10);
+  EXPECT_DOUBLE_EQ(s.grads.cpu, 4.0 * 10);
+  EXPECT_DOUBLE_EQ(s.optimizer.cpu, 12.0 * 100 + 8 * 10);
+  // GPU 1000 with 700 taken (every chunk resident, one rank: no room kept for a moment): the 200 B
+  // of param chunks and 100 of the states fill the 300 left; the host (1500, less 50 for a
+  // moment's chunks and the embedding's 160) takes the other 1100 of the chunks' states.
+  const ModelStates placed = place_chunked_states(s, chunks, 700, TierBytes{1000, 1500, 0});
+  EXPECT_DOUBLE_EQ(placed.params.gpu, 200);
+  EXPECT_DOUBLE_EQ(placed.params.cpu, 40);
+  EXPECT_DOUBLE_EQ(placed.grads.cpu, 40);
+  EXPECT_DOUBLE_EQ(placed.optimizer.gpu, 100);
+  EXPECT_DOUBLE_EQ(placed.optimizer.cpu, 1100 + 80);
+  // A host of 1000: the embedding's 160 first, then 790 of the states; the rest is reported on the
+  // host, over its capacity.
+  const ModelStates over = place_chunked_states(s, chunks, 700, TierBytes{1000, 1000, 0});
+  EXPECT_DOUBLE_EQ(over.optimizer.cpu, 1100 + 80);
+  EXPECT_GT(over.params.cpu + over.grads.cpu + over.optimizer.cpu, 1000.0);
+}
+
 }  // namespace
 }  // namespace starfish

@@ -4,6 +4,7 @@
 #include "sim/chunk/iteration_driver.h"
 #include "sim/chunk/reference_backend.h"
 #include "sim/chunk/runtime_config.h"
+#include "sim/cost/capacity.h"
 #include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/simulate.h"
@@ -30,7 +31,8 @@ Cluster one_gpu(int64_t gpu_bytes) {
   return c;
 }
 
-Job chunked_job(int64_t gpu_bytes) {
+// `cpu_embedding`: an untied model whose plan keeps the embeddings on the CPU.
+Job chunked_job(int64_t gpu_bytes, bool cpu_embedding = false) {
   Training t;
   t.global_batch = 4;
   t.dtype = DType::fp16;
@@ -39,25 +41,35 @@ Job chunked_job(int64_t gpu_bytes) {
   p.chunk_elements = 32LL << 20;
   p.offload.optimizer = Tier::cpu;
   p.recompute = Recompute::full;
-  return make_job(gpt(24, 2048), one_gpu(gpu_bytes), t, p);
+  p.cpu_embedding = cpu_embedding;
+  Model m = gpt(24, 2048);
+  m.tied_embeddings = !cpu_embedding;
+  return make_job(m, one_gpu(gpu_bytes), t, p);
 }
 
-// The bytes the runtime moves in its steady (third) iteration, on the counting reference backend.
+// The bytes the runtime moves in its steady (third) iteration, on the counting reference backend,
+// and the most host memory it holds after a step of that iteration.
 struct Moved {
-  int64_t h2d = 0, d2h = 0;
+  int64_t h2d = 0, d2h = 0, cpu_peak = 0;
 };
 // The non-model memory per step is the simulator's own (chunked_non_model_bytes).
 Moved reference_moves(const Job& job) {
+  struct CpuPeak : FixedNonModel {
+    using FixedNonModel::FixedNonModel;
+    int64_t peak = 0;
+    void after(const Step&, ChunkRuntime& rt) override { peak = std::max(peak, rt.in_use(Tier::cpu)); }
+  };
   const ChunkPlan cp = chunk_plan(job, 0);
   ReferenceBackend backend;
   ChunkRuntime rt(cp.layout, cp.options, backend);
   IterationDriver driver(rt, cp.tied_embeddings);
-  FixedNonModel hooks(chunked_non_model_bytes(job, driver.steps()));
+  CpuPeak hooks(chunked_non_model_bytes(job, driver.steps()));
   driver.run_iteration(hooks);
   driver.run_iteration(hooks);
   const Moved before{backend.copied(Tier::cpu, Tier::gpu), backend.copied(Tier::gpu, Tier::cpu)};
+  hooks.peak = 0;
   driver.run_iteration(hooks);
-  return {backend.copied(Tier::cpu, Tier::gpu) - before.h2d, backend.copied(Tier::gpu, Tier::cpu) - before.d2h};
+  return {backend.copied(Tier::cpu, Tier::gpu) - before.h2d, backend.copied(Tier::gpu, Tier::cpu) - before.d2h, hooks.peak};
 }
 
 TEST(ChunkedIteration, TightGpuBudgetMovesMoreAndTakesLonger) {
@@ -155,6 +167,60 @@ TEST(ChunkedIteration, NoRecomputeNoRecomputePhase) {
   const SimReport r = simulate(job);
   EXPECT_EQ(r.phases.recompute_s, 0);
   EXPECT_GT(r.phases.backward_s, r.phases.forward_s);
+}
+
+// PatrickStar's CPU embedding (sim/cost/cpu_embedding.h), on an untied GPT (the head has its
+// own matrix): the word and position embeddings leave the chunks, their fp32 states take 16 bytes
+// per parameter of the rank's host share, and the iteration pays, on one GPU and its host, the
+// lookup and the dense backward at the host's memory bandwidth, the rows crossing PCIe both ways
+// in fp32, and the replica's CPU Adam.
+TEST(ChunkedIteration, CpuEmbeddingKeepsTheVocabularyOffTheChunksAndPaysItsCosts) {
+  const Job job = chunked_job(4LL << 30, true);
+  const Model& m = job.model;
+  const double E = 50257.0 * 2048 + 1024.0 * 2048;  // word + learned position embeddings
+  const ChunkPlan cp = chunk_plan(job, 0);
+  int64_t chunked = 0;
+  for (const ParamTensor& x : cp.layout.tensors()) {
+    EXPECT_NE(x.role, ParamRole::word_embedding);
+    EXPECT_NE(x.role, ParamRole::position_embedding);
+    chunked += x.elements;
+  }
+  EXPECT_EQ(static_cast<double>(chunked), static_cast<double>(count_parameters(m).total) - E);
+  EXPECT_EQ(cp.options.budget.cpu_bytes, usable_host_bytes(job.cluster.node) - static_cast<int64_t>(16 * E));
+
+  Job in_chunks = job;
+  in_chunks.plan.cpu_embedding = false;
+  in_chunks.model.tied_embeddings = false;
+  const SimReport with = simulate(job), without = simulate(in_chunks);
+  // Every copy the runtime decides, plus the lookup's output in and its gradient out:
+  // 4 sequences x 1024 tokens x 2048 x 4 bytes each way.
+  const Moved moved = reference_moves(job);
+  const double rows_bytes = 4.0 * 1024 * 2048 * 4;
+  EXPECT_EQ(with.h2d_bytes, static_cast<double>(moved.h2d) + rows_bytes);
+  EXPECT_EQ(with.d2h_bytes, static_cast<double>(moved.d2h) + rows_bytes);
+  // The host's work, at 100 GB/s: the lookup reads and writes the rows; the dense backward writes
+  // the zeroed table and reads the row gradients and reads and writes the table's rows.
+  const double host_Bps = 100e9;
+  const double lookup_s = 2 * rows_bytes / host_Bps, backward_s = (4 * E + 3 * rows_bytes) / host_Bps;
+  // One rank: no all-reduce, only the gradient's division by the world (a read and a write).
+  const double divide_s = 2 * 4 * E / host_Bps;
+  // The embedding's own forward and gradient copy leave the GPU's work (forward: none; backward:
+  // the two tensors' gradients copied into their chunk, 2 bytes each way).
+  const GpuSpec& g = job.cluster.node.gpu;
+  const double grads_into_chunk_s = 2 * 2 * E / (g.hbm_bandwidth_Bps * g.hbm_efficiency);
+  const double tol = 1e-9 * with.iteration_s;
+  EXPECT_NEAR(with.phases.forward_s, without.phases.forward_s + lookup_s, tol);
+  EXPECT_NEAR(with.phases.backward_s, without.phases.backward_s - grads_into_chunk_s + backward_s, tol);
+  EXPECT_NEAR(with.phases.collectives_s, divide_s, tol);
+  // The optimizer: the chunks' CPU Adam (the layouts differ by the embedding's chunk), and the
+  // replica's E parameters.
+  double stepped = 0;
+  for (int c = 0; c < cp.layout.param_chunks(); ++c)
+    if (!cp.layout.tensors_of(c).empty()) stepped += static_cast<double>(cp.layout.chunk(c).elements);
+  EXPECT_NEAR(with.phases.optimizer_s, (stepped + E) / job.cluster.node.host.cpu_adam_params_per_s, tol);
+  // The host holds the runtime's busiest CPU use of the steady iteration and the tables' 16 B/param.
+  EXPECT_GT(moved.cpu_peak, 0);
+  EXPECT_EQ(with.cpu_bytes_per_node, static_cast<double>(moved.cpu_peak) + 16 * E);
 }
 
 }  // namespace

@@ -41,6 +41,40 @@ TEST(Variants, PatrickStarIsDataParallelChunksOverGpuAndCpuWithNvmeOnlyWhenAsked
   EXPECT_TRUE(nvme);
 }
 
+// PatrickStar's use_cpu_embedding, where make_job admits it: an untied model (a tied head
+// needs the embedding on the GPU); every other system keeps its embeddings where its other
+// parameters are.
+TEST(Variants, OnlyPatrickStarPutsTheEmbeddingsOnTheCpuAndOnlyForAnUntiedModel) {
+  Model untied = search_test::small_gpt();
+  untied.tied_embeddings = false;
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(16);
+  for (const SystemVariant& v : all_system_variants()) {
+    int on_cpu = 0, in_chunks = 0;
+    for (const Candidate& k : enumerate_plans(untied, c, t, v.space)) {
+      (k.cpu_embedding ? on_cpu : in_chunks) += k.chunk_elements > 0;
+      if (k.cpu_embedding) {
+        EXPECT_EQ(plan_invalid_reason(untied, c, t, k.to_plan()), nullptr) << short_label(k);
+        EXPECT_NE(short_label(k).find(" cpu-emb"), std::string::npos);
+      }
+    }
+    if (v.kind == VariantKind::patrickstar) {
+      EXPECT_GT(on_cpu, 0);
+      EXPECT_EQ(on_cpu, in_chunks) << "each chunked plan with and without the CPU embedding";
+    } else {
+      EXPECT_EQ(on_cpu, 0) << v.name;
+    }
+    for (const Candidate& k : enumerate_plans(search_test::small_gpt(), c, t, v.space))
+      EXPECT_FALSE(k.cpu_embedding) << v.name << ": " << short_label(k) << " with a tied head";
+  }
+  Plan tied = Plan{};
+  tied.chunk_elements = 1 << 26;
+  tied.micro_batch = 2;  // 16 sequences over DP 8, one micro-batch
+  tied.cpu_embedding = true;
+  EXPECT_STREQ(plan_invalid_reason(search_test::small_gpt(), c, t, tied), "the CPU embedding cannot serve a tied output head");
+  EXPECT_TRUE(to_candidate(tied).to_plan().cpu_embedding);
+}
+
 TEST(Variants, ZeroInfinityIsStaticZero3OverEveryTierWithoutPipelines) {
   bool nvme = false, tp = false;
   for (const Candidate& k : plans_of(VariantKind::zero_infinity)) {

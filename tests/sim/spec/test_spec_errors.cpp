@@ -260,6 +260,28 @@ TEST(SpecErrors, AChunkPlanRunsOneMicroBatchPerIteration) {
   EXPECT_EQ(job_error("training: {global_batch: 16}\nplan: {micro_batch: 1}\n"), "(no error)");  // static: accumulates
 }
 
+// PatrickStar's CPU embedding: a chunk-runtime mechanism, for one whole vocabulary per rank,
+// whose weight never reaches the GPU where a tied output head would need it.
+TEST(SpecErrors, TheCpuEmbeddingNeedsChunksNoTensorParallelismAndAnUntiedHead) {
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {cpu_embedding: true}\n"),
+            "plan.yaml:2:8: field 'plan.cpu_embedding': the CPU embedding is the chunk runtime's (PatrickStar's "
+            "use_cpu_embedding): set chunk_size, or cpu_embedding: false");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, tensor_parallel: 2, micro_batch: 2, "
+                      "cpu_embedding: true}\n"),
+            "plan.yaml:2:62: field 'plan.cpu_embedding': the CPU embedding holds the whole vocabulary on every rank: it "
+            "needs tensor_parallel 1 (PatrickStar has no tensor parallelism)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, cpu_embedding: true}\n"),
+            "plan.yaml:2:42: field 'plan.cpu_embedding': a tied output head multiplies by the word embedding on the GPU, "
+            "which the CPU embedding keeps on the CPU: the model needs tied_embeddings: false");
+  JobParts untied;
+  untied.model.tied_embeddings = false;
+  const PlanFile p = parse_plan_file_text("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, "
+                                          "cpu_embedding: true}\n", "plan.yaml");
+  EXPECT_TRUE(make_job(untied.model, untied.cluster, p.training, p.plan).plan.cpu_embedding);
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, cpu_embedding: maybe}\n"),
+            "plan.yaml:2:42: field 'plan.cpu_embedding': expected true or false, got 'maybe'");
+}
+
 TEST(SpecErrors, DataParallelIsDerived) {
   JobParts parts;
   const PlanFile p = parse_plan_file_text("training: {global_batch: 64}\nplan: {tensor_parallel: 2, pipeline_parallel: 2}\n");
