@@ -366,7 +366,7 @@ void MainWindow::searchDone() {
                               .arg(hc(static_cast<double>(r.enumerated)), hc(static_cast<double>(r.fitting)))
                               .arg(r.elapsed_s, 0, 'f', 2)
                               .arg(r.cancelled ? " (cancelled: best so far)" : ""));
-  if (r.rows.empty()) error("No plan fits: " + q(r.binding_constraint()));
+  if (r.rows.empty()) error("No plan fits: " + q(constraint_name(r.binding_constraint())));
   showDetails();
   updateActions();
   Q_EMIT searchFinished();

@@ -64,7 +64,7 @@ void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r, const Cost
     w.field("tokens_per_s", best.analytic.tokens_per_s).field("iteration_s", best.analytic.time.iteration_s);
     w.end_object();
   }
-  w.field("next_model", r.next_model.name).field("binding", r.binding).field("binding_detail", r.binding_detail);
+  w.field("next_model", r.next_model.name).field("binding", constraint_name(r.binding)).field("binding_detail", r.binding_detail);
   w.field("probes", r.probes);
   w.end_object();
 }
@@ -131,13 +131,13 @@ void print_ratio_line(const std::vector<Variant>& variants, bool memory_bound, b
 
 void print_answer_row(const char* name, const search::MaxSizeResult& r) {
   if (!r.found) {
-    std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", name, "none", "-", "-", "-", "-", "-", r.binding.c_str(),
+    std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", name, "none", "-", "-", "-", "-", "-", constraint_name(r.binding),
                 ("even " + r.next_model.name + " does not fit").c_str());
     return;
   }
   std::printf("%-24s %10s %7d %7d %12s %6.1f%% %10s  %-16s %s\n", name, units::human_count(r.parameters).c_str(),
               r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s).c_str(),
-              100 * simulated(r).mfu, human_days(r.days_to_train).c_str(), r.binding.c_str(),
+              100 * simulated(r).mfu, human_days(r.days_to_train).c_str(), constraint_name(r.binding),
               r.best.rows.front().label().c_str());
 }
 
@@ -183,7 +183,7 @@ void print_text(const std::vector<Variant>& variants, const Cluster& cluster, co
   if (any.found) {
     std::printf("\nbest plan at %s: %s\n", any.model.name.c_str(), plan_summary(any.best.job(any.best.rows.front())).c_str());
     std::printf("next size %s fails: %s\n", any.next_model.name.c_str(),
-                any.binding_detail.empty() ? any.binding.c_str() : any.binding_detail.c_str());
+                any.binding_detail.empty() ? constraint_name(any.binding) : any.binding_detail.c_str());
   }
   if (!variant_of(variants, search::VariantKind::patrickstar).result.found)
     std::printf("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"

@@ -45,7 +45,7 @@ int bisect(int lo, int hi, const ProbeAt& probe_at, const Cancelled& cancelled, 
 // Why the next size fails: the simulator's refusal of the best plan the analytic tier accepted,
 // else the summary line of the family that came closest to fitting (of those the binding
 // constraint rejected, when any was).
-std::string binding_detail(const SearchResult& fail, const std::string& binding) {
+std::string binding_detail(const SearchResult& fail, Constraint binding) {
   if (fail.fitting > 0 && !fail.simulator_rejected.empty()) {
     const auto& [label, why] = fail.simulator_rejected.front();
     return "the simulator refused " + label + ": " + why;
@@ -129,7 +129,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   out.days_to_train = days_to_train(out.tokens, out.best.rows.front().refined->tokens_per_s);
   out.next_model = fail.model;
   out.binding = fail.result.binding_constraint();
-  if (out.binding.empty()) out.binding = "no valid plan for its shape";
+  if (out.binding == Constraint::none) out.binding = Constraint::no_valid_plan;
   out.binding_detail = binding_detail(fail.result, out.binding);
   return out;
 }
