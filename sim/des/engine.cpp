@@ -128,6 +128,8 @@ struct Engine::Impl {
   [[noreturn]] void throw_cycle() const;
 
   // Simulation.
+  void reset_run_state();
+  void handle(const Event& e);
   void make_ready(TaskId t);
   void start(TaskId t);
   void start_flow(TaskId owner, uint32_t pattern, double bytes, double latency_s);
@@ -651,9 +653,9 @@ void Engine::Impl::throw_cycle() const {
   throw SpecError(msg);
 }
 
-const Results& Engine::Impl::run() {
+// Every task pending again, every resource idle, the clock at 0: a run starts from the built DAG.
+void Engine::Impl::reset_run_state() {
   const size_t n = tasks_.size();
-  build_successors();
   done_.assign(n, 0);
   coll_phase_.assign(collectives_.size(), 0);
   coll_step_.assign(collectives_.size(), 0);
@@ -674,7 +676,38 @@ const Results& Engine::Impl::run() {
   results_.ready_s.assign(n, 0);
   results_.start_s.assign(n, 0);
   results_.end_s.assign(n, 0);
+}
 
+// One event of the current instant: a task ends, a flow's bytes are sent (then delivered after
+// the link's latency), or a delivery completes.
+void Engine::Impl::handle(const Event& e) {
+  switch (e.kind()) {
+    case EventKind::TaskEnd:
+      ++events_processed_;
+      complete(e.target);
+      break;
+    case EventKind::FlowTxEnd: {
+      if (net_->version(e.target) != e.version) break;  // rescheduled since
+      ++events_processed_;
+      const TaskId t = net_->owner(e.target);
+      net_->finish(e.target, now_);
+      const Task& k = tasks_[t];
+      const double latency_s = k.kind == TaskKind::Collective ? current_phase(k).latency_s : k.latency_s;
+      if (latency_s > 0) events_.push(now_ + latency_s, EventKind::Delivered, t);
+      else on_delivered(t);
+      break;
+    }
+    case EventKind::Delivered:
+      ++events_processed_;
+      on_delivered(e.target);
+      break;
+  }
+}
+
+const Results& Engine::Impl::run() {
+  const size_t n = tasks_.size();
+  build_successors();
+  reset_run_state();
   for (TaskId t = 0; t < n; ++t)
     if (pending_[t] == 0) make_ready(t);
 
@@ -687,28 +720,7 @@ const Results& Engine::Impl::run() {
       if (progress_) progress_(tasks_done_, n);
     }
     if (!events_.empty() && events_.top().time_s() <= now_) {
-      const Event e = events_.pop();
-      switch (e.kind()) {
-        case EventKind::TaskEnd:
-          ++events_processed_;
-          complete(e.target);
-          break;
-        case EventKind::FlowTxEnd: {
-          if (net_->version(e.target) != e.version) break;  // rescheduled since
-          ++events_processed_;
-          const TaskId t = net_->owner(e.target);
-          net_->finish(e.target, now_);
-          const Task& k = tasks_[t];
-          const double latency_s = k.kind == TaskKind::Collective ? current_phase(k).latency_s : k.latency_s;
-          if (latency_s > 0) events_.push(now_ + latency_s, EventKind::Delivered, t);
-          else on_delivered(t);
-          break;
-        }
-        case EventKind::Delivered:
-          ++events_processed_;
-          on_delivered(e.target);
-          break;
-      }
+      handle(events_.pop());
       continue;
     }
     if (!dirty_resources_.empty()) {
