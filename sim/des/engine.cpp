@@ -129,7 +129,6 @@ struct Engine::Impl {
 
   // Simulation.
   void reset_run_state();
-  void handle(const Event& e);
   void make_ready(TaskId t);
   void start(TaskId t);
   void start_flow(TaskId owner, uint32_t pattern, double bytes, double latency_s);
@@ -678,32 +677,6 @@ void Engine::Impl::reset_run_state() {
   results_.end_s.assign(n, 0);
 }
 
-// One event of the current instant: a task ends, a flow's bytes are sent (then delivered after
-// the link's latency), or a delivery completes.
-void Engine::Impl::handle(const Event& e) {
-  switch (e.kind()) {
-    case EventKind::TaskEnd:
-      ++events_processed_;
-      complete(e.target);
-      break;
-    case EventKind::FlowTxEnd: {
-      if (net_->version(e.target) != e.version) break;  // rescheduled since
-      ++events_processed_;
-      const TaskId t = net_->owner(e.target);
-      net_->finish(e.target, now_);
-      const Task& k = tasks_[t];
-      const double latency_s = k.kind == TaskKind::Collective ? current_phase(k).latency_s : k.latency_s;
-      if (latency_s > 0) events_.push(now_ + latency_s, EventKind::Delivered, t);
-      else on_delivered(t);
-      break;
-    }
-    case EventKind::Delivered:
-      ++events_processed_;
-      on_delivered(e.target);
-      break;
-  }
-}
-
 const Results& Engine::Impl::run() {
   const size_t n = tasks_.size();
   build_successors();
@@ -720,7 +693,28 @@ const Results& Engine::Impl::run() {
       if (progress_) progress_(tasks_done_, n);
     }
     if (!events_.empty() && events_.top().time_s() <= now_) {
-      handle(events_.pop());
+      const Event e = events_.pop();
+      switch (e.kind()) {
+        case EventKind::TaskEnd:
+          ++events_processed_;
+          complete(e.target);
+          break;
+        case EventKind::FlowTxEnd: {
+          if (net_->version(e.target) != e.version) break;  // rescheduled since
+          ++events_processed_;
+          const TaskId t = net_->owner(e.target);
+          net_->finish(e.target, now_);
+          const Task& k = tasks_[t];
+          const double latency_s = k.kind == TaskKind::Collective ? current_phase(k).latency_s : k.latency_s;
+          if (latency_s > 0) events_.push(now_ + latency_s, EventKind::Delivered, t);
+          else on_delivered(t);
+          break;
+        }
+        case EventKind::Delivered:
+          ++events_processed_;
+          on_delivered(e.target);
+          break;
+      }
       continue;
     }
     if (!dirty_resources_.empty()) {
