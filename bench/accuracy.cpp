@@ -13,6 +13,7 @@
 #include <functional>
 #include <array>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,6 +163,80 @@ void korthikanti_table4(const std::string& dir, Summary& sum) {
 
 
 // ---- BigScience BLOOM-176B sweeps (Megatron-DeepSpeed on Jean Zay): sec/iteration, peak memory, OOM.
+using Row = std::vector<std::string>;
+
+// A sweep row's job as Megatron-DeepSpeed ran it (ZeRO-1, bf16, full recompute); nullopt, with
+// the reason in `sum`, when the row cannot be expressed or checked.
+std::optional<Job> bloom_job(const Table& t, const Row& r, const Cluster& node, Summary& sum) {
+  const std::string line = t.at(r, "md_line");
+  const int heads = t.at(r, "attention_heads").empty() ? 64 : std::stoi(t.at(r, "attention_heads"));
+  Model m = gpt("bloom-" + t.at(r, "size_label"), std::stoi(t.at(r, "num_layers")), std::stoi(t.at(r, "hidden_size")),
+                heads, 2048, 250880);
+  m.position = PositionEmbedding::rope;  // ALiBi: no position parameters (as RoPE)
+  Cluster cl = node;
+  cl.nodes = std::stoi(t.at(r, "nodes"));
+  Training tr;
+  tr.dtype = DType::bf16;
+  tr.global_batch = std::stoll(t.at(r, "gbs"));
+  Plan p;
+  p.framework = Framework::deepspeed;
+  p.tp = std::stoi(t.at(r, "tp"));
+  p.pp = std::stoi(t.at(r, "pp"));
+  p.dp = t.at(r, "dp").empty() ? 1 : std::stoi(t.at(r, "dp"));
+  p.micro_batch = std::stoi(t.at(r, "mbs"));
+  p.zero_stage = t.at(r, "zero_stage").rfind("0", 0) == 0 ? 0 : 1;
+  p.recompute = Recompute::full;
+  if (p.tp * p.pp * p.dp != cl.total_gpus()) {
+    sum.not_expressed.push_back("BLOOM line " + line + ": DP x TP x PP = " + std::to_string(p.tp * p.pp * p.dp) +
+                                " GPUs, but " + std::to_string(cl.nodes) + " nodes have " +
+                                std::to_string(cl.total_gpus()));
+    return std::nullopt;
+  }
+  Job job;
+  try {
+    job = make_job(m, cl, tr, p);
+  } catch (const SpecError& e) {
+    sum.not_expressed.push_back("BLOOM line " + line + ": " + e.what());
+    return std::nullopt;
+  }
+  // A row whose published TFLOP/s and sec/iteration disagree about the work done (they imply
+  // another batch than the row's) cannot be checked: list it rather than guess which is right.
+  if (!t.at(r, "sec_per_iter").empty() && !t.at(r, "hw_tflops_per_gpu").empty()) {
+    const double work = iteration_flops(m, tr.global_batch, Recompute::full).hardware;
+    const double published_work =
+        std::stod(t.at(r, "hw_tflops_per_gpu")) * 1e12 * cl.total_gpus() * std::stod(t.at(r, "sec_per_iter"));
+    if (std::fabs(published_work / work - 1) > 0.25) {
+      char why[200];
+      std::snprintf(why, sizeof why, "BLOOM line %s: its TFLOP/s x sec/iteration is %.0f%% of the work of a %lld-sequence batch",
+                    line.c_str(), 100 * published_work / work, static_cast<long long>(tr.global_batch));
+      sum.not_expressed.push_back(why);
+      return std::nullopt;
+    }
+  }
+  return job;
+}
+
+// The memory cells of a row: measured, predicted (with what nvidia-smi counts) and the error, or
+// whether an OOM was predicted; counted into `sum`.
+std::string bloom_memory_cells(const std::string& mem, double reserved, bool fits, Summary& sum) {
+  char buf[96];
+  if (mem == "OOM") {
+    if (fits) ++sum.oom_missed;
+    std::snprintf(buf, sizeof buf, "%7s %7.1f %7s", "OOM", reserved / 1073741824.0, fits ? "MISSED" : "ok");
+  } else if (mem.size() > 2 && mem != "GB") {
+    const double measured = std::stod(mem) * 1073741824.0;
+    ++sum.memory_rows;
+    if (reserved < measured) ++sum.memory_below;
+    if (!fits) ++sum.fit_missed;
+    sum.memory_worst_over = std::max(sum.memory_worst_over, reserved / measured - 1);
+    std::snprintf(buf, sizeof buf, "%7.0f %7.1f %+6.1f%%", measured / 1073741824.0, reserved / 1073741824.0,
+                  pct(reserved / measured - 1));
+  } else {
+    std::snprintf(buf, sizeof buf, "%7s %7.1f %7s", "-", reserved / 1073741824.0, "");
+  }
+  return buf;
+}
+
 void bloom(const std::string& dir, Summary& sum) {
   const Table t = read_table(dir + "/bloom176b_sweep_0221_0225.csv");
   const Cluster node = profile("jean-zay-a100-80gb");
@@ -169,63 +244,18 @@ void bloom(const std::string& dir, Summary& sum) {
   std::printf("%-5s %5s %3s %3s %3s %3s %4s | %7s %7s %7s | %7s %7s %7s\n", "line", "size", "DP", "TP", "PP", "mbs", "gbs",
               "s/it", "pred.", "err", "mem GB", "pred.", "over");
   for (const auto& r : t.rows) {
-    const std::string line = t.at(r, "md_line");
-    const int heads = t.at(r, "attention_heads").empty() ? 64 : std::stoi(t.at(r, "attention_heads"));
-    Model m = gpt("bloom-" + t.at(r, "size_label"), std::stoi(t.at(r, "num_layers")), std::stoi(t.at(r, "hidden_size")),
-                  heads, 2048, 250880);
-    m.position = PositionEmbedding::rope;  // ALiBi: no position parameters (as RoPE)
-    Cluster cl = node;
-    cl.nodes = std::stoi(t.at(r, "nodes"));
-    Training tr;
-    tr.dtype = DType::bf16;
-    tr.global_batch = std::stoll(t.at(r, "gbs"));
-    Plan p;
-    p.framework = Framework::deepspeed;
-    p.tp = std::stoi(t.at(r, "tp"));
-    p.pp = std::stoi(t.at(r, "pp"));
-    p.dp = t.at(r, "dp").empty() ? 1 : std::stoi(t.at(r, "dp"));
-    p.micro_batch = std::stoi(t.at(r, "mbs"));
-    p.zero_stage = t.at(r, "zero_stage").rfind("0", 0) == 0 ? 0 : 1;
-    p.recompute = Recompute::full;
-    const std::string mem = t.at(r, "max_mem");
-    const bool oom = mem == "OOM";
-    if (p.tp * p.pp * p.dp != cl.total_gpus()) {
-      sum.not_expressed.push_back("BLOOM line " + line + ": DP x TP x PP = " + std::to_string(p.tp * p.pp * p.dp) +
-                                  " GPUs, but " + std::to_string(cl.nodes) + " nodes have " +
-                                  std::to_string(cl.total_gpus()));
-      continue;
-    }
-    Job job;
-    try {
-      job = make_job(m, cl, tr, p);
-    } catch (const SpecError& e) {
-      sum.not_expressed.push_back("BLOOM line " + line + ": " + e.what());
-      continue;
-    }
-    // A row whose published TFLOP/s and sec/iteration disagree about the work done (they imply
-    // another batch than the row's) cannot be checked: list it rather than guess which is right.
-    if (!t.at(r, "sec_per_iter").empty() && !t.at(r, "hw_tflops_per_gpu").empty()) {
-      const double work = iteration_flops(m, tr.global_batch, Recompute::full).hardware;
-      const double published_work =
-          std::stod(t.at(r, "hw_tflops_per_gpu")) * 1e12 * cl.total_gpus() * std::stod(t.at(r, "sec_per_iter"));
-      if (std::fabs(published_work / work - 1) > 0.25) {
-        char why[200];
-        std::snprintf(why, sizeof why, "BLOOM line %s: its TFLOP/s x sec/iteration is %.0f%% of the work of a %lld-sequence batch",
-                      line.c_str(), 100 * published_work / work, static_cast<long long>(tr.global_batch));
-        sum.not_expressed.push_back(why);
-        continue;
-      }
-    }
-    const schedule::SimReport rep = schedule::simulate(job);
+    const std::optional<Job> job = bloom_job(t, r, node, sum);
+    if (!job) continue;
+    const schedule::SimReport rep = schedule::simulate(*job);
     // BigScience read these peaks off nvidia-smi (chronicles-prequel.md: "Checking the actual GPU
     // allocations (nvidia-smi) - also need to take into account the cuda kernels"), which counts
     // the CUDA context and NCCL's buffers beside what the allocator reserves: the profile's
     // `reserved` GPU bytes. Whether it fits is the one rule every verb applies
     // (sim/cost/capacity.h).
-    const double reserved = rep.peak_gpu_bytes + static_cast<double>(cl.node.gpu.reserved_bytes);
-    const bool fits = rep.memory_verdict.fits;
+    const double reserved = rep.peak_gpu_bytes + static_cast<double>(node.node.gpu.reserved_bytes);
+    const std::string mem = t.at(r, "max_mem");
     std::string time_cells = "      -       -       -";
-    if (!t.at(r, "sec_per_iter").empty() && !oom) {
+    if (!t.at(r, "sec_per_iter").empty() && mem != "OOM") {
       const double published = std::stod(t.at(r, "sec_per_iter"));
       sum.time["BLOOM-176B"].add(rep.iteration_s, published);
       sum.all_time.add(rep.iteration_s, published);
@@ -233,25 +263,11 @@ void bloom(const std::string& dir, Summary& sum) {
       std::snprintf(buf, sizeof buf, "%7.1f %7.1f %+6.1f%%", published, rep.iteration_s, pct(rep.iteration_s / published - 1));
       time_cells = buf;
     }
-    std::string mem_cells;
-    char buf[96];
-    if (oom) {
-      if (fits) ++sum.oom_missed;
-      std::snprintf(buf, sizeof buf, "%7s %7.1f %7s", "OOM", reserved / 1073741824.0, fits ? "MISSED" : "ok");
-    } else if (mem.size() > 2 && mem != "GB") {
-      const double measured = std::stod(mem) * 1073741824.0;
-      ++sum.memory_rows;
-      if (reserved < measured) ++sum.memory_below;
-      if (!fits) ++sum.fit_missed;
-      sum.memory_worst_over = std::max(sum.memory_worst_over, reserved / measured - 1);
-      std::snprintf(buf, sizeof buf, "%7.0f %7.1f %+6.1f%%", measured / 1073741824.0, reserved / 1073741824.0,
-                    pct(reserved / measured - 1));
-    } else {
-      std::snprintf(buf, sizeof buf, "%7s %7.1f %7s", "-", reserved / 1073741824.0, "");
-    }
-    mem_cells = buf;
-    std::printf("%-5s %5s %3d %3d %3d %3d %4lld | %s | %s\n", line.c_str(), t.at(r, "size_label").c_str(), p.dp, p.tp, p.pp,
-                p.micro_batch, static_cast<long long>(tr.global_batch), time_cells.c_str(), mem_cells.c_str());
+    const std::string mem_cells = bloom_memory_cells(mem, reserved, rep.memory_verdict.fits, sum);
+    const Plan& p = job->plan;
+    std::printf("%-5s %5s %3d %3d %3d %3d %4lld | %s | %s\n", t.at(r, "md_line").c_str(), t.at(r, "size_label").c_str(),
+                p.dp, p.tp, p.pp, p.micro_batch, static_cast<long long>(job->training.global_batch), time_cells.c_str(),
+                mem_cells.c_str());
   }
 }
 

@@ -157,8 +157,17 @@ void GanttView::paintEvent(QPaintEvent* e) {
     p.drawText(rect(), Qt::AlignCenter, "Choose a plan to simulate its iteration");
     return;
   }
+  paintTimeAxis(p, clip);
+  for (int i = 0; i < rowCount(); ++i) {
+    const int top = rowTop(i);
+    if (top > clip.bottom() || top + 2 * kLane < clip.top()) continue;
+    paintRow(p, clip, rows_[i], top);
+  }
+}
+
+// The time axis: a tick and its time at each nice step of the iteration.
+void GanttView::paintTimeAxis(QPainter& p, const QRect& clip) const {
   const double x0 = x_of(0), x1 = x_of(iteration_s_);
-  // Time axis.
   const double step = nice_step(iteration_s_, x1 - x0);
   p.setPen(palette().color(QPalette::Mid));
   QFont small = font();
@@ -170,69 +179,79 @@ void GanttView::paintEvent(QPaintEvent* e) {
     p.drawLine(x, kHeader - 5, x, height());
     p.drawText(QRect(x - 50, 2, 100, kHeader - 8), Qt::AlignCenter, QString::fromStdString(units::human_seconds(t)));
   }
-  QBrush hatch(QColor(0xd8, 0xd8, 0xd8), Qt::BDiagPattern);
-  for (int i = 0; i < rowCount(); ++i) {
-    const Row& r = rows_[i];
-    const int top = rowTop(i);
-    if (top > clip.bottom() || top + 2 * kLane < clip.top()) continue;
-    // Compute lane background = idle time (the bubble); tasks paint over it.
-    p.fillRect(QRectF(x0, top, x1 - x0, kLane), QColor(0xfa, 0xf3, 0xf3));
-    p.fillRect(QRectF(x0, top, x1 - x0, kLane), hatch);
-    p.fillRect(QRectF(x0, top + kLane, x1 - x0, kLane), QColor(0xf6, 0xf6, 0xf6));
-    for (int lane = 0; lane < 2; ++lane) {
-      const auto& spans = lane == 0 ? r.compute : r.comm;
-      const int y = top + lane * kLane + 1;
-      // Tasks narrower than a few pixels are binned per pixel column: the column's height is
-      // the busy fraction of its time, so a stage that is 65% idle never looks solid at low
-      // zoom, and it stacks every category that ran in it (at least 2 px each), so forward,
-      // backward and recompute all stay visible however far out the view is zoomed.
-      const int c0 = std::max(0, clip.left()), c1 = clip.right() + 1;
-      std::vector<std::array<float, 9>> bins(static_cast<size_t>(std::max(0, c1 - c0)));
-      for (auto& b : bins) b.fill(0);
-      for (const auto& s : spans) {
-        const double a = x_of(s.start_s), b = x_of(s.end_s);
-        if (b < clip.left() || a > clip.right() || b - a >= 3) continue;
-        const int k = category_index(s.category);
-        for (int col = std::max(c0, static_cast<int>(a)); col <= std::min(c1 - 1, static_cast<int>(b)); ++col)
-          bins[col - c0][k] += static_cast<float>(std::min(b, col + 1.0) - std::max(a, static_cast<double>(col)));
-      }
-      for (int col = c0; col < c1; ++col) {
-        const auto& b = bins[col - c0];
-        float total = 0;
-        for (float t : b) total += t;
-        if (total <= 0) continue;
-        const double height = (kLane - 2) * std::min(1.0f, total);
-        double bottom = y + (kLane - 2);
-        for (int k = 0; k < 9 && bottom > y; ++k) {
-          if (b[k] <= 0) continue;
-          const double h = std::min(bottom - y, std::max(kMinStackPixels, height * b[k] / total));
-          p.fillRect(QRectF(col, bottom - h, 1, h), k < 8 ? category_palette()[k].second : QColor(0xb0, 0xb0, 0xb0));
-          bottom -= h;
-        }
-      }
-      for (const auto& s : spans) {
-        const double a = x_of(s.start_s), b = x_of(s.end_s);
-        if (b < clip.left() || a > clip.right() || b - a < 3) continue;
-        const QRectF box(a, y, b - a, kLane - 2);
-        const QColor c = colour(s.category);
-        p.fillRect(box, c);
-        if (box.width() > 4) {
-          p.setPen(c.darker(135));
-          p.drawRect(box);
-        }
-        if (box.width() > 60) {
-          p.setPen(Qt::white);
-          p.drawText(box.adjusted(3, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, QString::fromStdString(s.name));
-        }
-      }
+}
+
+// One stage's row: its compute lane over a hatched idle background, its comm lane, and labels.
+void GanttView::paintRow(QPainter& p, const QRect& clip, const Row& r, int top) const {
+  const double x0 = x_of(0), x1 = x_of(iteration_s_);
+  // Compute lane background = idle time (the bubble); tasks paint over it.
+  p.fillRect(QRectF(x0, top, x1 - x0, kLane), QColor(0xfa, 0xf3, 0xf3));
+  p.fillRect(QRectF(x0, top, x1 - x0, kLane), QBrush(QColor(0xd8, 0xd8, 0xd8), Qt::BDiagPattern));
+  p.fillRect(QRectF(x0, top + kLane, x1 - x0, kLane), QColor(0xf6, 0xf6, 0xf6));
+  for (int lane = 0; lane < 2; ++lane) {
+    const std::vector<schedule::TaskSpan>& spans = lane == 0 ? r.compute : r.comm;
+    const int y = top + lane * kLane + 1;
+    paintBinnedSpans(p, clip, spans, y);
+    paintWideSpans(p, clip, spans, y);
+  }
+  p.setPen(palette().color(QPalette::Text));
+  p.fillRect(QRect(0, top - 2, kGutter - 4, 2 * kLane + 4), palette().color(QPalette::Base));
+  p.drawText(QRect(4, top, kGutter - 8, kLane), Qt::AlignVCenter | Qt::AlignLeft,
+             r.stage >= 0 ? QString("stage %1").arg(r.stage) : QString("other"));
+  p.setPen(palette().color(QPalette::Mid));
+  p.drawText(QRect(4, top + kLane, kGutter - 8, kLane), Qt::AlignVCenter | Qt::AlignLeft,
+             QString("comm   idle %1%").arg(r.idle_fraction * 100, 0, 'f', 0));
+}
+
+// Tasks narrower than a few pixels are binned per pixel column: the column's height is the busy
+// fraction of its time, so a stage that is 65% idle never looks solid at low zoom, and it stacks
+// every category that ran in it (at least 2 px each), so forward, backward and recompute all
+// stay visible however far out the view is zoomed.
+void GanttView::paintBinnedSpans(QPainter& p, const QRect& clip, const std::vector<schedule::TaskSpan>& spans,
+                                 int y) const {
+  const int c0 = std::max(0, clip.left()), c1 = clip.right() + 1;
+  std::vector<std::array<float, 9>> bins(static_cast<size_t>(std::max(0, c1 - c0)));
+  for (auto& b : bins) b.fill(0);
+  for (const auto& s : spans) {
+    const double a = x_of(s.start_s), b = x_of(s.end_s);
+    if (b < clip.left() || a > clip.right() || b - a >= 3) continue;
+    const int k = category_index(s.category);
+    for (int col = std::max(c0, static_cast<int>(a)); col <= std::min(c1 - 1, static_cast<int>(b)); ++col)
+      bins[col - c0][k] += static_cast<float>(std::min(b, col + 1.0) - std::max(a, static_cast<double>(col)));
+  }
+  for (int col = c0; col < c1; ++col) {
+    const auto& b = bins[col - c0];
+    float total = 0;
+    for (float t : b) total += t;
+    if (total <= 0) continue;
+    const double height = (kLane - 2) * std::min(1.0f, total);
+    double bottom = y + (kLane - 2);
+    for (int k = 0; k < 9 && bottom > y; ++k) {
+      if (b[k] <= 0) continue;
+      const double h = std::min(bottom - y, std::max(kMinStackPixels, height * b[k] / total));
+      p.fillRect(QRectF(col, bottom - h, 1, h), k < 8 ? category_palette()[k].second : QColor(0xb0, 0xb0, 0xb0));
+      bottom -= h;
     }
-    p.setPen(palette().color(QPalette::Text));
-    p.fillRect(QRect(0, top - 2, kGutter - 4, 2 * kLane + 4), palette().color(QPalette::Base));
-    p.drawText(QRect(4, top, kGutter - 8, kLane), Qt::AlignVCenter | Qt::AlignLeft,
-               r.stage >= 0 ? QString("stage %1").arg(r.stage) : QString("other"));
-    p.setPen(palette().color(QPalette::Mid));
-    p.drawText(QRect(4, top + kLane, kGutter - 8, kLane), Qt::AlignVCenter | Qt::AlignLeft,
-               QString("comm   idle %1%").arg(r.idle_fraction * 100, 0, 'f', 0));
+  }
+}
+
+// Tasks at least 3 pixels wide: a box in their category's colour, outlined, named when it fits.
+void GanttView::paintWideSpans(QPainter& p, const QRect& clip, const std::vector<schedule::TaskSpan>& spans,
+                               int y) const {
+  for (const auto& s : spans) {
+    const double a = x_of(s.start_s), b = x_of(s.end_s);
+    if (b < clip.left() || a > clip.right() || b - a < 3) continue;
+    const QRectF box(a, y, b - a, kLane - 2);
+    const QColor c = colour(s.category);
+    p.fillRect(box, c);
+    if (box.width() > 4) {
+      p.setPen(c.darker(135));
+      p.drawRect(box);
+    }
+    if (box.width() > 60) {
+      p.setPen(Qt::white);
+      p.drawText(box.adjusted(3, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, QString::fromStdString(s.name));
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "sim/schedule/simulate.h"
 
+class QPainter;
 class QScrollArea;
 
 namespace starfish::gui {
@@ -49,6 +50,10 @@ class GanttView : public QWidget {
   };
   int rowTop(int row) const;
   double x_of(double t) const;
+  void paintTimeAxis(QPainter& p, const QRect& clip) const;  // paintEvent's parts
+  void paintRow(QPainter& p, const QRect& clip, const Row& r, int top) const;
+  void paintBinnedSpans(QPainter& p, const QRect& clip, const std::vector<schedule::TaskSpan>& spans, int y) const;
+  void paintWideSpans(QPainter& p, const QRect& clip, const std::vector<schedule::TaskSpan>& spans, int y) const;
   const schedule::TaskSpan* spanAt(QPoint p) const;
 
   std::vector<Row> rows_;

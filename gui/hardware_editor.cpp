@@ -5,13 +5,13 @@
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QSpinBox>
 
 #include <cmath>
 
 #include "gui/app_paths.h"
+#include "gui/form_rows.h"
 #include "sim/spec/error.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/units.h"
@@ -32,6 +32,28 @@ NvmeSpec default_nvme() { return NvmeSpec{2'000'000'000'000, 7e9, 5e9, 100e-6}; 
 HardwareEditor::HardwareEditor(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout(this);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  addProfileRows(form);
+  addLinkRows(form);
+  host_ram_ = new QDoubleSpinBox;
+  host_ram_->setRange(1, 65536);
+  host_ram_->setDecimals(0);
+  host_ram_->setSuffix(" GiB");
+  form->addRow("Host RAM", host_ram_);
+  nvme_ = new QCheckBox("NVMe");
+  nvme_tb_ = new QDoubleSpinBox;
+  nvme_tb_->setRange(0.01, 10000);
+  nvme_tb_->setSuffix(" TB");
+  nvme_tb_->setToolTip("Default when switched on: 2 TB, 7 GB/s read, 5 GB/s write (PCIe gen4 SSD)");
+  form->addRow("Storage", row_of({{nullptr, nvme_}, {nullptr, nvme_tb_, 1}}));
+  summary_ = new QLabel;
+  summary_->setWordWrap(true);
+  summary_->setStyleSheet("color: palette(mid);");
+  form->addRow(summary_);
+  connectEdits();
+}
+
+// The bundled profiles (and the GPU types they hold), the GPU, and how many per node and nodes.
+void HardwareEditor::addProfileRows(QFormLayout* form) {
   profile_ = new QComboBox;
   for (const QString& p : bundled_hwprofiles()) {
     profile_->addItem(QFileInfo(p).completeBaseName(), p);
@@ -44,40 +66,32 @@ HardwareEditor::HardwareEditor(QWidget* parent) : QWidget(parent) {
   }
   profile_->setToolTip("Bundled hardware profiles (hwprofiles/*.yaml)");
   form->addRow("Profile", profile_);
-
   gpu_type_ = new QComboBox;
   for (const auto& [name, spec] : gpu_types_) gpu_type_->addItem(name);
   gpu_type_->setToolTip("Replaces the GPU (memory, peak FLOP/s, HBM, efficiency curve) with that of a bundled profile");
   form->addRow("GPU", gpu_type_);
-
   gpus_ = new QSpinBox;
   gpus_->setRange(1, 64);
   form->addRow("GPUs per node", gpus_);
   nodes_ = new QSpinBox;
   nodes_->setRange(1, 65536);
   form->addRow("Nodes", nodes_);
+}
 
-  auto* pcie_row = new QHBoxLayout;
+// PCIe, the GPUs' NVLink, and the network's NICs.
+void HardwareEditor::addLinkRows(QFormLayout* form) {
   pcie_gen_ = new QSpinBox;
   pcie_gen_->setRange(1, 6);
   pcie_gen_->setPrefix("gen ");
   pcie_lanes_ = new QComboBox;
   for (int l : {1, 2, 4, 8, 16}) pcie_lanes_->addItem(QString("x%1").arg(l), l);
-  pcie_row->addWidget(pcie_gen_);
-  pcie_row->addWidget(pcie_lanes_);
-  form->addRow("PCIe", pcie_row);
-
-  auto* nvl_row = new QHBoxLayout;
+  form->addRow("PCIe", row_of({{nullptr, pcie_gen_}, {nullptr, pcie_lanes_}}));
   nvlink_ = new QCheckBox("NVLink");
   nvlink_bw_ = new QDoubleSpinBox;
   nvlink_bw_->setRange(1, 10000);
   nvlink_bw_->setSuffix(" GB/s");
   nvlink_bw_->setToolTip("Per GPU, per direction (default when switched on: 300 GB/s, NVSwitch)");
-  nvl_row->addWidget(nvlink_);
-  nvl_row->addWidget(nvlink_bw_, 1);
-  form->addRow("GPU link", nvl_row);
-
-  auto* nic_row = new QHBoxLayout;
+  form->addRow("GPU link", row_of({{nullptr, nvlink_}, {nullptr, nvlink_bw_, 1}}));
   nic_count_ = new QSpinBox;
   nic_count_->setRange(0, 32);
   nic_count_->setSuffix(" NICs");
@@ -85,31 +99,11 @@ HardwareEditor::HardwareEditor(QWidget* parent) : QWidget(parent) {
   nic_gbps_ = new QDoubleSpinBox;
   nic_gbps_->setRange(1, 3200);
   nic_gbps_->setSuffix(" Gb/s");
-  nic_row->addWidget(nic_count_);
-  nic_row->addWidget(nic_gbps_, 1);
-  form->addRow("Network", nic_row);
+  form->addRow("Network", row_of({{nullptr, nic_count_}, {nullptr, nic_gbps_, 1}}));
+}
 
-  host_ram_ = new QDoubleSpinBox;
-  host_ram_->setRange(1, 65536);
-  host_ram_->setDecimals(0);
-  host_ram_->setSuffix(" GiB");
-  form->addRow("Host RAM", host_ram_);
-
-  auto* nvme_row = new QHBoxLayout;
-  nvme_ = new QCheckBox("NVMe");
-  nvme_tb_ = new QDoubleSpinBox;
-  nvme_tb_->setRange(0.01, 10000);
-  nvme_tb_->setSuffix(" TB");
-  nvme_tb_->setToolTip("Default when switched on: 2 TB, 7 GB/s read, 5 GB/s write (PCIe gen4 SSD)");
-  nvme_row->addWidget(nvme_);
-  nvme_row->addWidget(nvme_tb_, 1);
-  form->addRow("Storage", nvme_row);
-
-  summary_ = new QLabel;
-  summary_->setWordWrap(true);
-  summary_->setStyleSheet("color: palette(mid);");
-  form->addRow(summary_);
-
+// A bundled profile picked loads it; any field edited updates what is enabled and the summary.
+void HardwareEditor::connectEdits() {
   connect(profile_, &QComboBox::activated, this, [this](int i) {
     try {
       loadProfile(profile_->itemData(i).toString());

@@ -10,6 +10,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QSpinBox;
 
@@ -41,6 +42,9 @@ class HardwareEditor : public QWidget {
   void loadFailed(const QString& message);
 
  private:
+  void addProfileRows(QFormLayout* form);  // the constructor's parts
+  void addLinkRows(QFormLayout* form);
+  void connectEdits();
   void fill(const Cluster& c);
   void updateEnabled();
   void updateSummary();

@@ -59,6 +59,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   simulator_ = new SimulationRunner(this);
 
   // Centre: the ranked plans above the chosen plan's views.
+  buildPlanTable();
+  buildPlanTabs();
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(table_);
+  split->addWidget(tabs_);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  setCentralWidget(split);
+  buildDocks();
+  buildMenus();
+  run_->setExecutable(find_starfish_run());
+  connectRunners();
+  resize(1600, 980);
+  updateActions();
+}
+
+// The ranked plans: sortable, one selected at a time, its columns fitted to the width.
+void MainWindow::buildPlanTable() {
   plans_ = new PlanTableModel(this);
   table_ = new QTableView;
   table_->setModel(plans_);
@@ -74,7 +92,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   columns_ = new PlanColumns(table_, this);  // fits the columns to the width; the header menu chooses them
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& cur) { selectPlan(cur.row()); });
+}
 
+// The chosen plan's views: memory, timeline, links, details, and running it.
+void MainWindow::buildPlanTabs() {
   tabs_ = new QTabWidget;
   memory_ = new MemoryChart;
   gantt_ = new GanttPanel;
@@ -86,14 +107,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(links_, "Links");
   tabs_->addTab(details_, "Details");
   tabs_->addTab(run_, "Run");
+}
 
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(table_);
-  split->addWidget(tabs_);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 1);
-  setCentralWidget(split);
-
+// Left, the setup (hardware, model, training); right, the what-if panel.
+void MainWindow::buildDocks() {
   auto* setup = new QDockWidget("Setup");
   setup->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   auto* scroll = new QScrollArea;
@@ -109,10 +126,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   whatif->setWidget(whatif_);
   addDockWidget(Qt::RightDockWidgetArea, whatif);
   connect(whatif_, &WhatIfPanel::applyRequested, this, [this](const Cluster& c) { hardware_->setCluster(c, QString()); });
+}
 
-  buildMenus();
-  run_->setExecutable(find_starfish_run());
-
+// The search's and the simulation's progress and answers, and the editors' changes.
+void MainWindow::connectRunners() {
   connect(searcher_, &SearchRunner::progress, this,
           [this](qint64 done, qint64 total, qint64 fitting, double best, qint64 refined, qint64 refine_total) {
             if (refine_total > 0) {  // the second phase has a bar of its own, not 100% of the first
@@ -138,8 +155,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(model_, &ModelEditor::changed, this, &MainWindow::inputsChanged);
   connect(hardware_, &HardwareEditor::loadFailed, this, &MainWindow::error);
   connect(model_, &ModelEditor::loadFailed, this, &MainWindow::error);
-  resize(1600, 980);
-  updateActions();
 }
 
 MainWindow::~MainWindow() = default;
@@ -367,7 +382,7 @@ void MainWindow::searchDone() {
                               .arg(hc(static_cast<double>(r.enumerated)), hc(static_cast<double>(r.fitting)))
                               .arg(r.elapsed_s, 0, 'f', 2)
                               .arg(r.cancelled ? " (cancelled: best so far)" : ""));
-  if (r.rows.empty()) error("No plan fits: " + q(r.binding_constraint()));
+  if (r.rows.empty()) error("No plan fits: " + q(constraint_name(r.binding_constraint())));
   showDetails();
   updateActions();
   Q_EMIT searchFinished();

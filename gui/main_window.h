@@ -84,6 +84,10 @@ class MainWindow : public QMainWindow {
   void planSimulated(int search_row);
 
  private:
+  void buildPlanTable();  // the constructor's parts
+  void buildPlanTabs();
+  void buildDocks();
+  void connectRunners();
   void buildMenus();
   QWidget* buildSetup();
   void inputsChanged();

@@ -5,12 +5,12 @@
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
 
 #include "gui/app_paths.h"
+#include "gui/form_rows.h"
 #include "sim/spec/hf_import.h"
 #include "sim/cost/params.h"
 #include "sim/spec/spec_io.h"
@@ -41,7 +41,16 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
   family_->addItems({"gpt", "llama"});
   family_->setToolTip("How the what-if's maximum model size grows this model");
   form->addRow("Family", family_);
+  addShapeRows(form);
+  addMoeRows(form);
+  params_ = new QLabel;
+  params_->setStyleSheet("font-weight: bold;");
+  form->addRow("Parameters", params_);
+  connectEdits();
+}
 
+// The dense transformer: its sizes, the kinds of its layers, embeddings, biases and dropout.
+void ModelEditor::addShapeRows(QFormLayout* form) {
   layers_ = spin(1, 100000);
   hidden_ = spin(1, 1 << 20);
   heads_ = spin(1, 65536);
@@ -49,58 +58,33 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
   ffn_ = spin(1, 1 << 22);
   seq_ = spin(1, 1 << 22);
   vocab_ = spin(1, 1 << 24);
-  auto* shape = new QHBoxLayout;
-  shape->addWidget(new QLabel("layers"));
-  shape->addWidget(layers_);
-  shape->addWidget(new QLabel("hidden"));
-  shape->addWidget(hidden_, 1);
-  form->addRow("Shape", shape);
-  auto* heads = new QHBoxLayout;
-  heads->addWidget(heads_);
-  heads->addWidget(new QLabel("kv"));
-  heads->addWidget(kv_heads_);
-  form->addRow("Heads", heads);
-  auto* ffn = new QHBoxLayout;
-  ffn->addWidget(ffn_, 1);
-  ffn->addWidget(new QLabel("seq"));
-  ffn->addWidget(seq_);
-  form->addRow("FFN", ffn);
+  form->addRow("Shape", row_of({{"layers", layers_}, {"hidden", hidden_, 1}}));
+  form->addRow("Heads", row_of({{nullptr, heads_}, {"kv", kv_heads_}}));
+  form->addRow("FFN", row_of({{nullptr, ffn_, 1}, {"seq", seq_}}));
   form->addRow("Vocabulary", vocab_);
-
   activation_ = new QComboBox;
   activation_->addItems({"gelu", "swiglu"});
   norm_ = new QComboBox;
   norm_->addItems({"layernorm", "rmsnorm"});
   position_ = new QComboBox;
   position_->addItems({"learned", "rope"});
-  auto* kinds = new QHBoxLayout;
-  kinds->addWidget(activation_);
-  kinds->addWidget(norm_);
-  kinds->addWidget(position_);
-  form->addRow("Layers are", kinds);
+  form->addRow("Layers are", row_of({{nullptr, activation_}, {nullptr, norm_}, {nullptr, position_}}));
   tied_ = new QCheckBox("tied embeddings");
   bias_ = new QCheckBox("biases");
   dropout_ = new QCheckBox("dropout");
-  auto* flags = new QHBoxLayout;
-  flags->addWidget(tied_);
-  flags->addWidget(bias_);
-  flags->addWidget(dropout_);
-  form->addRow("", flags);
+  form->addRow("", row_of({{nullptr, tied_}, {nullptr, bias_}, {nullptr, dropout_}}));
+}
+
+// Mixture of experts: the experts of a MoE layer, which layers are MoE, and their capacity.
+void ModelEditor::addMoeRows(QFormLayout* form) {
   experts_ = spin(0, 65536);
   experts_->setToolTip("Routed experts per MoE layer; 0: a dense model");
   top_k_ = spin(0, 65536);
   top_k_->setToolTip("Experts each token is routed to");
   shared_experts_ = spin(0, 65536);
   expert_ffn_ = spin(0, 1 << 19);
-  auto* experts = new QHBoxLayout;
-  experts->addWidget(experts_);
-  experts->addWidget(new QLabel("top-k"));
-  experts->addWidget(top_k_);
-  experts->addWidget(new QLabel("shared"));
-  experts->addWidget(shared_experts_);
-  experts->addWidget(new QLabel("FFN"));
-  experts->addWidget(expert_ffn_, 1);
-  form->addRow("Experts", experts);
+  form->addRow("Experts", row_of({{nullptr, experts_}, {"top-k", top_k_}, {"shared", shared_experts_},
+                                  {"FFN", expert_ffn_, 1}}));
   first_dense_ = spin(0, 100000);
   first_dense_->setToolTip("Layers before the first MoE layer stay dense");
   moe_every_ = spin(1, 100000);
@@ -110,18 +94,11 @@ ModelEditor::ModelEditor(QWidget* parent) : QWidget(parent) {
   capacity_->setDecimals(2);
   capacity_->setSpecialValueText("dropless");
   capacity_->setToolTip("Capacity factor: tokens beyond it x the mean per expert are dropped; dropless computes them all");
-  auto* moe_layers = new QHBoxLayout;
-  moe_layers->addWidget(new QLabel("first dense"));
-  moe_layers->addWidget(first_dense_);
-  moe_layers->addWidget(new QLabel("every"));
-  moe_layers->addWidget(moe_every_);
-  moe_layers->addWidget(new QLabel("capacity"));
-  moe_layers->addWidget(capacity_, 1);
-  form->addRow("MoE layers", moe_layers);
-  params_ = new QLabel;
-  params_->setStyleSheet("font-weight: bold;");
-  form->addRow("Parameters", params_);
+  form->addRow("MoE layers", row_of({{"first dense", first_dense_}, {"every", moe_every_}, {"capacity", capacity_, 1}}));
+}
 
+// A bundled model picked loads it; any field edited updates the parameter count and says so.
+void ModelEditor::connectEdits() {
   connect(preset_, &QComboBox::activated, this, [this](int i) {
     try {
       loadModel(preset_->itemData(i).toString());

@@ -9,6 +9,7 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLineEdit;
 class QSpinBox;
 
@@ -39,6 +40,9 @@ class ModelEditor : public QWidget {
   void loadFailed(const QString& message);
 
  private:
+  void addShapeRows(QFormLayout* form);  // the constructor's parts
+  void addMoeRows(QFormLayout* form);
+  void connectEdits();
   void fill(const Model& m);
   void updateParams();
 

@@ -68,7 +68,7 @@ WhatIfResult evaluate_whatif(const Cluster& base, const Model& model, const Trai
     const search::SearchResult best = search::search(model, r.cluster, t, opt);
     r.cancelled = best.cancelled;
     if (!best.rows.empty()) r.best = best.rows.front();
-    else r.best_why_not = best.binding_constraint();
+    else r.best_why_not = constraint_name(best.binding_constraint());
   } catch (const std::exception& e) {
     r.best_why_not = e.what();
   }

@@ -267,9 +267,9 @@ void WhatIfPanel::done() {
                             .arg(m.model.layers)
                             .arg(m.model.hidden)
                             .arg(q(row.label()), q(units::human_count(row.tokens_per_s)), q(units::human_count(m.tokens)))
-                            .arg(QString::number(m.days_to_train, 'f', 1), q(m.binding)));
+                            .arg(QString::number(m.days_to_train, 'f', 1), q(constraint_name(m.binding))));
   } else {
-    max_model_->setText(QString("<b>Largest %1 model%2:</b> none (%3)").arg(q(model_.family), within, q(m.binding)));
+    max_model_->setText(QString("<b>Largest %1 model%2:</b> none (%3)").arg(q(model_.family), within, q(constraint_name(m.binding))));
   }
   QString t;
   if (r.best)

@@ -75,6 +75,80 @@ struct Entry {
   }
 };
 
+// The paths measured, with what they own: the backends before the stores (they outlive them).
+struct Paths {
+  std::vector<std::unique_ptr<TorchBackend>> backends;
+  std::vector<std::unique_ptr<ReferenceTrainer>> refs;
+  std::vector<std::unique_ptr<StoreTrainer>> stores;
+  std::vector<const ChunkStore*> chunk_stores;
+  std::vector<Entry> entries;
+};
+
+// Each path `only` admits (all when empty), without recompute and with full recompute.
+void add_paths(Paths& p, const Gpt& gpt, const ByteCorpus& data, const Training& t, Comm& solo, const std::string& only) {
+  auto wanted = [&](const char* path, Recompute r) { return only.empty() || only == std::string(path) + "-" + to_string(r); };
+  for (int i = 0; i < 2; ++i)
+    p.backends.push_back(std::make_unique<TorchBackend>(TierCapacity{int64_t{1} << 32, 0, 0},
+                                                        std::filesystem::temp_directory_path().string(), solo));
+  // Every path computes where the chunk runtime's GPU tier is: cuda:N with CUDA, else the CPU.
+  const at::Device device = p.backends.front()->compute_device();
+  for (Recompute r : {Recompute::none, Recompute::full}) {
+    Plan plan;
+    plan.micro_batch = 4;
+    plan.chunk_elements = 1 << 16;
+    plan.recompute = r;
+    if (wanted("plain", r)) {
+      ReferenceTrainer& ref = *p.refs.emplace_back(std::make_unique<ReferenceTrainer>(gpt, data, t, plan, device));
+      p.entries.push_back({"plain LibTorch", r, [&ref] { return ref.step().seconds; }, {}, {}});
+    }
+    if (wanted("flat", r)) {
+      StoreTrainer& flat = *p.stores.emplace_back(
+          std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::make_unique<FlatStore>(gpt, at::kFloat, t.seed, device)));
+      p.entries.push_back({"flat store (no runtime)", r, [&flat] { return flat.step().seconds; }, {}, {}});
+    }
+    if (!wanted("chunk", r)) continue;
+    ChunkStoreOptions co;
+    co.chunk_elements = plan.chunk_elements;
+    co.runtime.budget = MemoryBudget{int64_t{1} << 32, int64_t{1} << 32, 0};
+    TorchBackend& backend = *p.backends[r == Recompute::none ? 0 : 1];
+    auto store = std::make_unique<ChunkStore>(gpt, t, co, backend, t.seed);
+    p.chunk_stores.push_back(store.get());
+    StoreTrainer& chunked = *p.stores.emplace_back(std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::move(store)));
+    p.entries.push_back({"chunk runtime, everything fits", r, [&chunked] { return chunked.step().seconds; }, {}, {}});
+  }
+}
+
+// Two warm-up iterations each, then `rounds` measured ones, interleaved.
+void measure(std::vector<Entry>& entries, int rounds) {
+  for (int warm = 0; warm < 2; ++warm)
+    for (Entry& e : entries) e.step();  // not counted
+  STARFISH_TOGGLE_COLLECT();
+  for (int round = 0; round < rounds; ++round)
+    for (size_t k = 0; k < entries.size(); ++k) {
+      entries[(k + static_cast<size_t>(round)) % entries.size()].run();  // rotate who goes first
+    }
+  STARFISH_TOGGLE_COLLECT();
+}
+
+// Per recompute, each path's medians and their ratios to plain LibTorch's.
+void print_table(const std::vector<Entry>& entries) {
+  std::printf("%-32s %-9s %12s %12s %12s %12s\n", "path", "recompute", "cpu s/iter", "vs plain", "wall s/iter", "vs plain");
+  for (Recompute r : {Recompute::none, Recompute::full}) {
+    const Entry* plain = nullptr;
+    for (const Entry& e : entries)
+      if (e.recompute == r && e.name == "plain LibTorch") plain = &e;
+    for (const Entry& e : entries) {
+      if (e.recompute != r) continue;
+      std::printf("%-32s %-9s %12.4f", e.name.c_str(), to_string(r), median(e.cpu));
+      if (plain) std::printf(" %11.3fx", median(e.cpu) / median(plain->cpu));
+      else std::printf(" %12s", "");
+      std::printf(" %12.4f", median(e.wall));
+      if (plain) std::printf(" %11.3fx", median(e.wall) / median(plain->wall));
+      std::printf("\n");
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,73 +167,17 @@ int main(int argc, char** argv) {
   t.optimizer = Optimizer::adamw;
   t.learning_rate = 1e-3;
   Comm solo(RankEnv{});
-  const std::string only = argc > 5 ? argv[5] : "";
-  auto wanted = [&](const char* path, Recompute r) { return only.empty() || only == std::string(path) + "-" + to_string(r); };
-
-  std::vector<std::unique_ptr<TorchBackend>> backends;  // before the stores: they outlive them
-  for (int i = 0; i < 2; ++i)
-    backends.push_back(std::make_unique<TorchBackend>(TierCapacity{int64_t{1} << 32, 0, 0},
-                                                      std::filesystem::temp_directory_path().string(), solo));
-  // Every path computes where the chunk runtime's GPU tier is: cuda:N with CUDA, else the CPU.
-  const at::Device device = backends.front()->compute_device();
-  std::vector<std::unique_ptr<ReferenceTrainer>> refs;
-  std::vector<std::unique_ptr<StoreTrainer>> stores;
-  std::vector<const ChunkStore*> chunk_stores;
-  std::vector<Entry> entries;
-  for (Recompute r : {Recompute::none, Recompute::full}) {
-    Plan plan;
-    plan.micro_batch = 4;
-    plan.chunk_elements = 1 << 16;
-    plan.recompute = r;
-    if (wanted("plain", r)) {
-      ReferenceTrainer& ref = *refs.emplace_back(std::make_unique<ReferenceTrainer>(gpt, data, t, plan, device));
-      entries.push_back({"plain LibTorch", r, [&ref] { return ref.step().seconds; }, {}, {}});
-    }
-    if (wanted("flat", r)) {
-      StoreTrainer& flat = *stores.emplace_back(
-          std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::make_unique<FlatStore>(gpt, at::kFloat, t.seed, device)));
-      entries.push_back({"flat store (no runtime)", r, [&flat] { return flat.step().seconds; }, {}, {}});
-    }
-    if (!wanted("chunk", r)) continue;
-    ChunkStoreOptions co;
-    co.chunk_elements = plan.chunk_elements;
-    co.runtime.budget = MemoryBudget{int64_t{1} << 32, int64_t{1} << 32, 0};
-    TorchBackend& backend = *backends[r == Recompute::none ? 0 : 1];
-    auto store = std::make_unique<ChunkStore>(gpt, t, co, backend, t.seed);
-    chunk_stores.push_back(store.get());
-    StoreTrainer& chunked = *stores.emplace_back(std::make_unique<StoreTrainer>(gpt, data, t, plan, solo, std::move(store)));
-    entries.push_back({"chunk runtime, everything fits", r, [&chunked] { return chunked.step().seconds; }, {}, {}});
-  }
-  for (int warm = 0; warm < 2; ++warm)
-    for (Entry& e : entries) e.step();  // not counted
-  STARFISH_TOGGLE_COLLECT();
-  for (int round = 0; round < rounds; ++round)
-    for (size_t k = 0; k < entries.size(); ++k) {
-      entries[(k + static_cast<size_t>(round)) % entries.size()].run();  // rotate who goes first
-    }
-  STARFISH_TOGGLE_COLLECT();
-
+  Paths paths;
+  add_paths(paths, gpt, data, t, solo, argc > 5 ? argv[5] : "");
+  measure(paths.entries, rounds);
   std::printf("%s; %d threads; model %d layers x %d hidden, %lld parameters; batch 4 x 64 tokens; "
               "medians of %d interleaved iterations\n",
-              backends.front()->gpu_tier_description().c_str(), at::get_num_threads(), layers, hidden,
+              paths.backends.front()->gpu_tier_description().c_str(), at::get_num_threads(), layers, hidden,
               static_cast<long long>(gpt.parameter_count()), rounds);
-  std::printf("%-32s %-9s %12s %12s %12s %12s\n", "path", "recompute", "cpu s/iter", "vs plain", "wall s/iter", "vs plain");
-  for (Recompute r : {Recompute::none, Recompute::full}) {
-    const Entry* plain = nullptr;
-    for (const Entry& e : entries)
-      if (e.recompute == r && e.name == "plain LibTorch") plain = &e;
-    for (const Entry& e : entries) {
-      if (e.recompute != r) continue;
-      std::printf("%-32s %-9s %12.4f", e.name.c_str(), to_string(r), median(e.cpu));
-      if (plain) std::printf(" %11.3fx", median(e.cpu) / median(plain->cpu));
-      else std::printf(" %12s", "");
-      std::printf(" %12.4f", median(e.wall));
-      if (plain) std::printf(" %11.3fx", median(e.wall) / median(plain->wall));
-      std::printf("\n");
-    }
-  }
-  if (!chunk_stores.empty())
+  print_table(paths.entries);
+  if (!paths.chunk_stores.empty())
     std::printf("chunk runtime: %d param chunks, %zu moves in %d iterations each (after the warm-up: placement of states on the GPU)\n",
-                chunk_stores.front()->layout().param_chunks(), chunk_stores.front()->runtime().moves().size(), rounds + 2);
+                paths.chunk_stores.front()->layout().param_chunks(), paths.chunk_stores.front()->runtime().moves().size(),
+                rounds + 2);
   return 0;
 }

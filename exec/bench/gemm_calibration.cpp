@@ -89,89 +89,116 @@ std::vector<ModelGemm> model_gemms(const std::string& spec) {
   return g;
 }
 
-int main(int argc, char** argv) {
-  starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
-  starfish::exec::keep_freed_host_memory();             // and its allocator policy
+struct Options {
   std::string dtype_name = "bf16";
   double max_flop = 1e13;
   int threads = 0;
   bool model_only = false;
   std::vector<ModelGemm> model_shapes;
+};
+
+// The command line; false (with the message on stderr) on a bad option.
+bool parse_options(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--dtype")) dtype_name = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--max-flop")) max_flop = std::stod(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--dtype")) o.dtype_name = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--max-flop")) o.max_flop = std::stod(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads")) o.threads = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--clock")) cpu_clock = !std::strcmp(argv[i + 1], "cpu");
-    else if (!std::strcmp(argv[i], "--shapes")) model_only = !std::strcmp(argv[i + 1], "model");
+    else if (!std::strcmp(argv[i], "--shapes")) o.model_only = !std::strcmp(argv[i + 1], "model");
     else if (!std::strcmp(argv[i], "--model")) {
       try {
-        for (const ModelGemm& g : model_gemms(argv[i + 1])) model_shapes.push_back(g);
+        for (const ModelGemm& g : model_gemms(argv[i + 1])) o.model_shapes.push_back(g);
       } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "gemm_calibration: %s\n", e.what());
-        return 2;
+        return false;
       }
     } else {
       std::fprintf(stderr, "gemm_calibration: unknown option %s\n", argv[i]);
-      return 2;
+      return false;
     }
   }
-  const bool cuda = torch::cuda::is_available();
-  if (!cuda) at::set_num_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  torch::Dtype dtype = torch::kBFloat16;
-  if (dtype_name == "fp16") dtype = torch::kHalf;
-  else if (dtype_name == "fp32") dtype = torch::kFloat;
-  else if (dtype_name != "bf16") {
+  return true;
+}
+
+// The dtype measured: the one asked for, or fp32 on a CPU (said on stderr); false when unknown.
+bool pick_dtype(Options& o, bool cuda, torch::Dtype& dtype) {
+  dtype = torch::kBFloat16;
+  if (o.dtype_name == "fp16") dtype = torch::kHalf;
+  else if (o.dtype_name == "fp32") dtype = torch::kFloat;
+  else if (o.dtype_name != "bf16") {
     std::fprintf(stderr, "gemm_calibration: --dtype must be bf16, fp16 or fp32\n");
-    return 2;
+    return false;
   }
   if (!cuda && dtype != torch::kFloat) {
     std::fprintf(stderr, "gemm_calibration: no CUDA device; measuring fp32 on the CPU instead\n");
     dtype = torch::kFloat;
-    dtype_name = "fp32";
+    o.dtype_name = "fp32";
   }
-  const auto options = torch::TensorOptions().dtype(dtype).device(cuda ? torch::kCUDA : torch::kCPU);
-  // Say on stderr which kernels ran (the CSV's columns are starfish calibrate's): a profile
-  // measured on OpenBLAS's Prescott fallback describes the wrong machine.
-  if (!cuda) std::fprintf(stderr, "gemm_calibration: BLAS kernels: %s\n", starfish::exec::blas_core_name().c_str());
-  std::printf("kind,dtype,m,n,k,bytes,seconds\n");
+  return true;
+}
+
+void print_gemm(const std::string& dtype_name, int64_t m, int64_t n, int64_t k, double s) {
+  std::printf("gemm,%s,%lld,%lld,%lld,,%.9g\n", dtype_name.c_str(), static_cast<long long>(m), static_cast<long long>(n),
+              static_cast<long long>(k), s);
+  std::fflush(stdout);
+}
+
+// The squares, then the transformer's own shapes (unless --shapes model), up to max_flop each.
+void measure_shapes(const Options& o, const torch::TensorOptions& options, bool cuda) {
   std::vector<std::array<int64_t, 3>> shapes;
   for (int64_t n = 256; n <= 8192; n *= 2) shapes.push_back({n, n, n});
   for (int64_t h : {1024, 2048, 4096, 8192, 12288})
     for (int64_t tokens : {512, 2048, 8192}) {
-      if (model_only) break;
+      if (o.model_only) break;
       shapes.push_back({tokens, 3 * h, h});
       shapes.push_back({tokens, 4 * h, h});
       shapes.push_back({tokens, h, 4 * h});
     }
   for (const auto& [m, n, k] : shapes) {
     const double flop = 2.0 * m * n * k;
-    if (flop > max_flop) continue;
+    if (flop > o.max_flop) continue;
     const torch::Tensor a = torch::randn({m, k}, options), b = torch::randn({k, n}, options);
     torch::Tensor c = torch::empty({m, n}, options);
     const int reps = flop > 1e12 ? 3 : 7;
-    const double s = median_seconds([&] { torch::mm_out(c, a, b); }, cuda, reps);
-    std::printf("gemm,%s,%lld,%lld,%lld,,%.9g\n", dtype_name.c_str(), static_cast<long long>(m), static_cast<long long>(n),
-                static_cast<long long>(k), s);
-    std::fflush(stdout);
+    print_gemm(o.dtype_name, m, n, k, median_seconds([&] { torch::mm_out(c, a, b); }, cuda, reps));
   }
-  for (const ModelGemm& g : model_shapes) {
+}
+
+// The --model GEMMs, each operand stored as the framework stores it.
+void measure_model_shapes(const Options& o, const torch::TensorOptions& options, bool cuda) {
+  for (const ModelGemm& g : o.model_shapes) {
     const double flop = 2.0 * g.m * g.n * g.k;
-    if (flop > max_flop) continue;
+    if (flop > o.max_flop) continue;
     // Stored as the framework stores them; the transposed operand is a view, as autograd passes it.
     const torch::Tensor a = g.a_transposed ? torch::randn({g.k, g.m}, options).t() : torch::randn({g.m, g.k}, options);
     const torch::Tensor b = g.b_transposed ? torch::randn({g.n, g.k}, options).t() : torch::randn({g.k, g.n}, options);
     torch::Tensor c = torch::empty({g.m, g.n}, options);
     const int reps = flop > 1e11 ? 3 : 7;
-    const double s = median_seconds([&] { torch::mm_out(c, a, b); }, cuda, reps);
-    std::printf("gemm,%s,%lld,%lld,%lld,,%.9g\n", dtype_name.c_str(), static_cast<long long>(g.m), static_cast<long long>(g.n),
-                static_cast<long long>(g.k), s);
-    std::fflush(stdout);
+    print_gemm(o.dtype_name, g.m, g.n, g.k, median_seconds([&] { torch::mm_out(c, a, b); }, cuda, reps));
   }
+}
+
+int main(int argc, char** argv) {
+  starfish::exec::reexec_with_best_blas_kernels(argv);  // the kernels starfish-run gets
+  starfish::exec::keep_freed_host_memory();             // and its allocator policy
+  Options o;
+  if (!parse_options(argc, argv, o)) return 2;
+  const bool cuda = torch::cuda::is_available();
+  if (!cuda) at::set_num_threads(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  torch::Dtype dtype;
+  if (!pick_dtype(o, cuda, dtype)) return 2;
+  const auto options = torch::TensorOptions().dtype(dtype).device(cuda ? torch::kCUDA : torch::kCPU);
+  // Say on stderr which kernels ran (the CSV's columns are starfish calibrate's): a profile
+  // measured on OpenBLAS's Prescott fallback describes the wrong machine.
+  if (!cuda) std::fprintf(stderr, "gemm_calibration: BLAS kernels: %s\n", starfish::exec::blas_core_name().c_str());
+  std::printf("kind,dtype,m,n,k,bytes,seconds\n");
+  measure_shapes(o, options, cuda);
+  measure_model_shapes(o, options, cuda);
   // Streaming: a large device-to-device copy reads and writes every byte once.
   const int64_t elements = cuda ? (int64_t{1} << 28) : (int64_t{1} << 25);
   const torch::Tensor src = torch::ones({elements}, options);
   torch::Tensor dst = torch::empty_like(src);
   const double s = median_seconds([&] { dst.copy_(src); }, cuda, 7);
-  std::printf("stream,%s,,,,%lld,%.9g\n", dtype_name.c_str(), static_cast<long long>(2 * src.nbytes()), s);
+  std::printf("stream,%s,,,,%lld,%.9g\n", o.dtype_name.c_str(), static_cast<long long>(2 * src.nbytes()), s);
   return 0;
 }

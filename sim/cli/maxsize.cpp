@@ -2,12 +2,14 @@
 // [--max-iteration T] [--chunk-nvme] [--emit DIR [--force]] [--json]: the largest model of a
 // family some plan can train on the hardware, its plan and simulated throughput, what binds the
 // next size, per training system (sim/search/variants.h), each in its own plan space.
+#include <atomic>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "sim/cli/cli.h"
+#include "sim/cli/cost_options.h"
 #include "sim/cli/plan_export.h"
 #include "sim/cli/plan_text.h"
 #include "sim/cost/energy.h"
@@ -30,10 +32,8 @@ struct Variant {
 
 // What training an answer costs: the price per GPU-hour (--price, else the profile's) and the
 // energy assumptions (energy.h), for the hardware searched.
-struct CostInputs {
+struct CostInputs : CostOptions {
   const Cluster* cluster = nullptr;
-  double price_per_gpu_hour = 0;
-  EnergyAssumptions energy;
   TrainingCost of(const search::MaxSizeResult& r) const {
     return training_cost(cluster->node, cluster->total_gpus(), r.days_to_train, price_per_gpu_hour, energy);
   }
@@ -64,7 +64,7 @@ void write_answer_json(JsonWriter& w, const search::MaxSizeResult& r, const Cost
     w.field("tokens_per_s", best.analytic.tokens_per_s).field("iteration_s", best.analytic.time.iteration_s);
     w.end_object();
   }
-  w.field("next_model", r.next_model.name).field("binding", r.binding).field("binding_detail", r.binding_detail);
+  w.field("next_model", r.next_model.name).field("binding", constraint_name(r.binding)).field("binding_detail", r.binding_detail);
   w.field("probes", r.probes);
   w.end_object();
 }
@@ -131,13 +131,13 @@ void print_ratio_line(const std::vector<Variant>& variants, bool memory_bound, b
 
 void print_answer_row(const char* name, const search::MaxSizeResult& r) {
   if (!r.found) {
-    std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", name, "none", "-", "-", "-", "-", "-", r.binding.c_str(),
+    std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", name, "none", "-", "-", "-", "-", "-", constraint_name(r.binding),
                 ("even " + r.next_model.name + " does not fit").c_str());
     return;
   }
   std::printf("%-24s %10s %7d %7d %12s %6.1f%% %10s  %-16s %s\n", name, units::human_count(r.parameters).c_str(),
               r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s).c_str(),
-              100 * simulated(r).mfu, human_days(r.days_to_train).c_str(), r.binding.c_str(),
+              100 * simulated(r).mfu, human_days(r.days_to_train).c_str(), constraint_name(r.binding),
               r.best.rows.front().label().c_str());
 }
 
@@ -183,7 +183,7 @@ void print_text(const std::vector<Variant>& variants, const Cluster& cluster, co
   if (any.found) {
     std::printf("\nbest plan at %s: %s\n", any.model.name.c_str(), plan_summary(any.best.job(any.best.rows.front())).c_str());
     std::printf("next size %s fails: %s\n", any.next_model.name.c_str(),
-                any.binding_detail.empty() ? any.binding.c_str() : any.binding_detail.c_str());
+                any.binding_detail.empty() ? constraint_name(any.binding) : any.binding_detail.c_str());
   }
   if (!variant_of(variants, search::VariantKind::patrickstar).result.found)
     std::printf("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"
@@ -223,45 +223,37 @@ search::TrainingBudget parse_budget(const Args& args) {
   return b;
 }
 
-}  // namespace
+void print_help() {
+  std::printf(
+      "usage: starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S]\n"
+      "                        [--batch B] [--tokens N] [--days D] [--min-tokens-per-s R]\n"
+      "                        [--max-iteration T] [--no-budget] [--chunk-nvme]\n"
+      "                        [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
+      "                        [--emit DIR [--force]] [--json]\n"
+      "  the largest model of the family (hidden = 128 x heads, layers = heads, then more layers\n"
+      "  at that hidden size) that some plan trains on H; binary search over size. Each size's\n"
+      "  best plan is simulated, and a plan the simulator refuses gives way to the next.\n"
+      "  B: global batch in sequences (default one per GPU: the chunk runtime does not\n"
+      "  accumulate gradients, and the smallest batch lets each runtime train its largest).\n"
+      "  Budget: the largest model that trains within it. Default: 20 tokens per parameter\n"
+      "  (Chinchilla) within 90 days. --tokens N (300B, 1T) and --days D set it; --min-tokens-per-s\n"
+      "  R and --max-iteration T (30s, 2min) add a throughput floor and an iteration ceiling (given\n"
+      "  alone, they replace the default). --no-budget: memory alone (a capacity bound); the\n"
+      "  output still says how long the answer takes to train on 20 tokens per parameter.\n"
+      "  One answer per training system, each searched in the plans that system can run:\n"
+      "    any plan; PatrickStar-style (DP + chunks over GPU and CPU, no TP/PP, NVMe only with\n"
+      "    --chunk-nvme); DeepSpeed ZeRO-Offload (ZeRO-2, grads and optimizer on the CPU, CPU\n"
+      "    Adam, TP allowed); DeepSpeed ZeRO-Infinity (ZeRO-3, GPU/CPU/NVMe); Megatron 3D\n"
+      "    (TP/PP/DP, distributed optimizer, everything on the GPU).\n"
+      "  Cost per answer: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy\n"
+      "  (GPU TDP x U (default 1) + the node's non-GPU share, x PUE P (default 1.1)) and tCO2e\n"
+      "  (KG per kWh, default 0.429: US average, Patterson et al. 2021).\n"
+      "  --emit DIR writes each answer as DIR/<variant>-plan.yaml with its model file beside it,\n"
+      "  for simulate --plan / estimate --plan (no overwrite without --force).\n");
+}
 
-int run_maxsize(const std::vector<std::string>& argv) {
-  Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "tokens", "days", "min-tokens-per-s",
-                   "max-iteration", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
-            {"json", "force", "chunk-nvme", "no-budget", "help"});
-  if (args.flag("help")) {
-    std::printf(
-        "usage: starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S]\n"
-        "                        [--batch B] [--tokens N] [--days D] [--min-tokens-per-s R]\n"
-        "                        [--max-iteration T] [--no-budget] [--chunk-nvme]\n"
-        "                        [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
-        "                        [--emit DIR [--force]] [--json]\n"
-        "  the largest model of the family (hidden = 128 x heads, layers = heads, then more layers\n"
-        "  at that hidden size) that some plan trains on H; binary search over size. Each size's\n"
-        "  best plan is simulated, and a plan the simulator refuses gives way to the next.\n"
-        "  B: global batch in sequences (default one per GPU: the chunk runtime does not\n"
-        "  accumulate gradients, and the smallest batch lets each runtime train its largest).\n"
-        "  Budget: the largest model that trains within it. Default: 20 tokens per parameter\n"
-        "  (Chinchilla) within 90 days. --tokens N (300B, 1T) and --days D set it; --min-tokens-per-s\n"
-        "  R and --max-iteration T (30s, 2min) add a throughput floor and an iteration ceiling (given\n"
-        "  alone, they replace the default). --no-budget: memory alone (a capacity bound); the\n"
-        "  output still says how long the answer takes to train on 20 tokens per parameter.\n"
-        "  One answer per training system, each searched in the plans that system can run:\n"
-        "    any plan; PatrickStar-style (DP + chunks over GPU and CPU, no TP/PP, NVMe only with\n"
-        "    --chunk-nvme); DeepSpeed ZeRO-Offload (ZeRO-2, grads and optimizer on the CPU, CPU\n"
-        "    Adam, TP allowed); DeepSpeed ZeRO-Infinity (ZeRO-3, GPU/CPU/NVMe); Megatron 3D\n"
-        "    (TP/PP/DP, distributed optimizer, everything on the GPU).\n"
-        "  Cost per answer: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy\n"
-        "  (GPU TDP x U (default 1) + the node's non-GPU share, x PUE P (default 1.1)) and tCO2e\n"
-        "  (KG per kWh, default 0.429: US average, Patterson et al. 2021).\n"
-        "  --emit DIR writes each answer as DIR/<variant>-plan.yaml with its model file beside it,\n"
-        "  for simulate --plan / estimate --plan (no overwrite without --force).\n");
-    return 0;
-  }
-  if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
-  if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
-  const std::string hw_path = resolve_hardware(args.required("hw"));
-  const Cluster cluster = resize_cluster(load_cluster(hw_path), args.get("gpus"), args.get("nodes"), hw_path);
+// The options every training system's sizing shares: family, sequence, batch, budget.
+search::MaxSizeOptions parse_base_options(const Args& args) {
   search::MaxSizeOptions base;
   base.family = args.get("family").value_or("gpt");
   if (base.family != "gpt" && base.family != "llama")
@@ -271,13 +263,18 @@ int run_maxsize(const std::vector<std::string>& argv) {
   if (auto t = args.get("threads")) base.search.threads = parse_positive("threads", *t);
   base.budget = parse_budget(args);
   base.search.top_k = 1;
-  SigintCancel sigint;
-  base.search.cancel = sigint.flag();
+  return base;
+}
+
+// Each training system's largest model, within the budget and (when the budget limits time)
+// by memory alone, with a progress bar on a terminal.
+std::vector<Variant> size_each_system(const Cluster& cluster, search::MaxSizeOptions base, bool chunk_nvme,
+                                      const std::atomic<bool>* cancel) {
+  base.search.cancel = cancel;
   ProgressBar bar;
   if (bar.enabled()) base.search.progress = [&](const search::Progress& p) { bar(p); };
-
   std::vector<Variant> variants;
-  for (search::SystemVariant& sv : search::all_system_variants(args.flag("chunk-nvme"))) {
+  for (search::SystemVariant& sv : search::all_system_variants(chunk_nvme)) {
     Variant v{std::move(sv), {}, {}};
     search::MaxSizeOptions o = base;
     o.search.space = v.system.space;
@@ -295,33 +292,49 @@ int run_maxsize(const std::vector<std::string>& argv) {
     variants.push_back(std::move(v));
   }
   bar.finish();
-  CostInputs costs;
-  costs.cluster = &cluster;
-  costs.price_per_gpu_hour = cluster.price_per_gpu_hour;
-  if (auto p = args.get("price")) costs.price_per_gpu_hour = parse_positive_number("price", *p, "dollars per GPU-hour");
-  if (auto u = args.get("gpu-utilisation"))
-    costs.energy.gpu_utilisation = parse_positive_number("gpu-utilisation", *u, "a fraction of the GPU's TDP");
-  if (auto p = args.get("pue")) costs.energy.pue = parse_positive_number("pue", *p, "a power usage effectiveness like 1.1");
-  if (auto g = args.get("grid"))
-    costs.energy.grid_kg_co2e_per_kwh = parse_positive_number("grid", *g, "kgCO2e per kWh like 0.429");
-  if (auto dir = args.get("emit")) emit_variants(*dir, variants, cluster, base.family, hw_path, args.flag("force"));
-  if (args.flag("json")) {
-    JsonWriter w(true);
-    w.begin_object();
-    w.field("kind", "starfish.maxsize").field("hardware", cluster.name).field("nodes", cluster.nodes);
-    w.field("gpus", cluster.total_gpus()).field("family", base.family);
-    w.field("budget", search::describe(base.budget));
-    w.key("variants").begin_array();
-    for (const Variant& v : variants) write_variant_json(w, v, costs);
-    w.end_array();
-    w.end_object();
-    std::fputs((w.str() + "\n").c_str(), stdout);
-    return variants[0].result.found ? 0 : 1;
+  return variants;
+}
+
+void write_json(const std::vector<Variant>& variants, const Cluster& cluster, const search::MaxSizeOptions& base,
+                const CostInputs& costs) {
+  JsonWriter w(true);
+  w.begin_object();
+  w.field("kind", "starfish.maxsize").field("hardware", cluster.name).field("nodes", cluster.nodes);
+  w.field("gpus", cluster.total_gpus()).field("family", base.family);
+  w.field("budget", search::describe(base.budget));
+  w.key("variants").begin_array();
+  for (const Variant& v : variants) write_variant_json(w, v, costs);
+  w.end_array();
+  w.end_object();
+  std::fputs((w.str() + "\n").c_str(), stdout);
+}
+
+}  // namespace
+
+int run_maxsize(const std::vector<std::string>& argv) {
+  Args args(argv, {"hw", "family", "nodes", "gpus", "seq", "batch", "tokens", "days", "min-tokens-per-s",
+                   "max-iteration", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
+            {"json", "force", "chunk-nvme", "no-budget", "help"});
+  if (args.flag("help")) {
+    print_help();
+    return 0;
   }
-  print_text(variants, cluster, base,
-             args.get("tokens") || args.get("days") || args.get("min-tokens-per-s") || args.get("max-iteration"), costs);
-  const search::MaxSizeResult& any = variants[0].result;
-  return any.found ? 0 : 1;
+  if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
+  if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
+  const std::string hw_path = resolve_hardware(args.required("hw"));
+  const Cluster cluster = resize_cluster(load_cluster(hw_path), args.get("gpus"), args.get("nodes"), hw_path);
+  const search::MaxSizeOptions base = parse_base_options(args);
+  SigintCancel sigint;
+  const std::vector<Variant> variants = size_each_system(cluster, base, args.flag("chunk-nvme"), sigint.flag());
+  CostInputs costs;
+  static_cast<CostOptions&>(costs) = parse_cost_options(args, cluster.price_per_gpu_hour);
+  costs.cluster = &cluster;
+  if (auto dir = args.get("emit")) emit_variants(*dir, variants, cluster, base.family, hw_path, args.flag("force"));
+  if (args.flag("json")) write_json(variants, cluster, base, costs);
+  else
+    print_text(variants, cluster, base,
+               args.get("tokens") || args.get("days") || args.get("min-tokens-per-s") || args.get("max-iteration"), costs);
+  return variants[0].result.found ? 0 : 1;
 }
 
 }  // namespace starfish::cli

@@ -374,7 +374,7 @@ void write_search_json(JsonWriter& w, const search::SearchResult& r, const Expor
   w.key("rejected").begin_array();
   for (const auto& f : r.rejected) {
     w.begin_object();
-    w.field("family", f.family).field("constraint", f.constraint).field("needed", f.needed);
+    w.field("family", f.family).field("constraint", constraint_name(f.constraint)).field("needed", f.needed);
     w.field("capacity", f.capacity).field("plans", f.plans).field("text", f.text());
     w.end_object();
   }

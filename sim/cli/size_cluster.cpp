@@ -2,11 +2,13 @@
 // [--emit DIR [--force]] [--json]: the fewest nodes of H that train M on T tokens within D days,
 // with the (simulated) plan.
 // T: "300B" or "1T" (B = billion, T = trillion tokens), "300G", or "300e9".
+#include <atomic>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 
 #include "sim/cli/cli.h"
+#include "sim/cli/cost_options.h"
 #include "sim/cli/plan_export.h"
 #include "sim/cli/plan_text.h"
 #include "sim/cost/energy.h"
@@ -55,111 +57,140 @@ void write_options_json(JsonWriter& w, const search::SizeClusterResult& r, const
   w.field("cheapest_nodes", r.options[r.by_cost().front()].nodes);
 }
 
-}  // namespace
+void print_help() {
+  std::printf(
+      "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]\n"
+      "                             [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
+      "                             [--emit DIR [--force]] [--json]\n"
+      "  T: tokens to train on: 300B or 1T (B = billion, T = trillion), 300G, or 300e9\n"
+      "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n"
+      "  Each node count's best plan is simulated; a plan the simulator refuses gives way to the next.\n"
+      "  Beside the fewest nodes, the counts nearest 1.5, 2, 3 and 4 times it are searched too; those\n"
+      "  that meet the deadline are ranked by time and by cost, and the cheapest is named.\n"
+      "  Cost: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy (GPU TDP x U,\n"
+      "  default 1, + the node's non-GPU share, x PUE P, default 1.1) and tCO2e (KG per kWh,\n"
+      "  default 0.429: US average, Patterson et al. 2021).\n"
+      "  --emit DIR writes the answer as DIR/plan.yaml with its model file beside it, for\n"
+      "  simulate --plan / estimate --plan (no overwrite without --force).\n");
+}
 
-int run_size_cluster(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
-            {"json", "force", "help"});
-  if (args.flag("help")) {
-    std::printf(
-        "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]\n"
-        "                             [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
-        "                             [--emit DIR [--force]] [--json]\n"
-        "  T: tokens to train on: 300B or 1T (B = billion, T = trillion), 300G, or 300e9\n"
-        "  D: days (a number, e.g. 30 or 7.5); B: global batch in sequences (default about 4Mi tokens)\n"
-        "  Each node count's best plan is simulated; a plan the simulator refuses gives way to the next.\n"
-        "  Beside the fewest nodes, the counts nearest 1.5, 2, 3 and 4 times it are searched too; those\n"
-        "  that meet the deadline are ranked by time and by cost, and the cheapest is named.\n"
-        "  Cost: GPU-hours, dollars (--price per GPU-hour, else the profile's), energy (GPU TDP x U,\n"
-        "  default 1, + the node's non-GPU share, x PUE P, default 1.1) and tCO2e (KG per kWh,\n"
-        "  default 0.429: US average, Patterson et al. 2021).\n"
-        "  --emit DIR writes the answer as DIR/plan.yaml with its model file beside it, for\n"
-        "  simulate --plan / estimate --plan (no overwrite without --force).\n");
-    return 0;
-  }
+// The question size-cluster answers, as its command line asks it.
+struct Request {
+  search::SizeClusterOptions options;
+  std::string days;  // as given, for the emitted plan's title
+  std::string hw_path;
+  Model model;
+  Cluster hw;
+};
+
+Request parse_request(const Args& args) {
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
   if (args.flag("force") && !args.get("emit")) throw UsageError("--force only applies to --emit");
-  search::SizeClusterOptions o;
+  Request q;
+  search::SizeClusterOptions& o = q.options;
   try {
     o.tokens = search::parse_token_count(args.required("tokens"));
   } catch (const SpecError& e) {
     throw UsageError(std::string("--tokens: ") + e.what());
   }
-  const std::string days = args.required("days");
-  o.days = parse_positive_number("days", days, "a number of days");
+  q.days = args.required("days");
+  o.days = parse_positive_number("days", q.days, "a number of days");
   if (auto b = args.get("batch")) o.global_batch = parse_positive("batch", *b);
   if (auto n = args.get("max-nodes")) o.max_nodes = parse_positive("max-nodes", *n);
   if (auto t = args.get("threads")) o.search.threads = parse_positive("threads", *t);
   const std::string model_path = resolve_model(args.required("model"));
-  const std::string hw_path = resolve_hardware(args.required("hw"));
-  const Model model = load_model(model_path);
-  const Cluster hw = load_cluster(hw_path);
+  q.hw_path = resolve_hardware(args.required("hw"));
+  q.model = load_model(model_path);
+  q.hw = load_cluster(q.hw_path);
   o.search.top_k = 1;
-  SigintCancel sigint;
-  o.search.cancel = sigint.flag();
+  return q;
+}
+
+// The sizing, with a progress bar on a terminal; `cancel` (Ctrl-C) stops it with the best so far.
+search::SizeClusterResult size_with_progress(const Request& q, const std::atomic<bool>* cancel) {
+  search::SizeClusterOptions o = q.options;
+  o.search.cancel = cancel;
   ProgressBar bar;
   if (bar.enabled()) o.search.progress = [&](const search::Progress& p) { bar(p); };
   o.on_probe = [&bar](int nodes, int probe) {
     bar.set_context("probe " + std::to_string(probe) + ": " + std::to_string(nodes) + " nodes");
   };
-  const search::SizeClusterResult r = search::size_cluster(model, hw, o);
+  search::SizeClusterResult r = search::size_cluster(q.model, q.hw, o);
   bar.finish();
-  double price = hw.price_per_gpu_hour;
-  if (auto p = args.get("price")) price = parse_positive_number("price", *p, "dollars per GPU-hour");
-  EnergyAssumptions energy;
-  if (auto u = args.get("gpu-utilisation"))
-    energy.gpu_utilisation = parse_positive_number("gpu-utilisation", *u, "a fraction of the GPU's TDP");
-  if (auto p = args.get("pue")) energy.pue = parse_positive_number("pue", *p, "a power usage effectiveness like 1.1");
-  if (auto g = args.get("grid")) energy.grid_kg_co2e_per_kwh = parse_positive_number("grid", *g, "kgCO2e per kWh like 0.429");
-  const TrainingCost cost =
-      r.found ? training_cost(hw.node, r.cluster.total_gpus(), r.days_needed, price, energy) : TrainingCost{};
-  if (auto dir = args.get("emit")) {
-    if (!r.found) throw std::runtime_error("no node count meets the deadline, so there is nothing to emit: " + r.why_not);
-    const search::Row& best = r.best.rows.front();
-    const std::string title = "starfish size-cluster: " + model.name + " on " + units::human_count(static_cast<double>(o.tokens)) +
-                              " tokens within " + days + " days: " + std::to_string(r.nodes) + " x " + hw.name +
-                              ", simulated at " + units::human_count(best.tokens_per_s) + " tokens/s";
-    emit_answers(*dir, {{"plan.yaml", title, r.best.job(best)}}, hw_path, args.flag("force"));
-  }
+  return r;
+}
 
-  if (args.flag("json")) {
-    JsonWriter w(true);
-    w.begin_object();
-    w.field("kind", "starfish.size_cluster").field("model", model.name).field("hardware", hw.name);
-    w.field("tokens", o.tokens).field("days", o.days).field("found", r.found);
-    if (r.found) {
-      w.field("nodes", r.nodes).field("gpus", r.cluster.total_gpus()).field("days_needed", r.days_needed);
-      if (cost.dollars > 0) w.field("cost", cost.dollars);
-      w.field("gpu_hours", cost.gpu_hours).field("kwh", cost.kwh).field("tonnes_co2e", cost.tonnes_co2e);
-      write_options_json(w, r, hw, price, energy);
-      w.key("search");
-      write_search_json(w, r.best);
-    } else {
-      w.field("why_not", r.why_not);
-    }
-    w.field("probes", r.probes);
-    w.end_object();
-    std::fputs((w.str() + "\n").c_str(), stdout);
-    return r.found ? 0 : 1;
+void emit_answer(const std::string& dir, bool force, const Request& q, const search::SizeClusterResult& r) {
+  if (!r.found) throw std::runtime_error("no node count meets the deadline, so there is nothing to emit: " + r.why_not);
+  const search::Row& best = r.best.rows.front();
+  const std::string title = "starfish size-cluster: " + q.model.name + " on " +
+                            units::human_count(static_cast<double>(q.options.tokens)) + " tokens within " + q.days +
+                            " days: " + std::to_string(r.nodes) + " x " + q.hw.name + ", simulated at " +
+                            units::human_count(best.tokens_per_s) + " tokens/s";
+  emit_answers(dir, {{"plan.yaml", title, r.best.job(best)}}, q.hw_path, force);
+}
+
+void write_json(const Request& q, const search::SizeClusterResult& r, const CostOptions& costs, const TrainingCost& cost) {
+  JsonWriter w(true);
+  w.begin_object();
+  w.field("kind", "starfish.size_cluster").field("model", q.model.name).field("hardware", q.hw.name);
+  w.field("tokens", q.options.tokens).field("days", q.options.days).field("found", r.found);
+  if (r.found) {
+    w.field("nodes", r.nodes).field("gpus", r.cluster.total_gpus()).field("days_needed", r.days_needed);
+    if (cost.dollars > 0) w.field("cost", cost.dollars);
+    w.field("gpu_hours", cost.gpu_hours).field("kwh", cost.kwh).field("tonnes_co2e", cost.tonnes_co2e);
+    write_options_json(w, r, q.hw, costs.price_per_gpu_hour, costs.energy);
+    w.key("search");
+    write_search_json(w, r.best);
+  } else {
+    w.field("why_not", r.why_not);
   }
+  w.field("probes", r.probes);
+  w.end_object();
+  std::fputs((w.str() + "\n").c_str(), stdout);
+}
+
+void print_text(const Request& q, const search::SizeClusterResult& r, const CostOptions& costs, const TrainingCost& cost) {
+  const search::SizeClusterOptions& o = q.options;
   if (!r.found) {
-    std::printf("%s cannot train on %s tokens within %g days on up to %d nodes of %s: %s\n", model.name.c_str(),
-                units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, o.max_nodes, hw.name.c_str(),
+    std::printf("%s cannot train on %s tokens within %g days on up to %d nodes of %s: %s\n", q.model.name.c_str(),
+                units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, o.max_nodes, q.hw.name.c_str(),
                 r.why_not.c_str());
-    return 1;
+    return;
   }
   const search::Row& best = r.best.rows.front();
-  std::printf("%s on %s tokens within %g days: %d nodes of %s (%d GPUs), %.1f days\n", model.name.c_str(),
-              units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, r.nodes, hw.name.c_str(),
+  std::printf("%s on %s tokens within %g days: %d nodes of %s (%d GPUs), %.1f days\n", q.model.name.c_str(),
+              units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, r.nodes, q.hw.name.c_str(),
               r.cluster.total_gpus(), r.days_needed);
   std::printf("plan: %s\n", plan_summary(r.best.job(best)).c_str());
   std::printf("throughput %s tokens/s, MFU %.1f%% (simulated)", units::human_count(best.tokens_per_s).c_str(),
               100 * best.refined->mfu);
   std::printf("  (%d searches)\n", r.probes);
   std::printf("cost: %s (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n", describe(cost).c_str(),
-              energy.gpu_utilisation, energy.pue, energy.grid_kg_co2e_per_kwh);
-  print_options(r, hw, price, energy);
-  return 0;
+              costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
+  print_options(r, q.hw, costs.price_per_gpu_hour, costs.energy);
+}
+
+}  // namespace
+
+int run_size_cluster(const std::vector<std::string>& argv) {
+  Args args(argv, {"model", "hw", "tokens", "days", "batch", "max-nodes", "threads", "emit", "price", "gpu-utilisation", "pue", "grid"},
+            {"json", "force", "help"});
+  if (args.flag("help")) {
+    print_help();
+    return 0;
+  }
+  const Request q = parse_request(args);
+  SigintCancel sigint;
+  const search::SizeClusterResult r = size_with_progress(q, sigint.flag());
+  const CostOptions costs = parse_cost_options(args, q.hw.price_per_gpu_hour);
+  const TrainingCost cost =
+      r.found ? training_cost(q.hw.node, r.cluster.total_gpus(), r.days_needed, costs.price_per_gpu_hour, costs.energy)
+              : TrainingCost{};
+  if (auto dir = args.get("emit")) emit_answer(*dir, args.flag("force"), q, r);
+  if (args.flag("json")) write_json(q, r, costs, cost);
+  else print_text(q, r, costs, cost);
+  return r.found ? 0 : 1;
 }
 
 }  // namespace starfish::cli

@@ -16,17 +16,6 @@ TierBytes usable_capacity(const Cluster& c) {
   return cap;
 }
 
-const char* constraint_name(Tier t) {
-  switch (t) {
-    case Tier::gpu: return "GPU memory";
-    case Tier::cpu: return "CPU memory";
-    case Tier::nvme: return "NVMe";
-  }
-  return "?";
-}
-
-const char* MemoryVerdict::constraint() const { return constraint_name(tier); }
-
 const char* MemoryVerdict::allocator_reserve_note() {
   return "; only the allocator's reserve overflows: it may train while PyTorch's allocator frees its cache and "
          "retries (slower), or fail on fragments";
@@ -34,7 +23,7 @@ const char* MemoryVerdict::allocator_reserve_note() {
 
 std::string MemoryVerdict::text() const {
   if (fits) return "";
-  std::string text = std::string(constraint()) + ": needs " + units::human_bytes(needed_bytes) + " of " +
+  std::string text = std::string(constraint_name(constraint())) + ": needs " + units::human_bytes(needed_bytes) + " of " +
                      units::human_bytes(capacity_bytes) + (tier == Tier::gpu ? " per GPU" : " per node");
   if (within_allocator_reserve) text += allocator_reserve_note();
   return text;

@@ -11,6 +11,7 @@
 // The tiers are checked in that order and the first that overflows is the verdict's reason.
 #include <string>
 
+#include "sim/cost/constraint.h"
 #include "sim/cost/memory.h"
 #include "sim/spec/hardware.h"
 
@@ -35,8 +36,9 @@ struct MemoryVerdict {
   Tier tier = Tier::gpu;        // when it does not fit: the first tier that overflows
   double needed_bytes = 0;      // that tier's peak
   double capacity_bytes = 0;    // and its usable capacity
-  // "GPU memory", "CPU memory" or "NVMe": how the search and maxsize name a binding tier.
-  const char* constraint() const;
+  // The tier as a constraint (Constraint::gpu_memory, cpu_memory or nvme): how the search and
+  // maxsize name a binding tier.
+  Constraint constraint() const { return memory_constraint(tier); }
   // "GPU memory: needs 172 GiB of 78.0 GiB per GPU" ("" when it fits), and what
   // within_allocator_reserve means when it is set.
   std::string text() const;
@@ -61,8 +63,5 @@ inline MemoryVerdict check_memory(const TierBytes& peak, const TierBytes& capaci
   }
   return v;
 }
-
-// The name of a tier as a constraint: "GPU memory", "CPU memory", "NVMe".
-const char* constraint_name(Tier tier);
 
 }  // namespace starfish

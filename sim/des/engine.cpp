@@ -128,6 +128,7 @@ struct Engine::Impl {
   [[noreturn]] void throw_cycle() const;
 
   // Simulation.
+  void reset_run_state();
   void make_ready(TaskId t);
   void start(TaskId t);
   void start_flow(TaskId owner, uint32_t pattern, double bytes, double latency_s);
@@ -651,9 +652,9 @@ void Engine::Impl::throw_cycle() const {
   throw SpecError(msg);
 }
 
-const Results& Engine::Impl::run() {
+// Every task pending again, every resource idle, the clock at 0: a run starts from the built DAG.
+void Engine::Impl::reset_run_state() {
   const size_t n = tasks_.size();
-  build_successors();
   done_.assign(n, 0);
   coll_phase_.assign(collectives_.size(), 0);
   coll_step_.assign(collectives_.size(), 0);
@@ -674,7 +675,12 @@ const Results& Engine::Impl::run() {
   results_.ready_s.assign(n, 0);
   results_.start_s.assign(n, 0);
   results_.end_s.assign(n, 0);
+}
 
+const Results& Engine::Impl::run() {
+  const size_t n = tasks_.size();
+  build_successors();
+  reset_run_state();
   for (TaskId t = 0; t < n; ++t)
     if (pending_[t] == 0) make_ready(t);
 

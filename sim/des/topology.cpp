@@ -52,14 +52,13 @@ void require_nonnegative(double v, const std::string& what) {
     throw SpecError("topology: " + what + " must be >= 0, got " + std::to_string(v));
 }
 
-}  // namespace
-
-Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
-  const NodeSpec& n = cluster_.node;
-  if (cluster_.nodes < 1) throw SpecError("topology: cluster '" + cluster_.name + "' has no nodes");
+// The cluster's numbers the topology needs: nodes that can talk, and every bandwidth positive.
+void validate_cluster(const Cluster& cluster) {
+  const NodeSpec& n = cluster.node;
+  if (cluster.nodes < 1) throw SpecError("topology: cluster '" + cluster.name + "' has no nodes");
   if (n.gpus < 1) throw SpecError("topology: node '" + n.name + "' has no GPUs");
-  if (cluster_.nodes > 1 && !n.nic)
-    throw SpecError("topology: cluster '" + cluster_.name + "' has " + std::to_string(cluster_.nodes) +
+  if (cluster.nodes > 1 && !n.nic)
+    throw SpecError("topology: cluster '" + cluster.name + "' has " + std::to_string(cluster.nodes) +
                     " nodes but node.nic is absent: the nodes cannot talk");
   if (n.pcie.gpus_per_root < 1)
     throw SpecError("topology: pcie.gpus_per_root must be >= 1, got " + std::to_string(n.pcie.gpus_per_root));
@@ -80,7 +79,13 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
     require_positive(n.nic->bandwidth_Bps, "nic.bandwidth");
     require_nonnegative(n.nic->latency_s, "nic.latency");
   }
+}
 
+}  // namespace
+
+Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
+  validate_cluster(cluster_);
+  const NodeSpec& n = cluster_.node;
   gpus_per_root_ = n.pcie.gpus_per_root;
   switches_ = (n.gpus + gpus_per_root_ - 1) / gpus_per_root_;
   nics_ = n.nic ? n.nic->count : 0;
@@ -88,8 +93,31 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
   const bool domain = n.nvlink && n.nvlink->switched && n.nvlink->domain_nodes > 1 && cluster_.nodes > 1;
   if (domain) domain_nodes_ = std::min(n.nvlink->domain_nodes, cluster_.nodes);
   const bool nvswitch = !domain && n.nvlink && n.nvlink->switched && n.gpus > 1;
+  add_node_vertices(nvswitch);
+  vertices_per_node_ = static_cast<uint32_t>(local_vertices_.size());
+  if (static_cast<uint64_t>(cluster_.nodes) * (vertices_per_node_ + 1) >= kNone - 2)
+    throw SpecError("topology: cluster '" + cluster_.name + "' has too many devices to number (" +
+                    std::to_string(cluster_.nodes) + " nodes)");
+  node_vertices_ = static_cast<size_t>(cluster_.nodes) * vertices_per_node_;
+  // After the nodes' blocks: the core, the NVLink domains' switches, the fat tree's switches.
+  if (cluster_.nodes > 1) fabric_ = static_cast<DeviceId>(node_vertices_), extra_vertices_ = 1;
+  if (domain) {
+    first_domain_ = static_cast<DeviceId>(node_vertices_ + extra_vertices_);
+    extra_vertices_ += static_cast<size_t>((cluster_.nodes + domain_nodes_ - 1) / domain_nodes_);
+  }
+  add_node_links(domain, nvswitch);
+  links_per_node_ = static_cast<uint32_t>(local_links_.size());
+  if (static_cast<uint64_t>(cluster_.nodes) * (links_per_node_ + 2) >= kNone - 1)
+    throw SpecError("topology: cluster '" + cluster_.name + "' has too many links to number (" +
+                    std::to_string(cluster_.nodes) + " nodes)");
+  node_links_ = static_cast<size_t>(cluster_.nodes) * links_per_node_;
+  build_fabric_tiers();
+  compute_node_routes();
+}
 
-  // Node 0's vertices, in the local order every node shares; the fabric comes after all nodes.
+// Node 0's vertices, in the local order every node shares; the fabric comes after all nodes.
+void Topology::add_node_vertices(bool nvswitch) {
+  const NodeSpec& n = cluster_.node;
   for (int g = 0; g < n.gpus; ++g) add_vertex(VertexKind::Gpu, g, "gpu" + std::to_string(g));
   for (int s = 0; s < switches_; ++s) {
     const DeviceId v = add_vertex(VertexKind::PcieSwitch, s, "pcie" + std::to_string(s));
@@ -103,19 +131,12 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
     const DeviceId v = add_vertex(VertexKind::Nic, j, "nic" + std::to_string(j));
     if (j == 0) local_nic0_ = v;
   }
-  vertices_per_node_ = static_cast<uint32_t>(local_vertices_.size());
-  if (static_cast<uint64_t>(cluster_.nodes) * (vertices_per_node_ + 1) >= kNone - 2)
-    throw SpecError("topology: cluster '" + cluster_.name + "' has too many devices to number (" +
-                    std::to_string(cluster_.nodes) + " nodes)");
-  node_vertices_ = static_cast<size_t>(cluster_.nodes) * vertices_per_node_;
-  // After the nodes' blocks: the core, the NVLink domains' switches, the fat tree's switches.
-  if (cluster_.nodes > 1) fabric_ = static_cast<DeviceId>(node_vertices_), extra_vertices_ = 1;
-  if (domain) {
-    first_domain_ = static_cast<DeviceId>(node_vertices_ + extra_vertices_);
-    extra_vertices_ += static_cast<size_t>((cluster_.nodes + domain_nodes_ - 1) / domain_nodes_);
-  }
+}
 
-  // Node 0's links (every node's block has the same local layout).
+// Node 0's links (every node's block has the same local layout): PCIe, host memory, NVMe,
+// NVLink (to the domain's switch, the node's NVSwitch, a pair, or a ring), the NICs and their uplinks.
+void Topology::add_node_links(bool domain, bool nvswitch) {
+  const NodeSpec& n = cluster_.node;
   const double pcie_Bps = n.pcie.bandwidth_Bps();
   const double pcie_half_s = n.pcie.latency_s / 2;
   for (int g = 0; g < n.gpus; ++g)
@@ -145,13 +166,6 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
     nic_uplink_.push_back(static_cast<LinkId>(local_links_.size()));
     add_link(LinkKind::Network, local_nic0_ + j, kNone, n.nic->achieved_Bps(), n.nic->achieved_Bps(), n.nic->latency_s / 2);
   }
-  links_per_node_ = static_cast<uint32_t>(local_links_.size());
-  if (static_cast<uint64_t>(cluster_.nodes) * (links_per_node_ + 2) >= kNone - 1)
-    throw SpecError("topology: cluster '" + cluster_.name + "' has too many links to number (" +
-                    std::to_string(cluster_.nodes) + " nodes)");
-  node_links_ = static_cast<size_t>(cluster_.nodes) * links_per_node_;
-  build_fabric_tiers();
-  compute_node_routes();
 }
 
 void Topology::build_fabric_tiers() {

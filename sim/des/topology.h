@@ -176,6 +176,8 @@ class Topology {
   }
   DeviceId endpoint(int node, DeviceId local, const LocalLink& k) const;  // a local link's global end
   int switch_of(int tier, int node, int nic) const;  // a node's NIC's switch at a tier
+  void add_node_vertices(bool nvswitch);            // node 0's block (the constructor's phases)
+  void add_node_links(bool domain, bool nvswitch);
   void build_fabric_tiers();
   double fabric_hops(int node_a, int nic_a, int node_b, int nic_b, std::vector<LinkId>& out) const;
   DeviceId domain_switch(int node) const { return first_domain_ + static_cast<DeviceId>(node / domain_nodes_); }

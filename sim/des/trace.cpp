@@ -52,127 +52,171 @@ struct Lanes {
   }
 };
 
-}  // namespace
+// The GPUs and nodes whose rows the trace draws: every one when TraceOptions::gpus is empty,
+// else the listed GPUs and their nodes.
+struct Drawn {
+  bool every_gpu = true;
+  std::vector<char> gpu, node;
 
-void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& results, TraceOptions options) {
-  const Topology& topo = engine.topology();
-  const size_t n = engine.task_count();
-  if (results.start_s.size() != n) throw SpecError("write_chrome_trace: the results are not from this engine's last run");
-  const int nodes = topo.nodes();
-  const int gpus = topo.total_gpus();
-  const int unplaced_pid = nodes;  // delays without a resource
-  const bool every_gpu = options.gpus.empty();
-  std::vector<char> drawn_gpu(static_cast<size_t>(gpus), every_gpu), drawn_node(static_cast<size_t>(nodes), every_gpu);
-  for (int g : options.gpus) {
-    if (g < 0 || g >= gpus) throw SpecError("write_chrome_trace: GPU " + std::to_string(g) + " is not in the topology");
-    drawn_gpu[static_cast<size_t>(g)] = 1;
-    drawn_node[static_cast<size_t>(g / topo.gpus_per_node())] = 1;
+  Drawn(const Topology& topo, const std::vector<int>& gpus)
+      : every_gpu(gpus.empty()),
+        gpu(static_cast<size_t>(topo.total_gpus()), every_gpu),
+        node(static_cast<size_t>(topo.nodes()), every_gpu) {
+    for (int g : gpus) {
+      if (g < 0 || g >= topo.total_gpus())
+        throw SpecError("write_chrome_trace: GPU " + std::to_string(g) + " is not in the topology");
+      gpu[static_cast<size_t>(g)] = 1;
+      node[static_cast<size_t>(g / topo.gpus_per_node())] = 1;
+    }
   }
-  const auto resource_drawn = [&](ResourceId r) {
+  bool resource(const Engine& engine, ResourceId r) const {
     const ResourceInfo info = engine.resource(r);
-    return info.gpu >= 0 ? drawn_gpu[static_cast<size_t>(info.gpu)] != 0 : drawn_node[static_cast<size_t>(info.node)] != 0;
-  };
+    return info.gpu >= 0 ? gpu[static_cast<size_t>(info.gpu)] != 0 : node[static_cast<size_t>(info.node)] != 0;
+  }
+};
 
-  // Resource-less tasks, in start order, get lanes; each (task, lane) becomes one event.
+// Resource-less tasks (transfers, collectives, delays) placed on lanes, in start order: each
+// (task, lane) becomes one event.
+struct LaneEvents {
+  Lanes lanes;
+  std::vector<std::pair<TaskId, size_t>> events;
+};
+
+LaneEvents place_unresourced_tasks(const Engine& engine, const Results& results, const TraceOptions& options,
+                                   const Drawn& drawn) {
+  const Topology& topo = engine.topology();
+  const int gpus = topo.total_gpus();
+  const int unplaced_pid = topo.nodes();  // delays without a resource
   std::vector<TaskId> order;
-  for (TaskId t = 0; t < n; ++t)
+  for (TaskId t = 0; t < engine.task_count(); ++t)
     if (engine.task_resource(t) == kNone) order.push_back(t);
   std::stable_sort(order.begin(), order.end(),
                    [&](TaskId a, TaskId b) { return results.start_s[a] < results.start_s[b]; });
-  Lanes lanes;
-  std::vector<std::pair<TaskId, size_t>> lane_events;
+  LaneEvents out;
   for (TaskId t : order) {
     const double a = results.start_s[t], b = results.end_s[t];
     std::vector<int> on = engine.task_gpus(t);
-    if (!every_gpu) {
+    if (!drawn.every_gpu) {
       const bool had_gpus = !on.empty();
-      std::erase_if(on, [&](int g) { return !drawn_gpu[static_cast<size_t>(g)]; });
+      std::erase_if(on, [&](int g) { return !drawn.gpu[static_cast<size_t>(g)]; });
       if (had_gpus && on.empty()) continue;  // runs on none of the drawn GPUs
     }
     if (engine.task_kind(t) == TaskKind::Collective && !options.collectives_on_every_gpu && !on.empty()) on.resize(1);
     if (engine.task_kind(t) == TaskKind::Transfer && !on.empty()) on.resize(1);  // drawn at its source GPU
     if (!on.empty()) {
       for (int g : on)
-        lane_events.emplace_back(t, lanes.place(static_cast<size_t>(g), g / topo.gpus_per_node(),
-                                                "gpu" + std::to_string(g) + " comm", a, b));
+        out.events.emplace_back(t, out.lanes.place(static_cast<size_t>(g), g / topo.gpus_per_node(),
+                                                   "gpu" + std::to_string(g) + " comm", a, b));
     } else if (engine.task_kind(t) == TaskKind::Transfer) {
       // A transfer between non-GPU devices (host, NVMe): drawn on its source's node.
       const int node = engine.task_node(t);
-      if (!drawn_node[static_cast<size_t>(node)]) continue;
-      lane_events.emplace_back(t, lanes.place(static_cast<size_t>(gpus + 1 + node), node,
-                                              "node" + std::to_string(node) + " transfers", a, b));
-    } else if (every_gpu) {  // a delay of no GPU: drawn with every rank only
-      lane_events.emplace_back(t, lanes.place(static_cast<size_t>(gpus), unplaced_pid, "delays", a, b));
+      if (!drawn.node[static_cast<size_t>(node)]) continue;
+      out.events.emplace_back(t, out.lanes.place(static_cast<size_t>(gpus + 1 + node), node,
+                                                 "node" + std::to_string(node) + " transfers", a, b));
+    } else if (drawn.every_gpu) {  // a delay of no GPU: drawn with every rank only
+      out.events.emplace_back(t, out.lanes.place(static_cast<size_t>(gpus), unplaced_pid, "delays", a, b));
     }
   }
+  return out;
+}
+
+// The trace's JSON, one event after another: metadata (process and thread names), tasks as
+// complete events, counter samples.
+class TraceJson {
+ public:
+  TraceJson(std::ostream& out, const Engine& engine, const Results& results)
+      : out_(out), engine_(engine), results_(results) {
+    out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  }
+  void close() { out_ << "\n]}\n"; }
+
+  void meta(const char* what, int pid, size_t tid, const std::string& name) {
+    sep();
+    out_ << "{\"name\":\"" << what << "\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid << ",\"args\":{\"name\":";
+    put_string(out_, name);
+    out_ << "}}";
+  }
+
+  void task(TaskId t, int pid, size_t tid) {
+    sep();
+    out_ << "{\"name\":";
+    put_string(out_, engine_.task_name(t));
+    out_ << ",\"cat\":";
+    put_string(out_, engine_.category_name(engine_.task_category(t)));
+    out_ << ",\"ph\":\"X\",\"ts\":";
+    put_number(out_, results_.start_s[t] * 1e6);
+    out_ << ",\"dur\":";
+    put_number(out_, (results_.end_s[t] - results_.start_s[t]) * 1e6);
+    out_ << ",\"pid\":" << pid << ",\"tid\":" << tid << ",\"args\":{\"task\":" << t << ",\"kind\":\""
+         << to_string(engine_.task_kind(t)) << "\"";
+    if (engine_.task_kind(t) != TaskKind::Compute && engine_.task_kind(t) != TaskKind::Delay) {
+      out_ << ",\"bytes\":";
+      put_number(out_, engine_.task_bytes(t));
+    }
+    if (engine_.task_kind(t) == TaskKind::Collective) {
+      out_ << ",\"collective\":\"" << to_string(engine_.collective_kind(t))
+           << "\",\"group_size\":" << engine_.group_gpus(engine_.collective_group(t)).size();
+    }
+    out_ << ",\"ready_us\":";
+    put_number(out_, results_.ready_s[t] * 1e6);
+    out_ << "}}";
+  }
+
+  void counter(const CounterTrack& track, double time_s, double value) {
+    sep();
+    out_ << "{\"name\":";
+    put_string(out_, track.name);
+    out_ << ",\"ph\":\"C\",\"ts\":";
+    put_number(out_, time_s * 1e6);
+    out_ << ",\"pid\":" << track.pid << ",\"args\":{\"bytes\":";
+    put_number(out_, value);
+    out_ << "}}";
+  }
+
+ private:
+  void sep() {
+    if (!first_) out_ << ",\n";
+    first_ = false;
+  }
+  std::ostream& out_;
+  const Engine& engine_;
+  const Results& results_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const Engine& engine, const Results& results, TraceOptions options) {
+  const Topology& topo = engine.topology();
+  if (results.start_s.size() != engine.task_count())
+    throw SpecError("write_chrome_trace: the results are not from this engine's last run");
+  const Drawn drawn(topo, options.gpus);
+  const LaneEvents placed = place_unresourced_tasks(engine, results, options, drawn);
+  const std::vector<Lanes::Lane>& lanes = placed.lanes.lanes;
   const size_t lane_tid0 = engine.resource_count() + 1;
+  const int unplaced_pid = topo.nodes();
 
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
-  bool first = true;
-  auto sep = [&] {
-    if (!first) out << ",\n";
-    first = false;
-  };
-  auto meta = [&](const char* what, int pid, size_t tid, const std::string& name) {
-    sep();
-    out << "{\"name\":\"" << what << "\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid << ",\"args\":{\"name\":";
-    put_string(out, name);
-    out << "}}";
-  };
-  for (int k = 0; k < nodes; ++k)
-    if (drawn_node[static_cast<size_t>(k)]) meta("process_name", k, 0, "node " + std::to_string(k));
-  if (lanes.by_owner.size() > static_cast<size_t>(gpus) && !lanes.by_owner[gpus].empty())
-    meta("process_name", unplaced_pid, 0, "unplaced");
+  TraceJson json(out, engine, results);
+  for (int k = 0; k < topo.nodes(); ++k)
+    if (drawn.node[static_cast<size_t>(k)]) json.meta("process_name", k, 0, "node " + std::to_string(k));
+  const std::vector<std::vector<size_t>>& by_owner = placed.lanes.by_owner;
+  if (by_owner.size() > static_cast<size_t>(topo.total_gpus()) && !by_owner[static_cast<size_t>(topo.total_gpus())].empty())
+    json.meta("process_name", unplaced_pid, 0, "unplaced");
   for (ResourceId r : engine.used_resources()) {
-    if (!resource_drawn(r)) continue;
+    if (!drawn.resource(engine, r)) continue;
     const ResourceInfo info = engine.resource(r);
-    meta("thread_name", info.node, r + 1, info.name);
+    json.meta("thread_name", info.node, r + 1, info.name);
   }
-  for (size_t li = 0; li < lanes.lanes.size(); ++li)
-    meta("thread_name", lanes.lanes[li].pid, lane_tid0 + li, lanes.lanes[li].name);
+  for (size_t li = 0; li < lanes.size(); ++li) json.meta("thread_name", lanes[li].pid, lane_tid0 + li, lanes[li].name);
 
-  auto event = [&](TaskId t, int pid, size_t tid) {
-    sep();
-    out << "{\"name\":";
-    put_string(out, engine.task_name(t));
-    out << ",\"cat\":";
-    put_string(out, engine.category_name(engine.task_category(t)));
-    out << ",\"ph\":\"X\",\"ts\":";
-    put_number(out, results.start_s[t] * 1e6);
-    out << ",\"dur\":";
-    put_number(out, (results.end_s[t] - results.start_s[t]) * 1e6);
-    out << ",\"pid\":" << pid << ",\"tid\":" << tid << ",\"args\":{\"task\":" << t << ",\"kind\":\""
-        << to_string(engine.task_kind(t)) << "\"";
-    if (engine.task_kind(t) != TaskKind::Compute && engine.task_kind(t) != TaskKind::Delay) {
-      out << ",\"bytes\":";
-      put_number(out, engine.task_bytes(t));
-    }
-    if (engine.task_kind(t) == TaskKind::Collective) {
-      out << ",\"collective\":\"" << to_string(engine.collective_kind(t))
-          << "\",\"group_size\":" << engine.group_gpus(engine.collective_group(t)).size();
-    }
-    out << ",\"ready_us\":";
-    put_number(out, results.ready_s[t] * 1e6);
-    out << "}}";
-  };
-  for (TaskId t = 0; t < n; ++t) {
+  for (TaskId t = 0; t < engine.task_count(); ++t) {
     const ResourceId r = engine.task_resource(t);
-    if (r != kNone && resource_drawn(r)) event(t, engine.resource(r).node, r + 1);
+    if (r != kNone && drawn.resource(engine, r)) json.task(t, engine.resource(r).node, r + 1);
   }
-  for (const auto& [t, li] : lane_events) event(t, lanes.lanes[li].pid, lane_tid0 + li);
-  for (const CounterTrack& track : options.counters) {
-    for (const auto& [time_s, value] : track.points) {
-      sep();
-      out << "{\"name\":";
-      put_string(out, track.name);
-      out << ",\"ph\":\"C\",\"ts\":";
-      put_number(out, time_s * 1e6);
-      out << ",\"pid\":" << track.pid << ",\"args\":{\"bytes\":";
-      put_number(out, value);
-      out << "}}";
-    }
-  }
-  out << "\n]}\n";
+  for (const auto& [t, li] : placed.events) json.task(t, lanes[li].pid, lane_tid0 + li);
+  for (const CounterTrack& track : options.counters)
+    for (const auto& [time_s, value] : track.points) json.counter(track, time_s, value);
+  json.close();
 }
 
 void write_chrome_trace_file(const std::string& path, const Engine& engine, const Results& results,

@@ -24,7 +24,7 @@ Evaluation simulate_evaluation(const Job& job, const std::atomic<bool>* cancel) 
       e.why_not = "simulated " + r.memory_verdict.text();
     }
   } catch (const SpecError& err) {
-    e.constraint = "simulator";
+    e.constraint = Constraint::simulator;
     e.why_not = err.what();
   }
   e.fits = e.why_not.empty();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/params.h"
+#include "sim/search/bisect.h"
 #include "sim/search/des_refiner.h"
 #include "sim/search/model_family.h"
 #include "sim/spec/error.h"
@@ -23,29 +24,10 @@ int heads_step(const Cluster& cluster, const MaxSizeOptions& o) {
   return o.search.space.max_tp > 0 ? o.search.space.max_tp : cluster.node.gpus;
 }
 
-// Bisects between `lo`, whose probe fits (or the series' start), and `hi`, whose does not, until
-// they are adjacent or the search is cancelled; keeps the largest fitting probe in `best` and the
-// smallest failing one in `fail`. Returns the new `lo`.
-template <typename ProbeAt, typename Cancelled>
-int bisect(int lo, int hi, const ProbeAt& probe_at, const Cancelled& cancelled, Probe& best, Probe& fail) {
-  while (hi - lo > 1 && !cancelled()) {
-    const int mid = lo + (hi - lo) / 2;
-    Probe p = probe_at(mid);
-    if (p.fits) {
-      lo = mid;
-      best = std::move(p);
-    } else {
-      hi = mid;
-      fail = std::move(p);
-    }
-  }
-  return lo;
-}
-
 // Why the next size fails: the simulator's refusal of the best plan the analytic tier accepted,
 // else the summary line of the family that came closest to fitting (of those the binding
 // constraint rejected, when any was).
-std::string binding_detail(const SearchResult& fail, const std::string& binding) {
+std::string binding_detail(const SearchResult& fail, Constraint binding) {
   if (fail.fitting > 0 && !fail.simulator_rejected.empty()) {
     const auto& [label, why] = fail.simulator_rejected.front();
     return "the simulator refused " + label + ": " + why;
@@ -86,23 +68,26 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   // 1. Main series: heads = step * k, layers = heads. Grow k geometrically, then bisect.
   int lo = 0, hi = 0;  // fits at lo (0 = nothing yet), not at hi
   Probe best, fail;
+  // A bisection step's probe: the largest fitting one is kept in `best`, the smallest failing in `fail`.
+  auto keep = [&](Probe p) {
+    const bool fits = p.fits;
+    (fits ? best : fail) = std::move(p);
+    return fits;
+  };
   for (int k = 1;; k *= 2) {
     if (step * k > o.max_heads) throw SpecError("maxsize: a model with over " + std::to_string(o.max_heads) +
                                                 " heads still fits; raise max_heads");
-    Probe p = probe(step * k, step * k);
-    if (!p.fits) {
+    if (!keep(probe(step * k, step * k))) {
       hi = k;
-      fail = std::move(p);
       break;
     }
     lo = k;
-    best = std::move(p);
     if (cancelled()) break;
   }
-  lo = bisect(lo, hi, [&](int k) { return probe(step * k, step * k); }, cancelled, best, fail);
   // Cancelled while the sizes still grew: no size has failed, so there is no bracket to refine
   // (and `fail` holds no model): no answer, as for any search stopped before it has one.
   if (hi == 0) return out;
+  lo = bisect(lo, hi, [&](int k) { return keep(probe(step * k, step * k)); }, cancelled);
   if (lo == 0) {
     out.next_model = fail.model;
     out.binding = fail.result.binding_constraint();
@@ -114,13 +99,8 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   int l_lo = heads, l_hi = heads + 1;
   while (count_parameters(family_model(o.family, heads, l_hi, o.seq_len)).total < next_params) ++l_hi;
   // fits at l_lo; l_hi is at least as large as the failing model: not tested yet
-  Probe top = probe(heads, l_hi);
-  if (top.fits) {
-    best = std::move(top);  // (not expected: the larger model failed)
-  } else {
-    fail = std::move(top);
-    bisect(l_lo, l_hi, [&](int layers) { return probe(heads, layers); }, cancelled, best, fail);
-  }
+  // (That it fits is not expected: the larger model failed.)
+  if (!keep(probe(heads, l_hi))) bisect(l_lo, l_hi, [&](int layers) { return keep(probe(heads, layers)); }, cancelled);
   out.found = true;
   out.model = best.model;
   out.parameters = count_parameters(best.model).total;
@@ -129,7 +109,7 @@ MaxSizeResult max_model_size(const Cluster& cluster, const MaxSizeOptions& optio
   out.days_to_train = days_to_train(out.tokens, out.best.rows.front().refined->tokens_per_s);
   out.next_model = fail.model;
   out.binding = fail.result.binding_constraint();
-  if (out.binding.empty()) out.binding = "no valid plan for its shape";
+  if (out.binding == Constraint::none) out.binding = Constraint::no_valid_plan;
   out.binding_detail = binding_detail(fail.result, out.binding);
   return out;
 }

@@ -40,7 +40,8 @@ struct MaxSizeResult {
   int64_t parameters = 0;
   SearchResult best;            // the search at that size (rows: its best plans)
   Model next_model;             // the smallest that does not fit
-  std::string binding;          // what stops next_model: "GPU memory", "CPU memory", "NVMe", "time"
+  Constraint binding = Constraint::none;  // what stops next_model: a memory tier, time, the
+                                // simulator, or no valid plan for its shape
   TrainingBudget budget{false}; // the budget it was found within
   double tokens = 0;            // the budget's tokens for the answer (the default count without a budget)
   double days_to_train = 0;     // those tokens at its simulated throughput

@@ -21,13 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The memory tiers in Tier's order (check_memory names them), then time.
-enum class Constraint : uint8_t { gpu, cpu, nvme, time };
-Constraint constraint_of(Tier t) { return static_cast<Constraint>(static_cast<uint8_t>(t)); }
-const char* constraint_text(Constraint c) {
-  return c == Constraint::time ? "time" : constraint_name(static_cast<Tier>(static_cast<uint8_t>(c)));
-}
-
 // Rejection summaries are keyed by the family's fields (no strings on the hot path).
 using FamilyKey = std::tuple<int, int, int, int, int, int, bool, uint8_t>;
 FamilyKey family_key(const Candidate& c, Constraint why) {
@@ -63,7 +56,7 @@ struct Rejections {
 using BoundKey = std::tuple<int, int, int, int, int, int, int, int64_t, int, int>;
 struct BoundVerdict {
   bool reject = false;
-  Constraint why = Constraint::gpu;
+  Constraint why = Constraint::gpu_memory;
   double needed = 0, capacity = 0;
 };
 
@@ -165,7 +158,7 @@ void refine_best(SearchResult& result, std::vector<Row>& rows, const SearchOptio
       Evaluation& v = *rows[i].refined;
       if (v.fits && opt.max_iteration_s > 0 && v.iteration_s > opt.max_iteration_s) {
         v.fits = false;
-        v.constraint = "time";
+        v.constraint = Constraint::time;
         v.why_not = "simulated iteration " + units::human_seconds(v.iteration_s) + " over the limit " +
                     units::human_seconds(opt.max_iteration_s);
       }
@@ -256,7 +249,7 @@ class AnalyticPass {
       evaluator_.evaluate(w.plan, w.estimate, /*memory_only_if_rejected=*/true, /*explain=*/false);
       const Estimate& e = w.estimate;
       if (!e.fits) {
-        w.rejected[family_key(c, constraint_of(e.memory.tier))].add(e.memory.needed_bytes, e.memory.capacity_bytes, c, i);
+        w.rejected[family_key(c, e.memory.constraint())].add(e.memory.needed_bytes, e.memory.capacity_bytes, c, i);
       } else if (opt_.max_iteration_s > 0 && e.time.iteration_s > opt_.max_iteration_s) {
         w.rejected[family_key(c, Constraint::time)].add(e.time.iteration_s, opt_.max_iteration_s, c, i);
       } else {
@@ -276,7 +269,7 @@ class AnalyticPass {
     if (it == w.bounds.end()) {
       const AnalyticEvaluator::StatesBound b = evaluator_.states_lower_bound(w.plan);
       const MemoryVerdict m = check_memory(TierBytes{b.gpu_bytes, b.cpu_bytes, b.nvme_bytes}, capacity_);
-      it = w.bounds.emplace(key, BoundVerdict{!m.fits, constraint_of(m.tier), m.needed_bytes, m.capacity_bytes}).first;
+      it = w.bounds.emplace(key, BoundVerdict{!m.fits, m.constraint(), m.needed_bytes, m.capacity_bytes}).first;
     }
     if (!it->second.reject) return false;
     ++w.pruned;
@@ -328,7 +321,7 @@ class AnalyticPass {
     for (const auto& [k, v] : rejected) {
       RejectedFamily f;
       f.family = family_label(v.example);
-      f.constraint = constraint_text(static_cast<Constraint>(std::get<7>(k)));
+      f.constraint = static_cast<Constraint>(std::get<7>(k));
       f.needed = v.needed;
       f.capacity = v.capacity;
       f.plans = v.plans;
@@ -371,13 +364,13 @@ Evaluation to_evaluation(const Estimate& e) {
 
 std::string RejectedFamily::text() const {
   char buf[96];
-  if (constraint == "time")
+  if (constraint == Constraint::time)
     std::snprintf(buf, sizeof buf, "iteration %s over the limit %s", units::human_seconds(needed).c_str(),
                   units::human_seconds(capacity).c_str());
   else
     std::snprintf(buf, sizeof buf, "needs %s of %s", units::human_bytes(needed).c_str(),
                   units::human_bytes(capacity).c_str());
-  return family + ": " + constraint + " (" + buf + ") x " + std::to_string(plans) + (plans == 1 ? " plan" : " plans");
+  return family + ": " + constraint_name(constraint) + " (" + buf + ") x " + std::to_string(plans) + (plans == 1 ? " plan" : " plans");
 }
 
 bool has_simulated_answer(const SearchResult& r) {
@@ -386,18 +379,18 @@ bool has_simulated_answer(const SearchResult& r) {
 
 Job SearchResult::job(const Row& row) const { return make_job(model, cluster, training, row.plan); }
 
-std::string SearchResult::binding_constraint() const {
-  if (!rows.empty()) return "";
+Constraint SearchResult::binding_constraint() const {
+  if (!rows.empty()) return Constraint::none;
   // Plans passed the analytic tier, but the simulator refused them: its reason binds.
   if (fitting > 0 && !simulator_rejected.empty()) return simulator_binding;
   // Plans that fit in memory but ran too long: time is what binds.
   for (const RejectedFamily& r : rejected)
-    if (r.constraint == "time") return "time";
+    if (r.constraint == Constraint::time) return Constraint::time;
   const RejectedFamily* closest = closest_family(rejected);
-  return closest ? closest->constraint : "";
+  return closest ? closest->constraint : Constraint::none;
 }
 
-const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, const std::string& constraint) {
+const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, Constraint constraint) {
   bool any = false;
   for (const RejectedFamily& r : rejected) any |= r.constraint == constraint;
   const RejectedFamily* closest = nullptr;

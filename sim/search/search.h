@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/constraint.h"
 #include "sim/cost/estimate.h"
 #include "sim/search/plan_space.h"
 #include "sim/spec/job.h"
@@ -30,8 +31,8 @@ namespace starfish::search {
 struct Evaluation {
   bool fits = false;
   std::string why_not;           // empty when it fits
-  std::string constraint;        // when it does not: "GPU memory", "CPU memory", "NVMe" (the tier
-                                 // check_memory names), "time", or "simulator" (refused the plan)
+  Constraint constraint = Constraint::none;  // when it does not: the tier check_memory names,
+                                 // time, or the simulator (refused the plan)
   double iteration_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
@@ -91,7 +92,7 @@ struct Row {
 // the plan of the family that came closest to fitting.
 struct RejectedFamily {
   std::string family;
-  std::string constraint;        // "GPU memory", "CPU memory", "NVMe", "time"
+  Constraint constraint = Constraint::none;  // a memory tier or time
   double needed = 0;             // bytes (memory) or seconds (time) of the closest plan
   double capacity = 0;
   int64_t plans = 0;
@@ -103,14 +104,14 @@ struct RejectedFamily {
 inline double closeness(double needed, double capacity) { return capacity > 0 ? needed / capacity : 1e300; }
 
 // The family closest to fitting (the first of equals), among those rejected for `constraint`
-// when any was ("" for all); nullptr for none.
-const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, const std::string& constraint = "");
+// when any was (Constraint::none: all); nullptr for none.
+const RejectedFamily* closest_family(const std::vector<RejectedFamily>& rejected, Constraint constraint = Constraint::none);
 
 struct SearchResult {
   // Plans the analytic tier ranked high but the simulator rejected: (label, why), best first;
   // simulator_binding is the first one's Evaluation::constraint.
   std::vector<std::pair<std::string, std::string>> simulator_rejected;
-  std::string simulator_binding;
+  Constraint simulator_binding = Constraint::none;
   Model model;
   Cluster cluster;
   Training training;
@@ -130,11 +131,11 @@ struct SearchResult {
   int threads = 1;
 
   Job job(const Row& row) const;         // make_job of the row: validated like any job
-  // The binding constraint when nothing fits: "time" when some plan fit in memory but ran
-  // over max_iteration_s, else the memory tier of the rejected family closest to fitting
-  // ("GPU memory", "CPU memory", "NVMe"), else (every plan the analytic tier accepted was
-  // refused by the simulator) simulator_binding; "" when some plan fits.
-  std::string binding_constraint() const;
+  // The binding constraint when nothing fits: time when some plan fit in memory but ran over
+  // max_iteration_s, else the memory tier of the rejected family closest to fitting, else
+  // (every plan the analytic tier accepted was refused by the simulator) simulator_binding;
+  // Constraint::none when some plan fits.
+  Constraint binding_constraint() const;
 };
 
 SearchResult search(const Model& model, const Cluster& cluster, const Training& training,

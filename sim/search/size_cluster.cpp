@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/cost/flops.h"
+#include "sim/search/bisect.h"
 #include "sim/search/des_refiner.h"
 #include "sim/spec/error.h"
 #include "sim/spec/units.h"
@@ -86,6 +87,100 @@ std::vector<size_t> ranked(const std::vector<SizeClusterOption>& options, double
   return order;
 }
 
+// A fixed batch across node counts: the one given, else about 4Mi tokens.
+Training sizing_training(const Model& model, const Cluster& hw, const SizeClusterOptions& o) {
+  Training training = default_search_training(model, hw);
+  training.global_batch = o.global_batch > 0 ? o.global_batch
+                                             : std::max<int64_t>(1, ((int64_t{1} << 22) + model.seq_len - 1) / model.seq_len);
+  return training;
+}
+
+// The fewest nodes that could reach `needed_tokens_per_s` were every GPU at its dense peak on
+// the model's FLOPs (at least 1).
+int lower_bound_nodes(const Model& model, const Cluster& hw, const Training& training, const SearchSpace& space,
+                      double needed_tokens_per_s) {
+  const double flop_per_token = iteration_flops(model, training.global_batch, Recompute::none).model /
+                                (static_cast<double>(training.global_batch) * model.seq_len);
+  // (A Megatron-core space may also run its GEMMs in fp8, plan_space.h: then the fp8 peak bounds.)
+  const bool fp8 = space.framework == Framework::megatron_core && hw.node.gpu.peak_flops.count(DType::fp8) &&
+                   std::any_of(space.fp8.begin(), space.fp8.end(), [](Fp8 f) { return f != Fp8::none; });
+  const double peak_node = hw.node.gpu.peak(fp8 ? DType::fp8 : training.dtype) * hw.node.gpus;
+  return std::max(1, static_cast<int>(std::floor(needed_tokens_per_s * flop_per_token / peak_node)));
+}
+
+// The node counts in [min_nodes, max_nodes] with some valid TP x PP x DP layout, ascending.
+std::vector<int> layout_counts(const Model& model, const Cluster& hw, const Training& training, int min_nodes,
+                               int max_nodes, int max_tp) {
+  std::vector<int> counts;
+  Cluster sized = hw;
+  for (int n = min_nodes; n <= max_nodes; ++n) {
+    sized.nodes = n;
+    if (has_layout(model, sized, training, max_tp)) counts.push_back(n);
+  }
+  return counts;
+}
+
+// One node count's plan search, and whether its simulated best meets the deadline.
+struct Try {
+  bool ok = false;
+  SearchResult r;
+  Cluster c;
+};
+
+// The searches at each node count the sizing tries, counted in `probes`.
+class CountProber {
+ public:
+  CountProber(const Model& model, const Cluster& hw, const Training& training, const SizeClusterOptions& o,
+              double needed_tokens_per_s, int& probes)
+      : model_(model), hw_(hw), training_(training), o_(o), needed_tokens_per_s_(needed_tokens_per_s), probes_(probes) {}
+
+  bool cancelled() const { return o_.search.cancel && o_.search.cancel->load(); }
+
+  Try attempt(int nodes) const {
+    Try t;
+    t.c = hw_;
+    t.c.nodes = nodes;
+    ++probes_;
+    if (o_.on_probe) o_.on_probe(nodes, probes_);
+    try {
+      t.r = search(model_, t.c, training_, o_.search);
+      // The simulator refused every plan the reserve held: that says nothing about the plans
+      // behind them, and a count judged too slow for it would break the bisection's premise
+      // (more nodes never slower). Look deeper before judging the count.
+      if (!has_simulated_answer(t.r) && !t.r.simulator_rejected.empty() && !cancelled()) {
+        SearchOptions deeper = o_.search;
+        deeper.refine_reserve = 8 * std::max(1, o_.search.refine_reserve);
+        t.r = search(model_, t.c, training_, deeper);
+      }
+    } catch (const SpecError&) {
+      return t;
+    }
+    t.ok = has_simulated_answer(t.r) && t.r.rows.front().tokens_per_s >= needed_tokens_per_s_;
+    return t;
+  }
+
+ private:
+  const Model& model_;
+  const Cluster& hw_;
+  const Training& training_;
+  const SizeClusterOptions& o_;
+  const double needed_tokens_per_s_;
+  int& probes_;
+};
+
+// Why even the most nodes tried miss the deadline: too slow, or no plan fits.
+std::string most_nodes_why_not(const Try& most, double needed_tokens_per_s) {
+  const std::string head = std::to_string(most.c.nodes) + " nodes (the most tried)";
+  if (has_simulated_answer(most.r))
+    return head + " reach " + units::human_count(most.r.rows.front().tokens_per_s) + " tokens/s; " +
+           units::human_count(needed_tokens_per_s) + " tokens/s are needed";
+  std::string why = head + ": no plan fits";
+  if (!most.r.simulator_rejected.empty())
+    why += " (the simulator refused " + most.r.simulator_rejected.front().first + ": " +
+           most.r.simulator_rejected.front().second + ")";
+  return why;
+}
+
 }  // namespace
 
 std::vector<size_t> SizeClusterResult::by_time() const { return ranked(options, &SizeClusterOption::days_needed); }
@@ -97,87 +192,32 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   if (o.tokens < 1) throw SpecError("size-cluster: the token count must be positive");
   if (!(o.days > 0)) throw SpecError("size-cluster: the number of days must be positive");
   SizeClusterResult out;
-  Training training = default_search_training(model, hw);
-  // A fixed batch across node counts: about 4Mi tokens unless given.
-  training.global_batch = o.global_batch > 0 ? o.global_batch
-                                             : std::max<int64_t>(1, ((int64_t{1} << 22) + model.seq_len - 1) / model.seq_len);
-  const double seconds = o.days * 86400.0;
-  const double needed_tokens_per_s = static_cast<double>(o.tokens) / seconds;
-  // Lower bound: model FLOPs per token at the GPUs' dense peak.
-  const double flop_per_token = iteration_flops(model, training.global_batch, Recompute::none).model /
-                                (static_cast<double>(training.global_batch) * model.seq_len);
-  // (A Megatron-core space may also run its GEMMs in fp8, plan_space.h: then the fp8 peak bounds.)
-  const bool fp8 = o.search.space.framework == Framework::megatron_core && hw.node.gpu.peak_flops.count(DType::fp8) &&
-                   std::any_of(o.search.space.fp8.begin(), o.search.space.fp8.end(), [](Fp8 f) { return f != Fp8::none; });
-  const double peak_node = hw.node.gpu.peak(fp8 ? DType::fp8 : training.dtype) * hw.node.gpus;
-  const int min_nodes = std::max(1, static_cast<int>(std::floor(needed_tokens_per_s * flop_per_token / peak_node)));
+  const Training training = sizing_training(model, hw, o);
+  const double needed_tokens_per_s = static_cast<double>(o.tokens) / (o.days * 86400.0);
+  const int min_nodes = lower_bound_nodes(model, hw, training, o.search.space, needed_tokens_per_s);
   const int max_tp = o.search.space.max_tp > 0 ? o.search.space.max_tp : hw.node.gpus;
   const int max_nodes = hw.node.nic ? o.max_nodes : 1;
-  std::vector<int> counts;
-  Cluster sized = hw;
-  for (int n = min_nodes; n <= max_nodes; ++n) {
-    sized.nodes = n;
-    if (has_layout(model, sized, training, max_tp)) counts.push_back(n);
-  }
+  const std::vector<int> counts = layout_counts(model, hw, training, min_nodes, max_nodes, max_tp);
   if (counts.empty()) {
     out.why_not = "no node count in [" + std::to_string(min_nodes) + ", " + std::to_string(max_nodes) +
                   "] admits a TP x PP x DP layout for a global batch of " + std::to_string(training.global_batch);
     return out;
   }
-  struct Try {
-    bool ok = false;
-    SearchResult r;
-    Cluster c;
-  };
-  auto cancelled = [&] { return o.search.cancel && o.search.cancel->load(); };
-  auto attempt = [&](int nodes) {
-    Try t;
-    t.c = hw;
-    t.c.nodes = nodes;
-    ++out.probes;
-    if (o.on_probe) o.on_probe(nodes, out.probes);
-    try {
-      t.r = search(model, t.c, training, o.search);
-      // The simulator refused every plan the reserve held: that says nothing about the plans
-      // behind them, and a count judged too slow for it would break the bisection's premise
-      // (more nodes never slower). Look deeper before judging the count.
-      if (!has_simulated_answer(t.r) && !t.r.simulator_rejected.empty() && !cancelled()) {
-        SearchOptions deeper = o.search;
-        deeper.refine_reserve = 8 * std::max(1, o.search.refine_reserve);
-        t.r = search(model, t.c, training, deeper);
-      }
-    } catch (const SpecError&) {
-      return t;
-    }
-    t.ok = has_simulated_answer(t.r) && t.r.rows.front().tokens_per_s >= needed_tokens_per_s;
-    return t;
-  };
-  // Bisect over the candidate list: counts[hi] is known good once found.
-  size_t lo = 0, hi = counts.size() - 1;
-  Try best = attempt(counts[hi]);
+  const CountProber prober(model, hw, training, o, needed_tokens_per_s, out.probes);
+  // The most nodes first: if they miss the deadline, so does every count below them.
+  Try best = prober.attempt(counts.back());
   if (!best.ok) {
-    const std::string most = std::to_string(counts[hi]) + " nodes (the most tried)";
-    if (has_simulated_answer(best.r)) {
-      out.why_not = most + " reach " + units::human_count(best.r.rows.front().tokens_per_s) + " tokens/s; " +
-                    units::human_count(needed_tokens_per_s) + " tokens/s are needed";
-    } else {
-      out.why_not = most + ": no plan fits";
-      if (!best.r.simulator_rejected.empty())
-        out.why_not += " (the simulator refused " + best.r.simulator_rejected.front().first + ": " +
-                       best.r.simulator_rejected.front().second + ")";
-    }
+    out.why_not = most_nodes_why_not(best, needed_tokens_per_s);
     return out;
   }
-  while (lo < hi && !cancelled()) {
-    const size_t mid = lo + (hi - lo) / 2;
-    Try t = attempt(counts[mid]);
-    if (t.ok) {
-      hi = mid;
-      best = std::move(t);
-    } else {
-      lo = mid + 1;
-    }
-  }
+  // The fewest that meet it: bisect between the last count (passes) and one before the first.
+  const auto meets = [&](ptrdiff_t i) {
+    Try t = prober.attempt(counts[static_cast<size_t>(i)]);
+    const bool ok = t.ok;
+    if (ok) best = std::move(t);
+    return ok;
+  };
+  bisect<ptrdiff_t>(static_cast<ptrdiff_t>(counts.size()) - 1, -1, meets, [&] { return prober.cancelled(); });
   out.found = true;
   out.nodes = best.c.nodes;
   out.cluster = best.c;
@@ -187,8 +227,8 @@ SizeClusterResult size_cluster(const Model& model, const Cluster& hw, const Size
   out.options.push_back(option_of(out.best, out.nodes, o.tokens));
   if (o.alternatives)
     for (int n : alternative_counts(counts, out.nodes)) {
-      if (cancelled()) break;
-      const Try t = attempt(n);
+      if (prober.cancelled()) break;
+      const Try t = prober.attempt(n);
       if (t.ok) out.options.push_back(option_of(t.r, n, o.tokens));
     }
   return out;

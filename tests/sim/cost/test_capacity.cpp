@@ -1,6 +1,8 @@
 // The one fit rule (sim/cost/capacity.h) that estimate, simulate and the search apply.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "sim/cost/capacity.h"
 #include "sim/cost/estimate.h"
 #include "sim/spec/job.h"
@@ -30,6 +32,23 @@ TEST(Capacity, UsableIsMemoryLessReservedPerGpuAndPerNode) {
   EXPECT_EQ(usable_capacity(c).nvme, 0);
 }
 
+// The words every verb prints and writes in its JSON ("binding", "constraint"): scripts read them.
+TEST(Capacity, EachConstraintHasItsOneName) {
+  EXPECT_STREQ(constraint_name(Constraint::none), "");
+  EXPECT_STREQ(constraint_name(Constraint::gpu_memory), "GPU memory");
+  EXPECT_STREQ(constraint_name(Constraint::cpu_memory), "CPU memory");
+  EXPECT_STREQ(constraint_name(Constraint::nvme), "NVMe");
+  EXPECT_STREQ(constraint_name(Constraint::time), "time");
+  EXPECT_STREQ(constraint_name(Constraint::simulator), "simulator");
+  EXPECT_STREQ(constraint_name(Constraint::no_valid_plan), "no valid plan for its shape");
+  EXPECT_EQ(memory_constraint(Tier::gpu), Constraint::gpu_memory);
+  EXPECT_EQ(memory_constraint(Tier::cpu), Constraint::cpu_memory);
+  EXPECT_EQ(memory_constraint(Tier::nvme), Constraint::nvme);
+  std::ostringstream os;
+  os << Constraint::cpu_memory;
+  EXPECT_EQ(os.str(), "\"CPU memory\"");
+}
+
 TEST(Capacity, APeakAtCapacityFitsAndOneByteMoreNamesTheFirstTierOver) {
   const TierBytes cap = usable_capacity(box());
   EXPECT_TRUE(check_memory(cap, cap).fits);
@@ -41,7 +60,7 @@ TEST(Capacity, APeakAtCapacityFitsAndOneByteMoreNamesTheFirstTierOver) {
   EXPECT_EQ(v.tier, Tier::cpu);  // GPU, then CPU, then NVMe
   EXPECT_EQ(v.needed_bytes, cap.cpu + 1);
   EXPECT_EQ(v.capacity_bytes, cap.cpu);
-  EXPECT_STREQ(v.constraint(), "CPU memory");
+  EXPECT_EQ(v.constraint(), Constraint::cpu_memory);
   peak = TierBytes{172.0 * (1LL << 30), 0, 0};
   v = check_memory(peak, cap);
   EXPECT_EQ(v.text(), "GPU memory: needs 172 GiB of 78.0 GiB per GPU");

@@ -61,7 +61,7 @@ TEST(Budget, MaxsizeAnswersTheLargestModelThatTrainsWithinIt) {
   o.budget.days = 0.5 * memory_bound.days_to_train;
   const MaxSizeResult r = max_model_size(c, o);
   ASSERT_TRUE(r.found);
-  EXPECT_EQ(r.binding, "time") << r.binding_detail;
+  EXPECT_EQ(r.binding, Constraint::time) << r.binding_detail;
   EXPECT_LT(r.parameters, memory_bound.parameters);
   EXPECT_DOUBLE_EQ(r.tokens, 20.0 * static_cast<double>(r.parameters));
   EXPECT_LE(r.days_to_train, o.budget.days);

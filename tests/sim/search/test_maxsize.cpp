@@ -43,7 +43,7 @@ TEST(MaxSize, FoundSizeFitsAndTheNextDoesNot) {
   const MaxSizeResult r = max_model_size(c, o);
   ASSERT_TRUE(r.found);
   EXPECT_FALSE(r.best.rows.empty());
-  EXPECT_EQ(r.binding, "GPU memory");
+  EXPECT_EQ(r.binding, Constraint::gpu_memory);
   // The next model (one layer more, or the next heads step) does not fit under the same search.
   SearchOptions so = o.search;
   EXPECT_TRUE(search(r.next_model, c, default_search_training(r.next_model, c), so).rows.empty());
@@ -75,12 +75,12 @@ TEST(MaxSize, TimeLimitBinds) {
   o.global_batch = 16;
   const MaxSizeResult memory_bound = max_model_size(c, o);
   ASSERT_TRUE(memory_bound.found);
-  EXPECT_NE(memory_bound.binding, "time");
+  EXPECT_NE(memory_bound.binding, Constraint::time);
   // Half the iteration time of the memory-bound answer: time binds, and the answer shrinks.
   o.search.max_iteration_s = 0.5 * memory_bound.best.rows.front().analytic.time.iteration_s;
   const MaxSizeResult r = max_model_size(c, o);
   ASSERT_TRUE(r.found);
-  EXPECT_EQ(r.binding, "time");
+  EXPECT_EQ(r.binding, Constraint::time);
   EXPECT_LT(r.parameters, memory_bound.parameters);
   EXPECT_LE(r.best.rows.front().analytic.time.iteration_s, o.search.max_iteration_s);
 }
@@ -167,7 +167,7 @@ TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
   const Job job = make_job(m, c, t, p);
   const Estimate e = estimate(job);
   EXPECT_FALSE(e.fits);
-  EXPECT_STREQ(e.memory.constraint(), "GPU memory");
+  EXPECT_EQ(e.memory.constraint(), Constraint::gpu_memory);
   // At least the gathered group: 2048 chunks of the embedding's 50257 x 12288 / 2 elements, bf16.
   const double group_bytes = 2048.0 * ((50257.0 * 12288 + 1) / 2) * 2;
   EXPECT_GE(e.gpu.buffers_bytes, group_bytes * 0.999);

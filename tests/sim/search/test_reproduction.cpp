@@ -114,7 +114,7 @@ TEST(Reproduction, ZeroTable2MeasuredMaximaLieBetweenMeasuredAndTheoretical) {
       const double usable = static_cast<double>(gpu.memory_bytes - gpu.reserved_bytes);
       const double bound = theory * usable / 32e9;
       std::printf("ZeRO Table 2 MP %2d stage %d: ours %.2fB (%s, then %s), measured %.1fB, theoretical %.1fB\n", mp,
-                  stage, ours / 1e9, r.model.name.c_str(), r.binding.c_str(), measured / 1e9, theory / 1e9);
+                  stage, ours / 1e9, r.model.name.c_str(), constraint_name(r.binding), measured / 1e9, theory / 1e9);
       // Ours adds activations (micro-batch 1, full recompute wins) and buffers to the model
       // states: below the bound, and above what ZeRO trained. The measured maxima are lower
       // still, by the paper's own theory-to-measured gap (65% for the Megatron baseline, 82%
@@ -158,9 +158,9 @@ TEST(Reproduction, PatrickStarStyleTrainsThePublished18BAndZeroOffloadIsBoundByT
   const double ratio = static_cast<double>(chunked.parameters) / offload.parameters;
   std::printf("PatrickStar setting: PatrickStar-style %.2fB (%s, then %s: %s), ZeRO-Offload %.2fB (%s, then %s: %s), "
               "ratio %.2f; published 18B and 2.27-2.5x\n",
-              chunked.parameters / 1e9, chunked.best.rows.front().label().c_str(), chunked.binding.c_str(),
+              chunked.parameters / 1e9, chunked.best.rows.front().label().c_str(), constraint_name(chunked.binding),
               chunked.binding_detail.c_str(), offload.parameters / 1e9, offload.best.rows.front().label().c_str(),
-              offload.binding.c_str(), offload.binding_detail.c_str(), ratio);
+              constraint_name(offload.binding), offload.binding_detail.c_str(), ratio);
   // One truth: both answers are plans the simulator ran and accepted.
   EXPECT_TRUE(has_simulated_answer(chunked.best));
   EXPECT_TRUE(has_simulated_answer(offload.best));
@@ -182,7 +182,7 @@ TEST(Reproduction, PatrickStarStyleTrainsThePublished18BAndZeroOffloadIsBoundByT
   // ZeRO-Offload keeps on the host, per parameter, the fp32 master (4), its 16-bit copy (2), the
   // fp32 gradients (4) and CPU Adam's moments (8), the first three pinned and so rounded up to
   // powers of two (sim/cost/framework.h, zero_offload_host_bytes): below the host at 18 bytes.
-  EXPECT_EQ(offload.binding, "CPU memory");
+  EXPECT_EQ(offload.binding, Constraint::cpu_memory);
   EXPECT_LT(offload.parameters, host_bytes / 18.0);
   // Published: PatrickStar 2.27-2.5x DeepSpeed's largest (arXiv 2108.05818), so DeepSpeed reached
   // 18B / 2.5 = 7.2B to 18B / 2.27 = 7.9B. Stated tolerance: within 25% of that range, for the

@@ -75,7 +75,7 @@ TEST(Search, RejectionSummaryNamesFamilyTierAndCount) {
   for (const auto& f : r.rejected) plans += f.plans;
   EXPECT_EQ(plans + r.fitting, r.enumerated);
   const RejectedFamily& f = r.rejected.front();
-  EXPECT_NE(f.text().find(f.family + ": " + f.constraint + " (needs "), std::string::npos) << f.text();
+  EXPECT_NE(f.text().find(f.family + ": " + constraint_name(f.constraint) + " (needs "), std::string::npos) << f.text();
   EXPECT_NE(f.text().find(" x " + std::to_string(f.plans) + (f.plans == 1 ? " plan" : " plans")), std::string::npos) << f.text();
 }
 
@@ -174,7 +174,7 @@ TEST(Search, WhenTheSimulatorRefusesEveryPlanThereIsNoAnswerAndItsReasonBinds) {
   o.refiner = [&](const Job&) {
     ++calls;
     Evaluation v;
-    v.constraint = "CPU memory";
+    v.constraint = Constraint::cpu_memory;
     v.why_not = "simulated CPU memory: needs more";
     return v;
   };
@@ -184,7 +184,7 @@ TEST(Search, WhenTheSimulatorRefusesEveryPlanThereIsNoAnswerAndItsReasonBinds) {
   EXPECT_TRUE(r.rows.empty());
   EXPECT_FALSE(has_simulated_answer(r));
   EXPECT_EQ(r.simulator_rejected.size(), 4u);
-  EXPECT_EQ(r.binding_constraint(), "CPU memory");
+  EXPECT_EQ(r.binding_constraint(), Constraint::cpu_memory);
 }
 
 TEST(Search, ASimulatedIterationOverTheTimeLimitIsRefused) {
@@ -219,7 +219,7 @@ TEST(Search, TimeLimitRejectsSlowPlans) {
   o.max_iteration_s = all.rows.front().analytic.time.iteration_s * 0.5;
   const SearchResult none = search(k.m, k.c, k.t, o);
   EXPECT_TRUE(none.rows.empty());
-  EXPECT_EQ(none.binding_constraint(), "time");
+  EXPECT_EQ(none.binding_constraint(), Constraint::time);
 }
 
 TEST(Search, CancellingDuringRefinementStopsTheSimulationItIsIn) {
