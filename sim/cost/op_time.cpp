@@ -39,7 +39,7 @@ class LayerOpsBuilder {
   LayerOpsBuilder(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape)
       : gpu_(gpu), dtype_(dtype), m_(m), shape_(shape) {
     B_ = static_cast<double>(bytes_of(dtype));
-    T_ = static_cast<double>(m.seq_len) * static_cast<double>(shape.micro_batch);
+    T_ = static_cast<double>(m.seq_len) / shape.cp * static_cast<double>(shape.micro_batch);
     t_ = shape.tp;
     // Norms, dropouts and residuals run on every token on each TP rank, or on 1/t of them with
     // sequence parallelism (Korthikanti 2022 sec. 4.2.2). The all-gather that SP adds in backward
@@ -117,11 +117,12 @@ class LayerOpsBuilder {
   // causal skipping), FusedScaleMaskSoftmax (read, write), dropout (read, write, 1-byte mask),
   // batched context GEMM. Backward: two GEMMs per batched GEMM, dropout backward (read dy and
   // mask, write dx), softmax backward (read y and dy, write dx).
+  // With context parallelism a rank's s / cp queries meet all s keys.
   void unfused_attention() {
-    const double s = m_.seq_len, d = m_.head_dim();
+    const double s = m_.seq_len, d = m_.head_dim(), queries = s / shape_.cp;
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
-    const double scores = heads * s * s;  // elements per GPU
-    const double gemm_s = batched_matmul_time_s(2 * s * s * d, heads);
+    const double scores = heads * queries * s;  // elements per GPU
+    const double gemm_s = batched_matmul_time_s(2 * queries * s * d, heads);
     add("attention scores GEMM", gemm_s, 2 * gemm_s, true, true);
     add("attention softmax", memory_bound_time_s(gpu_, 2 * B_ * scores), memory_bound_time_s(gpu_, 3 * B_ * scores), true);
     if (m_.dropout)
@@ -136,12 +137,18 @@ class LayerOpsBuilder {
   // the forward's two (2.5x its FLOPs). Its efficiency is that of one head's GEMM work, capped
   // at what the kernel's generation is measured to reach on this GPU (the hwprofile's
   // attention_efficiency: the online softmax and the tiles' bookkeeping are not GEMM work).
+  //
+  // Context parallelism (TransformerEngine's ring attention, load-balanced): a rank holds chunks
+  // r and 2cp-1-r of 2cp, and in each of cp ring steps meets one rank's keys. Step 0 is causal
+  // attention over its own s/cp tokens; every later step pairs half of one side with the whole
+  // other (context_parallel.py: "q, kv" halves): the same 2 (s/cp)^2 d FLOPs per head in each
+  // step. So the kernel runs cp times at the size of local causal attention.
   void flash_attention() {
-    const double s = m_.seq_len, d = m_.head_dim();
+    const double s = m_.seq_len / shape_.cp, d = m_.head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
     const double cap = shape_.attention == Attention::flash1 ? gpu_.attention_efficiency.flash1
                                                              : gpu_.attention_efficiency.flash2;
-    const double fwd = batched_matmul_time_s(0.5 * 4 * s * s * d, heads, cap);
+    const double fwd = shape_.cp * batched_matmul_time_s(0.5 * 4 * s * s * d, heads, cap);
     add("flash attention", fwd, 2.5 * fwd, true, true);
   }
 
@@ -176,14 +183,17 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b,
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape, Recompute rc) {
   const Attention attention = shape.attention;
   LayerTime out;
-  double core_s = 0;
   for (const LayerOp& op : layer_ops(gpu, dtype, m, shape)) {
     out.forward_s += op.forward_s;
     out.backward_s += op.backward_s;
     if (op.gemm) out.gemm_forward_s += op.forward_s;
     else out.elementwise_forward_s += op.forward_s;
-    if (op.attention_core) core_s += op.forward_s;
+    if (op.attention_core) {
+      out.core_forward_s += op.forward_s;
+      out.core_backward_s += op.backward_s;
+    }
   }
+  const double core_s = out.core_forward_s;
   if (rc == Recompute::full) out.recompute_s = out.forward_s;
   // Selective recomputation redoes the attention core; a fused kernel stores no scores to redo
   // (it recomputes them inside its own backward already).
@@ -192,22 +202,22 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const Laye
 }
 
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp,
-                           double loss_bytes_per_logit) {
-  const double logits = logits_forward_flops(m, b) / tp;
-  const double T = static_cast<double>(m.seq_len) * b;
+                           double loss_bytes_per_logit, int cp) {
+  const double logits = logits_forward_flops(m, b) / (tp * cp);
+  const double T = static_cast<double>(m.seq_len) / cp * b;
   // Forward GEMM + two backward GEMMs, and the loss's kernels over this rank's logits.
   return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, loss_bytes_per_logit * T * m.vocab / tp);
 }
 
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
   return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr, p.fp8,
-                    p.fp8_recipe};
+                    p.fp8_recipe, p.cp};
 }
 
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {
   PlanLayerTimes out;
   out.layer = layer_time(node.gpu, dtype, m, plan_layer_shape(p), p.recompute);
-  out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
+  out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit, p.cp);
   const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute);
   out.layer.forward_s += dispatch.forward_s;
   out.layer.backward_s += dispatch.backward_s;

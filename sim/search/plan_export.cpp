@@ -69,6 +69,8 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
 
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
 Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refused by make_job*/, const Model* model = nullptr) {
+  if (p.cp > 1)
+    return refuse("plan.context_parallel", "DeepSpeed's config has no context parallelism (ring attention is Megatron-core's)");
   if (p.fp8 != Fp8::none)
     return refuse("plan.fp8", "DeepSpeed's config has no fp8 training (fp8 GEMMs come from TransformerEngine in the model code)");
   if (p.framework != Framework::deepspeed)
@@ -138,6 +140,10 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   add("--tensor-model-parallel-size", whole(p.tp));
   add("--pipeline-model-parallel-size", whole(p.pp));
+  if (p.cp > 1) {
+    add("--context-parallel-size", whole(p.cp));
+    add("--cp-comm-type", "p2p");  // TransformerEngine's ring attention, as simulated (context_parallel.h)
+  }
   // Uneven stages: Megatron-core's first/last stage layer counts; its interleaving then takes the
   // number of virtual stages (the layers per chunk differ between stages).
   if (p.stage_layers.first > 0) add("--decoder-first-pipeline-num-layers", whole(p.stage_layers.first));

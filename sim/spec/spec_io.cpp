@@ -368,6 +368,7 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     if (q.has("tensor_parallel")) pl.tp = q.whole("tensor_parallel", 1, limits::kMaxGpus);
     if (q.has("pipeline_parallel")) pl.pp = q.whole("pipeline_parallel", 1, limits::kMaxGpus);
     if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
+    if (q.has("context_parallel")) pl.cp = q.whole("context_parallel", 1, limits::kMaxGpus);
     if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
     if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
     read_stage_layers(q, pl.stage_layers);
@@ -593,6 +594,7 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "tensor_parallel", q.tp);
   emit_num(e, "pipeline_parallel", q.pp);
   if (q.dp > 0) emit_num(e, "data_parallel", q.dp);
+  if (q.cp != 1) emit_num(e, "context_parallel", q.cp);
   emit_num(e, "virtual_stages", q.virtual_stages);
   if (q.stage_layers.first > 0) emit_num(e, "first_stage_layers", q.stage_layers.first);
   if (q.stage_layers.last > 0) emit_num(e, "last_stage_layers", q.stage_layers.last);

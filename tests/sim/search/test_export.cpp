@@ -178,6 +178,27 @@ TEST(Export, MegatronCarriesTheExpertsAndTheirLayout) {
   EXPECT_NE(deepspeed_unsupported(ds).find("DeepSpeed-MoE"), std::string::npos) << deepspeed_unsupported(ds);
 }
 
+TEST(Export, MegatronCarriesContextParallelism) {
+  // TP2 x CP4 x DP2 on 16 GPUs: Megatron-core's --context-parallel-size with TransformerEngine's
+  // p2p ring (the one simulated), every argument one Megatron-LM has; DeepSpeed has no CP.
+  Model m = search_test::small_gpt(8, 512, 8);
+  m.seq_len = 4096;
+  Plan p;
+  p.tp = 2;
+  p.cp = 4;
+  p.sequence_parallel = true;
+  p.framework = Framework::megatron_core;
+  const Job j = make_job(m, search_test::small_cluster(4), search_test::fp16_training(64), p);
+  EXPECT_EQ(j.plan.dp, 2);
+  EXPECT_TRUE(has_argument(j, "--context-parallel-size", "4"));
+  EXPECT_TRUE(has_argument(j, "--cp-comm-type", "p2p"));
+  expect_megatron_accepts(j);
+  Job ds = j;
+  ds.plan.framework = Framework::deepspeed;
+  EXPECT_NE(deepspeed_unsupported(ds).find("plan.context_parallel"), std::string::npos) << deepspeed_unsupported(ds);
+  EXPECT_FALSE(has_argument(job_with(Plan{}), "--context-parallel-size", "1"));  // CP 1: Megatron's default, not written
+}
+
 TEST(Export, NumbersAreWrittenExactly) {
   Job job = job_with(Plan{});
   job.training.learning_rate = 3e-7;

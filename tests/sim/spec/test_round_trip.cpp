@@ -79,6 +79,9 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.fp8 = Fp8::e4m3;
   p.plan.fp8_recipe = Fp8Recipe::tensorwise;
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.cp = 4;
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  EXPECT_NE(to_yaml(p).find("context_parallel: 4"), std::string::npos) << to_yaml(p);
 }
 
 TEST(RoundTrip, SaveRefusesToOverwriteAndWritesAtomically) {
