@@ -155,7 +155,7 @@ TEST(BundledConfigs, EveryPlanRoundTripsAndValidatesAgainstItsModelAndHardware) 
     const int gpus = c.total_gpus();
     Job job;
     ASSERT_NO_THROW(job = make_job(m, c, p.training, p.plan));
-    EXPECT_EQ(job.plan.tp * job.plan.pp * job.plan.dp, gpus);
+    EXPECT_EQ(job.plan.tp * job.plan.cp * job.plan.pp * job.plan.dp, gpus);
     EXPECT_GE(job.micro_batches(), 1);
   }
 }
