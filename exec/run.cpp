@@ -199,6 +199,7 @@ Resolved resolve(const RunOptions& o) {
     throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(r.training.dtype));
   if (r.model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
   if (r.model.is_moe()) throw SpecError(model_path + ": field 'moe': starfish-run does not run mixture-of-experts layers");
+  if (r.model.is_mla()) throw SpecError(model_path + ": field 'mla': starfish-run does not run multi-head latent attention");
   if (r.model.attention_head_dim > 0 && r.model.attention_head_dim * r.model.heads != r.model.hidden)
     throw SpecError(model_path + ": field 'head_dim': starfish-run runs heads of hidden / heads only");
 

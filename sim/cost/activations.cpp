@@ -4,6 +4,7 @@
 
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
+#include "sim/cost/params.h"
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
@@ -17,7 +18,7 @@ double mlp_activation_bytes(const Model& m, int64_t micro_batch, const Activatio
 
 double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
   const double sb = static_cast<double>(m.seq_len) / o.cp * micro_batch;  // this rank's tokens
-  const double h = m.hidden, kv = m.kv_dim(), a = m.heads, s = m.seq_len;
+  const double h = m.hidden, a = m.heads, s = m.seq_len;
   const double t = o.tp, B = static_cast<double>(o.act_bytes), mask = m.dropout ? 1.0 : 0.0;
   const double sp = o.sequence_parallel ? t : 1.0;  // SP splits the otherwise replicated parts
 
@@ -25,12 +26,14 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
 
   // Parts replicated across TP ranks without SP (divided by t with SP): the inputs of the two
   // norms and of the two TP regions (QKV and MLP-in GEMMs), and the two output dropout masks.
-  const double replicated = 4 * B * sb * h + 2 * mask * sb * h;
+  double replicated = 4 * B * sb * h + 2 * mask * sb * h;
+  // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
+  // sequence-parallel gather, like every column-parallel GEMM's input).
+  if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);
 
   // Parts split across TP ranks (heads and FFN columns are divided).
-  const double q = m.q_dim();
-  double split = B * sb * (q + 2 * kv);  // Q, K, V kept for the score and context GEMMs
-  split += B * sb * q;             // attention output projection input (context)
+  double split = B * sb * (m.q_dim() + m.k_dim() + m.v_dim());  // Q, K, V kept for the score and context GEMMs
+  split += B * sb * m.context_dim();  // attention output projection input (context)
   split += mlp_activation_bytes(m, micro_batch, o) * t;
   if (fused(o.attention)) {
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,

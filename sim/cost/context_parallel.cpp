@@ -5,8 +5,8 @@
 namespace starfish {
 
 double cp_kv_block_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
-  return 2.0 * p.micro_batch * (static_cast<double>(m.seq_len) / p.cp) * (static_cast<double>(m.kv_dim()) / p.tp) *
-         static_cast<double>(act_bytes);
+  return static_cast<double>(p.micro_batch) * (static_cast<double>(m.seq_len) / p.cp) *
+         (static_cast<double>(m.k_dim() + m.v_dim()) / p.tp) * static_cast<double>(act_bytes);
 }
 
 LinkParams cp_ring_link(const Cluster& c, const Plan& p) {

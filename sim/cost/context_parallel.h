@@ -26,7 +26,8 @@
 namespace starfish {
 
 // K and V of one CP rank's tokens for this TP rank's key/value heads, one micro-batch:
-// 2 x micro_batch x seq_len / cp x kv_dim / tp x act_bytes.
+// micro_batch x seq_len / cp x (k_dim + v_dim) / tp x act_bytes (MLA: its heads' up-projected keys
+// and values, which TransformerEngine's ring passes as any other attention's).
 double cp_kv_block_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 
 // The link a CP rank's sends use: NVLink when the whole group is on one node, else the GPU's

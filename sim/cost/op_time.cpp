@@ -7,6 +7,7 @@
 #include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
+#include "sim/cost/params.h"
 
 namespace starfish {
 
@@ -50,13 +51,24 @@ class LayerOpsBuilder {
   }
 
   std::vector<LayerOp> build() {
-    const double h = m_.hidden, kv = m_.kv_dim(), q = m_.q_dim(), f = m_.ffn_hidden;
+    const double h = m_.hidden, f = m_.ffn_hidden;
     const double hidden_bytes = B_ * T_ * h / rep_;
+    const AttentionLinears a = attention_linears(m_);
+    const double qkv = m_.q_dim() + m_.k_dim() + m_.v_dim();
     norm("input norm", hidden_bytes);
-    gemm("QKV GEMM", T_ * h * (q + 2 * kv) / t_, T_ * h / rep_, T_ * (q + 2 * kv) / t_, true);
+    if (m_.is_mla()) {
+      // MLA (Megatron-core's MLASelfAttention): the down projections on this rank's tokens (its
+      // sequence shard with SP, whose latents are then gathered), the latents' RMSNorms, and the
+      // up projections of this rank's heads.
+      gemm("MLA down-projection GEMM", T_ * a.replicated_in_macs / rep_, T_ * h / rep_, T_ * a.latent_width / rep_, true);
+      norm("MLA latent norms", B_ * T_ * (m_.mla.q_lora_rank + m_.mla.kv_lora_rank));
+      gemm("MLA up-projection GEMM", T_ * a.split_in_macs / t_, T_ * a.latent_width, T_ * qkv / t_);
+    } else {
+      gemm("QKV GEMM", T_ * a.split_in_macs / t_, T_ * h / rep_, T_ * qkv / t_, true);
+    }
     if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
-    gemm("attention output GEMM", T_ * q * h / t_, T_ * q / t_, T_ * h);
+    gemm("attention output GEMM", T_ * a.out_macs / t_, T_ * m_.context_dim() / t_, T_ * h);
     residual("attention residual", hidden_bytes);
     norm("MLP norm", hidden_bytes);
     if (shape_.moe) {
@@ -119,16 +131,17 @@ class LayerOpsBuilder {
   // mask, write dx), softmax backward (read y and dy, write dx).
   // With context parallelism a rank's s / cp queries meet all s keys.
   void unfused_attention() {
-    const double s = m_.seq_len, d = m_.head_dim(), queries = s / shape_.cp;
+    const double s = m_.seq_len, queries = s / shape_.cp;
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
     const double scores = heads * queries * s;  // elements per GPU
-    const double gemm_s = batched_matmul_time_s(2 * queries * s * d, heads);
+    const double gemm_s = batched_matmul_time_s(2 * queries * s * m_.qk_head_dim(), heads);
+    const double context_s = batched_matmul_time_s(2 * queries * s * m_.v_head_dim(), heads);
     add("attention scores GEMM", gemm_s, 2 * gemm_s, true, true);
     add("attention softmax", memory_bound_time_s(gpu_, 2 * B_ * scores), memory_bound_time_s(gpu_, 3 * B_ * scores), true);
     if (m_.dropout)
       add("attention dropout", memory_bound_time_s(gpu_, (2 * B_ + 1) * scores),
           memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
-    add("attention context GEMM", gemm_s, 2 * gemm_s, true, true);
+    add("attention context GEMM", context_s, 2 * context_s, true, true);
   }
 
   // FlashAttention (Dao 2022; FlashAttention-2, Dao 2023): one kernel per (sequence, head) tile
@@ -144,11 +157,12 @@ class LayerOpsBuilder {
   // other (context_parallel.py: "q, kv" halves): the same 2 (s/cp)^2 d FLOPs per head in each
   // step. So the kernel runs cp times at the size of local causal attention.
   void flash_attention() {
-    const double s = m_.seq_len / shape_.cp, d = m_.head_dim();
+    // Per head: scores over the query/key width, context over the value width (MLA's differ).
+    const double s = m_.seq_len / shape_.cp, d = m_.qk_head_dim() + m_.v_head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
     const double cap = shape_.attention == Attention::flash1 ? gpu_.attention_efficiency.flash1
                                                              : gpu_.attention_efficiency.flash2;
-    const double fwd = shape_.cp * batched_matmul_time_s(0.5 * 4 * s * s * d, heads, cap);
+    const double fwd = shape_.cp * batched_matmul_time_s(0.5 * 2 * s * s * d, heads, cap);
     add("flash attention", fwd, 2.5 * fwd, true, true);
   }
 

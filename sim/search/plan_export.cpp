@@ -189,6 +189,14 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
     add("--group-query-attention");
     add("--num-query-groups", whole(m.kv_heads));
   }
+  if (m.is_mla()) {  // Megatron-core's MLASelfAttention
+    add("--multi-latent-attention");
+    if (m.mla.q_lora_rank > 0) add("--q-lora-rank", whole(m.mla.q_lora_rank));
+    add("--kv-lora-rank", whole(m.mla.kv_lora_rank));
+    add("--qk-head-dim", whole(m.mla.qk_nope_head_dim));
+    add("--qk-pos-emb-head-dim", whole(m.mla.qk_rope_head_dim));
+    add("--v-head-dim", whole(m.mla.v_head_dim));
+  }
   add("--ffn-hidden-size", whole(m.ffn_hidden));
   add("--seq-length", whole(m.seq_len));
   add("--max-position-embeddings", whole(m.seq_len));

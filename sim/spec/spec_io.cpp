@@ -263,6 +263,18 @@ Moe read_moe(MapReader r, const Model& m) {
   r.finish();
   return e;
 }
+
+// The `mla:` map of a model (Model::Mla).
+Mla read_mla(MapReader r) {
+  Mla a;
+  if (r.has("q_lora_rank")) a.q_lora_rank = r.whole("q_lora_rank", 0, limits::kMaxHidden);
+  a.kv_lora_rank = r.whole("kv_lora_rank", 1, limits::kMaxHidden);
+  a.qk_nope_head_dim = r.whole("qk_nope_head_dim", 1, limits::kMaxHidden);
+  a.qk_rope_head_dim = r.whole("qk_rope_head_dim", 1, limits::kMaxHidden);
+  a.v_head_dim = r.whole("v_head_dim", 1, limits::kMaxHidden);
+  r.finish();
+  return a;
+}
 }  // namespace
 
 Model parse_model(const YAML::Node& root, const std::string& file) {
@@ -298,7 +310,15 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
   if (r.has("head_dim")) m.attention_head_dim = r.whole("head_dim", 1, limits::kMaxHidden);
   if (r.has("moe")) m.moe = read_moe(r.map("moe"), m);
-  if (m.attention_head_dim == 0 && m.hidden % m.heads != 0)
+  if (r.has("mla")) {
+    m.mla = read_mla(r.map("mla"));
+    if (m.kv_heads != m.heads)
+      r.fail("kv_heads", "multi-head latent attention projects keys and values for every head: kv_heads must be heads (" +
+                             std::to_string(m.heads) + ")");
+    if (m.attention_head_dim > 0) r.fail("head_dim", "with mla the head widths are mla's qk_nope/qk_rope/v_head_dim");
+    if (m.bias) r.fail("bias", "multi-head latent attention is modelled without biases (DeepSeek's has none): set bias: false");
+  }
+  if (m.attention_head_dim == 0 && !m.is_mla() && m.hidden % m.heads != 0)
     r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden) +
                         " (give head_dim when the heads have their own width)");
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
@@ -566,6 +586,15 @@ std::string to_yaml(const Model& m) {
     emit_num(e, "first_dense_layers", m.moe.first_dense_layers);
     emit_num(e, "every", m.moe.every);
     emit_num(e, "capacity_factor", m.moe.capacity_factor);
+    e << YAML::EndMap;
+  }
+  if (m.is_mla()) {
+    e << YAML::Key << "mla" << YAML::Value << YAML::BeginMap;
+    emit_num(e, "q_lora_rank", m.mla.q_lora_rank);
+    emit_num(e, "kv_lora_rank", m.mla.kv_lora_rank);
+    emit_num(e, "qk_nope_head_dim", m.mla.qk_nope_head_dim);
+    emit_num(e, "qk_rope_head_dim", m.mla.qk_rope_head_dim);
+    emit_num(e, "v_head_dim", m.mla.v_head_dim);
     e << YAML::EndMap;
   }
   e << YAML::EndMap;
