@@ -16,14 +16,12 @@ namespace {
 
 // Llama-3-8B-like attention: hidden 4096, 32 heads of 128, 8 key/value heads, 32K tokens.
 Model long_context_model() {
-  Model m = testing::gpt(4, 4096, 32, 32768, 1024);
+  Model m = testing::llama2_7b();  // SwiGLU, RMSNorm, RoPE, no biases, no dropout
+  m.layers = 4;
   m.kv_heads = 8;
   m.ffn_hidden = 14336;
-  m.activation = Activation::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.position = PositionEmbedding::rope;
-  m.dropout = false;
-  m.bias = false;
+  m.seq_len = 32768;
+  m.vocab = 1024;
   return m;
 }
 

@@ -17,14 +17,13 @@ namespace {
 // A small DeepSeek-like layer: hidden 1024, 8 heads; query latent 256, KV latent 128 plus a
 // 32-wide RoPE key; per head 64 + 32 for queries and keys, 64 for values; 2048 tokens.
 Model small_mla() {
-  Model m = testing::gpt(2, 1024, 8, 2048, 1000);
+  Model m = testing::llama2_7b();  // SwiGLU, RMSNorm, RoPE, untied, no biases, no dropout
+  m.layers = 2;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
   m.ffn_hidden = 2048;
-  m.activation = Activation::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.position = PositionEmbedding::rope;
-  m.bias = false;
-  m.dropout = false;
-  m.tied_embeddings = false;
+  m.seq_len = 2048;
+  m.vocab = 1000;
   m.mla = Mla{256, 128, 64, 32, 64};
   return m;
 }
