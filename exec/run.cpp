@@ -50,6 +50,7 @@ namespace {
 void check_plan_supported(const Plan& p, int world_size) {
   if (p.tp != 1) throw SpecError(p.provenance.file + ": field 'plan.tensor_parallel': starfish-run runs data parallelism only (tp must be 1)");
   if (p.pp != 1) throw SpecError(p.provenance.file + ": field 'plan.pipeline_parallel': starfish-run runs data parallelism only (pp must be 1)");
+  if (p.cp != 1) throw SpecError(p.provenance.file + ": field 'plan.context_parallel': starfish-run runs data parallelism only (context_parallel must be 1)");
   if (p.recompute == Recompute::selective)
     throw SpecError(p.provenance.file + ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing (none), not selective");
   if (p.fp8 != Fp8::none)
@@ -198,6 +199,7 @@ Resolved resolve(const RunOptions& o) {
     throw SpecError(o.plan_path + ": field 'training.dtype': starfish-run trains in fp32, bf16 or fp16, not " + to_string(r.training.dtype));
   if (r.model.vocab < 256) throw SpecError(model_path + ": field 'vocab': byte-level data needs a vocabulary of at least 256");
   if (r.model.is_moe()) throw SpecError(model_path + ": field 'moe': starfish-run does not run mixture-of-experts layers");
+  if (r.model.is_mla()) throw SpecError(model_path + ": field 'mla': starfish-run does not run multi-head latent attention");
   if (r.model.attention_head_dim > 0 && r.model.attention_head_dim * r.model.heads != r.model.hidden)
     throw SpecError(model_path + ": field 'head_dim': starfish-run runs heads of hidden / heads only");
 

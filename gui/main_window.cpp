@@ -432,6 +432,7 @@ void MainWindow::showDetails() {
                 .arg(p.chunked() ? "chunks of " + q(units::format_count(p.chunk_elements)) + " elements" +
                                   (p.cpu_embedding ? ", embeddings on the CPU" : "")
                             : QString("static placement"));
+    if (p.cp > 1) html += QString("<p>Context parallel %1: each sequence split over %1 ranks (ring attention).</p>").arg(p.cp);
     html += "<table cellspacing=6><tr><th></th><th align=right>analytic</th><th align=right>simulated</th></tr>";
     const schedule::SimReport* s = simulated_ ? &simulator_->report() : nullptr;
     auto line = [&](const QString& name, const QString& a, const QString& b) {
@@ -447,8 +448,9 @@ void MainWindow::showDetails() {
     line("GPU memory (peak)", hb(e.gpu.total()), s ? hb(s->peak_gpu_bytes) : "...");
     html += "</table><p><b>Analytic time per component:</b> ";
     const TimeBreakdown& t = e.time;
-    html += QString("compute %1, bubble %2, TP %3, PP %4, DP %5, optimizer %6, offload %7</p>")
-                .arg(hs(t.compute_s), hs(t.bubble_s), hs(t.tp_comm_s), hs(t.pp_comm_s), hs(t.dp_comm_s), hs(t.optimizer_s), hs(t.offload_s));
+    html += QString("compute %1, bubble %2, TP %3, CP %4, PP %5, DP %6, optimizer %7, offload %8</p>")
+                .arg(hs(t.compute_s), hs(t.bubble_s), hs(t.tp_comm_s), hs(t.cp_comm_s), hs(t.pp_comm_s), hs(t.dp_comm_s),
+                     hs(t.optimizer_s), hs(t.offload_s));
     if (s) {
       html += "<p><b>Simulated communication</b> (lead GPU of each stage, mean):</p><ul>";
       for (const auto& c : s->comm)

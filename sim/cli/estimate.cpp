@@ -51,6 +51,7 @@ std::string json(const Job& job, const Estimate& e) {
   if (!e.fits) w.field("why_not", e.why_not);
   w.key("time_s").begin_object();
   w.field("compute", e.time.compute_s).field("bubble", e.time.bubble_s).field("tp_comm", e.time.tp_comm_s);
+  w.field("cp_comm", e.time.cp_comm_s);
   w.field("pp_comm", e.time.pp_comm_s).field("dp_comm", e.time.dp_comm_s).field("optimizer", e.time.optimizer_s);
   w.field("offload", e.time.offload_s).field("iteration", e.time.iteration_s);
   w.end_object();
@@ -98,6 +99,7 @@ void table(const Job& job, const Estimate& e) {
   trow("compute", e.time.compute_s);
   trow("bubble", e.time.bubble_s);
   trow("tp comm", e.time.tp_comm_s);
+  if (e.time.cp_comm_s > 0 || job.plan.cp > 1) trow("cp comm", e.time.cp_comm_s);
   trow("pp comm", e.time.pp_comm_s);
   trow("dp comm", e.time.dp_comm_s);
   trow("optimizer", e.time.optimizer_s);

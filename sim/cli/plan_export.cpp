@@ -106,7 +106,7 @@ void print_wrapped(const std::string& text) {
 // The abbreviations of the plan labels shown, each explained once.
 void print_legend(const search::SearchResult& r, int limit) {
   bool pipeline = false, interleaved = false, sp = false, recompute = false, offload = false, chunk = false;
-  bool experts = false, uneven = false, cpu_embedding = false;
+  bool experts = false, uneven = false, cpu_embedding = false, context = false;
   for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k) {
     const search::Candidate& c = r.rows[k].candidate;
     pipeline = pipeline || c.pp > 1;
@@ -117,12 +117,14 @@ void print_legend(const search::SearchResult& r, int limit) {
     chunk = chunk || c.chunk_elements > 0;
     cpu_embedding = cpu_embedding || c.cpu_embedding;
     experts = experts || c.ep > 1 || c.etp > 1;
+    context = context || c.cp > 1;
     uneven = uneven || c.first_stage_layers > 0 || c.last_stage_layers > 0;
   }
   std::string s = "legend: TP/PP/DP tensor-, pipeline-, data-parallel degrees;";
   if (pipeline) s += " 1f1b/gpipe/interleaved the pipeline schedule;";
   if (interleaved) s += " vN N virtual stages (model chunks) per GPU;";
   if (sp) s += " SP sequence parallelism;";
+  if (context) s += " CPN context-parallel degree (ring attention over N ranks per sequence);";
   if (experts) s += " EPN/ETPN expert-parallel / expert-tensor-parallel degrees (MoE);";
   if (uneven) s += " firstN lastN layers of the first / last pipeline stage (the others share the rest);";
   s += " mbN micro-batch of N sequences; ZeRO-N ZeRO stage (0: none, 1: optimizer, 2: +grads, 3: +params sharded);";

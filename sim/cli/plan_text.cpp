@@ -7,8 +7,8 @@ namespace starfish::cli {
 
 std::string plan_summary(const Job& job) {
   const Plan& p = job.plan;
-  std::string s = "TP" + std::to_string(p.tp) + " PP" + std::to_string(p.pp) + " DP" + std::to_string(p.dp) + " " +
-                  to_string(p.schedule);
+  std::string s = "TP" + std::to_string(p.tp) + (p.cp > 1 ? " CP" + std::to_string(p.cp) : "") + " PP" +
+                  std::to_string(p.pp) + " DP" + std::to_string(p.dp) + " " + to_string(p.schedule);
   if (p.virtual_stages > 1) s += " v" + std::to_string(p.virtual_stages);
   if (!p.stage_layers.even())
     s += " (layers per stage " + stage_layout_text(job.model.layers, p.pp, p.virtual_stages, p.stage_layers) + ")";
@@ -32,6 +32,7 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   const Plan& p = job.plan;
   w.begin_object();
   w.field("tensor_parallel", p.tp).field("pipeline_parallel", p.pp).field("data_parallel", p.dp);
+  w.field("context_parallel", p.cp);
   w.field("virtual_stages", p.virtual_stages).field("micro_batch", p.micro_batch);
   if (job.model.is_moe()) w.field("expert_parallel", p.ep).field("expert_tensor_parallel", p.expert_tp());
   if (!p.stage_layers.even()) {  // layers per stage, when they differ

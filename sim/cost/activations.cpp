@@ -4,20 +4,21 @@
 
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
+#include "sim/cost/params.h"
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
 
 double mlp_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
   if (o.recompute == Recompute::full) return 0;
-  const double sb = static_cast<double>(m.seq_len) * micro_batch, f = m.ffn_hidden, B = static_cast<double>(o.act_bytes);
+  const double sb = static_cast<double>(m.seq_len) / o.cp * micro_batch, f = m.ffn_hidden, B = static_cast<double>(o.act_bytes);
   // SwiGLU keeps gate, up and their product; GELU its input and output. Split over TP.
   return (m.activation == Activation::swiglu ? 3 : 2) * B * sb * f / o.tp;
 }
 
 double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
-  const double sb = static_cast<double>(m.seq_len) * micro_batch;
-  const double h = m.hidden, kv = m.kv_dim(), a = m.heads, s = m.seq_len;
+  const double sb = static_cast<double>(m.seq_len) / o.cp * micro_batch;  // this rank's tokens
+  const double h = m.hidden, a = m.heads, s = m.seq_len;
   const double t = o.tp, B = static_cast<double>(o.act_bytes), mask = m.dropout ? 1.0 : 0.0;
   const double sp = o.sequence_parallel ? t : 1.0;  // SP splits the otherwise replicated parts
 
@@ -25,19 +26,21 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
 
   // Parts replicated across TP ranks without SP (divided by t with SP): the inputs of the two
   // norms and of the two TP regions (QKV and MLP-in GEMMs), and the two output dropout masks.
-  const double replicated = 4 * B * sb * h + 2 * mask * sb * h;
+  double replicated = 4 * B * sb * h + 2 * mask * sb * h;
+  // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
+  // sequence-parallel gather, like every column-parallel GEMM's input).
+  if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);
 
   // Parts split across TP ranks (heads and FFN columns are divided).
-  const double q = m.q_dim();
-  double split = B * sb * (q + 2 * kv);  // Q, K, V kept for the score and context GEMMs
-  split += B * sb * q;             // attention output projection input (context)
+  double split = B * sb * (m.q_dim() + m.k_dim() + m.v_dim());  // Q, K, V kept for the score and context GEMMs
+  split += B * sb * m.context_dim();  // attention output projection input (context)
   split += mlp_activation_bytes(m, micro_batch, o) * t;
   if (fused(o.attention)) {
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
     // one fp32 log-sum-exp per query and head (Dao 2022, Algorithm 2): no s x s tensor.
     split += 4.0 * a * sb;
   } else if (o.recompute != Recompute::selective) {
-    const double scores = a * s * sb;  // a * s^2 * b elements
+    const double scores = a * s * sb;  // a * s^2 * b elements (this rank's queries, all keys)
     split += B * scores;               // softmax output
     split += mask * scores;            // attention dropout mask
     if (m.dropout) split += B * scores;  // dropout output (input of the context GEMM)
@@ -57,16 +60,20 @@ double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOption
   return 0;
 }
 
+ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, Recompute recompute) {
+  return ActivationOptions{plan.tp, plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan), plan.cp};
+}
+
 double embedding_activation_bytes(const Model& m, const Plan& plan) {
   if (!m.dropout) return 0;
-  const double sbh = static_cast<double>(m.seq_len) * plan.micro_batch * m.hidden;
+  const double sbh = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch * m.hidden;
   return sbh / (plan.sequence_parallel ? plan.tp : 1.0);
 }
 
 StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
                                         int stage) {
   const int p = plan.pp, v = plan.virtual_stages;
-  const ActivationOptions o{plan.tp, plan.sequence_parallel, plan.recompute, act_bytes, attention_kernel(plan)};
+  const ActivationOptions o = plan_activation_options(plan, act_bytes, plan.recompute);
   const double per_layer = layer_activation_bytes(m, plan.micro_batch, o);
   const double layers_per_stage = stage_layer_count(m.layers, p, v, plan.stage_layers, stage);
   // MoE layers keep their experts' activations instead of a dense MLP's.
@@ -90,23 +97,22 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra);
 
   if (plan.recompute != Recompute::none) {
-    const ActivationOptions rebuilt{plan.tp, plan.sequence_parallel, Recompute::none, act_bytes, attention_kernel(plan)};
+    const ActivationOptions rebuilt = plan_activation_options(plan, act_bytes, Recompute::none);
     out.recompute_working_bytes = layer_activation_bytes(m, plan.micro_batch, rebuilt) - per_layer;
   }
-  const double sbh = static_cast<double>(m.seq_len) * plan.micro_batch * m.hidden;
+  const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan);
   if (stage == p - 1) {
     // Final norm input and head input (act_bytes each), and the loss's logits at their most
     // (framework.h, loss_kernel).
-    out.output_bytes = 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit *
-                                                        static_cast<double>(m.seq_len) * plan.micro_batch * m.vocab / plan.tp;
+    out.output_bytes = 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * tokens * m.vocab / plan.tp;
   }
   return out;
 }
 
 double boundary_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
-  return static_cast<double>(act_bytes) * m.seq_len * p.micro_batch * m.hidden;
+  return static_cast<double>(act_bytes) * m.seq_len / p.cp * p.micro_batch * m.hidden;
 }
 
 double pipeline_buffer_bytes(const Model& m, const Plan& p, int64_t act_bytes) {

@@ -17,7 +17,11 @@ struct ActivationOptions {
   Recompute recompute = Recompute::none;
   int64_t act_bytes = 2;  // bytes per activation element (2 for fp16/bf16, 4 for fp32)
   Attention attention = Attention::unfused;  // flash stores no s x s scores
+  int cp = 1;  // context parallel: a rank keeps seq_len / cp tokens of each sequence
 };
+
+// The options of a plan's layers (attention kernel resolved through the framework), with `recompute`.
+ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, Recompute recompute);
 
 // Bytes one transformer layer keeps for backward, per micro-batch of `micro_batch` sequences.
 double layer_activation_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
@@ -52,7 +56,7 @@ struct StageActivations {
 // dropout's 1-byte mask (none without dropout; the lookup's backward needs only the indices).
 double embedding_activation_bytes(const Model& model, const Plan& plan);
 
-// One micro-batch's hidden states, seq_len x micro_batch x hidden elements of `act_bytes`: the
+// One micro-batch's hidden states, seq_len / cp x micro_batch x hidden elements of `act_bytes`: the
 // tensor a pipeline stage sends its successor and each of a layer's TP all-reduces carries.
 double boundary_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 

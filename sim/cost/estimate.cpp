@@ -8,6 +8,7 @@
 #include "sim/cost/chunk_layout.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/cpu_embedding.h"
+#include "sim/cost/context_parallel.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
@@ -108,7 +109,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
                                       link_for_group(c, p.tp, 1));
   double pp_comm = 0;
   if (p.pp > 1) {
-    const LinkParams link = link_for_group(c, p.pp, p.tp * p.dp);
+    const LinkParams link = link_for_group(c, p.pp, p.tp * p.dp_cp());
     const PipelineSend send = pipeline_send(p, boundary);
     double one_way = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, send.bytes_per_rank, link);
     if (send.receiver_all_gathers)
@@ -123,8 +124,12 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
   costs.output_s = times.output_s;
   costs.tp_per_layer_s = (4 + (p.recompute == Recompute::full ? 2 : 0)) * tp_all_reduce;
   costs.pp_comm_s = pp_comm;
+  // Context parallelism: the ring's sends that attention's blocks do not hide (context_parallel.h).
+  const CpRing ring = cp_ring(c, m, p, act_bytes, lt);
+  costs.cp_per_layer_s = ring.layer_exposed_s;
+  costs.cp_forward_per_layer_s = ring.forward_exposed_s;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
-  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? p.dp : 1), act_bytes);
+  costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? p.dp_cp() : 1), act_bytes);
   if (m.is_moe()) {
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
     // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in
@@ -143,14 +148,14 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
 // (chunk_footprint): the layout's elements, not the shard's parameters.
 double moved_params_per_gpu(const Plan& p, const ChunkFootprint* chunks, const Estimate& e) {
   if (!chunks) return e.params_per_gpu;
-  return static_cast<double>(chunks->kept_param_elements) * (p.zero_stage >= 1 ? p.dp : 1);
+  return static_cast<double>(chunks->kept_param_elements) * (p.zero_stage >= 1 ? p.dp_cp() : 1);
 }
 
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt`.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       double layers_per_stage, const ChunkFootprint* chunks, const Estimate& e) {
-  const int dp = p.dp;
+  const int dp = p.dp_cp();  // gradients are reduced over DP x CP
   const int64_t act_bytes = bytes_of(t.dtype);
   const double mb = static_cast<double>(e.micro_batches);
   // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
@@ -206,7 +211,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   }
   // fp8: the weights' casts once per iteration, before the first micro-batch's forward (fp8.h).
   e.time.optimizer_s += fp8_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
-  if (p.offload.params != Tier::gpu) e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? p.dp : 1) * act_bytes / pcie;
+  if (p.offload.params != Tier::gpu) e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? p.dp_cp() : 1) * act_bytes / pcie;
 }
 
 }  // namespace
@@ -229,6 +234,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const double mb = static_cast<double>(e.micro_batches);
   e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
   e.time.tp_comm_s = mb * slow.tp_comm_s;
+  e.time.cp_comm_s = mb * slow.cp_comm_s;
   e.time.pp_comm_s = mb * costs.pp_comm_s;
   e.time.bubble_s = slots.bubble_s;
   e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, chunks, e) +
@@ -242,7 +248,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
     e.time.optimizer_s += ce.optimizer_s;
   }
 
-  e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
+  e.time.iteration_s = e.time.compute_s + e.time.tp_comm_s + e.time.cp_comm_s + e.time.pp_comm_s + e.time.bubble_s + e.time.dp_comm_s +
                        e.time.optimizer_s + e.time.offload_s;
   const double gpus = c.total_gpus();
   e.tokens_per_s = tokens_per_s(m, t.global_batch, e.time.iteration_s);

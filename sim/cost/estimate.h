@@ -29,6 +29,7 @@ struct TimeBreakdown {
   double compute_s = 0;        // forward + backward + recompute of all micro-batches, slowest stage
   double bubble_s = 0;         // pipeline fill and drain
   double tp_comm_s = 0;        // tensor-parallel collectives (not overlapped)
+  double cp_comm_s = 0;        // context-parallel ring sends attention's blocks do not hide
   double pp_comm_s = 0;        // pipeline sends and receives
   double dp_comm_s = 0;        // gradient all-reduce / ZeRO collectives (not overlapped)
   double optimizer_s = 0;      // optimizer step (GPU or CPU Adam), NVMe state traffic

@@ -1,18 +1,20 @@
 #include "sim/cost/flops.h"
 
 #include "sim/cost/moe.h"
+#include "sim/cost/params.h"
 
 namespace starfish {
 
 LayerForwardFlops layer_forward_flops(const Model& m, int64_t micro_batch) {
   const double T = static_cast<double>(micro_batch) * m.seq_len;
-  const double h = m.hidden, kv = m.kv_dim(), q = m.q_dim(), f = m.ffn_hidden, s = m.seq_len;
+  const double h = m.hidden, q = m.q_dim(), f = m.ffn_hidden, s = m.seq_len;
   const double in_mats = m.activation == Activation::swiglu ? 2 : 1;
+  const AttentionLinears a = attention_linears(m);
   LayerForwardFlops x;
-  x.qkv = 2 * T * h * (q + 2 * kv);
+  x.qkv = 2 * T * (a.replicated_in_macs + a.split_in_macs);  // h (q + 2 kv) without MLA
   x.scores = 2 * T * s * q;
-  x.context = 2 * T * s * q;
-  x.attn_out = 2 * T * q * h;
+  x.context = 2 * T * s * m.context_dim();
+  x.attn_out = 2 * T * a.out_macs;
   x.mlp_in = 2 * T * h * f * in_mats;
   x.mlp_out = 2 * T * f * h;
   return x;

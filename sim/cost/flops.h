@@ -12,7 +12,7 @@ namespace starfish {
 // Forward FLOPs of one transformer layer for `tokens` = micro_batch * seq_len tokens, split by
 // operation (each is one GEMM or batched GEMM: the shapes decide its efficiency).
 struct LayerForwardFlops {
-  double qkv = 0;        // 2 * T * h * (h + 2 kv)
+  double qkv = 0;        // 2 * T * h * (h + 2 kv); MLA: its down and up projections
   double scores = 0;     // Q K^T: 2 * T * s * h
   double context = 0;    // softmax(QK^T) V: 2 * T * s * h
   double attn_out = 0;   // 2 * T * h * h

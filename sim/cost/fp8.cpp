@@ -41,8 +41,9 @@ double stage_fp8_gemm_weights(const Model& m, const Plan& p, int stage) {
   if (!fp8_gemms(p)) return 0;
   const int layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage);
   const int moe_layers = stage_moe_layers(m, p, stage);
-  const double h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), in = m.activation == Activation::swiglu ? 2 : 1;
-  const double attention = (h * (q + 2 * kv) + q * h) / p.tp;
+  const double h = m.hidden, in = m.activation == Activation::swiglu ? 2 : 1;
+  const AttentionLinears a = attention_linears(m);
+  const double attention = a.replicated_in_macs + (a.split_in_macs + a.out_macs) / p.tp;
   const double dense_mlp = (in + 1) * h * m.ffn_hidden / p.tp;
   double moe_mlp = 0;
   if (moe_layers > 0)

@@ -170,11 +170,17 @@ void add_group(Communicators& c, int64_t ranks) {
 
 Communicators nccl_communicators(const Plan& p, int stage, bool tied_embeddings) {
   Communicators c;
-  const int64_t world = int64_t{p.tp} * p.pp * p.dp;
+  const int64_t world = int64_t{p.tp} * p.pp * p.dp_cp();
   const Framework f = running_framework(p);
   const bool edge = stage == 0 || stage == p.pp - 1;  // the first or the last pipeline stage
   add_group(c, p.tp);  // the layers' tensor-parallel collectives
-  add_group(c, p.dp);  // the gradient reduction (ZeRO's reduce-scatter and all-gather)
+  add_group(c, p.dp_cp());  // the gradient reduction (ZeRO's reduce-scatter and all-gather), over DP x CP
+  if (p.cp > 1) {
+    // TransformerEngine's ring attention sends keys and values to the next CP rank and receives
+    // from the previous one with isend/irecv (context_parallel.py, flash_attn_p2p_communicate):
+    // PyTorch's NCCL backend makes a 2-rank communicator per peer, one when both are the same rank.
+    c.pairs += p.cp == 2 ? 1 : 2;
+  }
   if (p.pp > 1) {
     // One 2-rank communicator per pipeline peer: the previous and the next stage; the first and
     // the last stage have one, unless the interleaved schedule wraps the last stage's model
@@ -186,7 +192,7 @@ Communicators nccl_communicators(const Plan& p, int stage, bool tied_embeddings)
     // Megatron-core's expert groups: the EP all-to-all, and the expert-data-parallel reduction
     // over the ranks that hold the same experts (parallel_state.py).
     add_group(c, p.ep);
-    add_group(c, int64_t{p.tp} * p.dp / (int64_t{p.ep} * p.expert_tp()));
+    add_group(c, int64_t{p.tp} * p.dp_cp() / (int64_t{p.ep} * p.expert_tp()));
   }
   if (f == Framework::fsdp || f == Framework::starfish) return c;
   // Megatron-LM, Megatron-core and Megatron-DeepSpeed (mpu/initialize.py, parallel_state.py):

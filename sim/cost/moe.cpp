@@ -21,12 +21,12 @@ double grouped_matmul_time_s(const GpuSpec& gpu, DType dtype, double flop_each, 
 
 }  // namespace
 
-int expert_data_parallel(const Plan& p) { return std::max(1, p.tp * std::max(p.dp, 1) / (p.ep * p.expert_tp())); }
+int expert_data_parallel(const Plan& p) { return std::max(1, p.tp * std::max(p.dp, 1) * p.cp / (p.ep * p.expert_tp())); }
 
 MoeLayerShape moe_layer_shape(const Model& m, const Plan& p) {
   MoeLayerShape x;
   const Moe& e = m.moe;
-  x.tokens = static_cast<double>(m.seq_len) * p.micro_batch / p.tp;
+  x.tokens = static_cast<double>(m.seq_len) / p.cp * p.micro_batch / p.tp;
   x.routed = x.tokens * e.top_k;
   x.local_experts = e.experts / p.ep;
   const double mean = x.routed * p.ep * p.expert_tp() / e.experts;
@@ -38,7 +38,7 @@ MoeLayerShape moe_layer_shape(const Model& m, const Plan& p) {
 }
 
 double optimizer_params_per_gpu(const Plan& p, double params, double expert_params) {
-  return (params - expert_params) / (p.zero_stage >= 1 ? p.dp : 1) +
+  return (params - expert_params) / (p.zero_stage >= 1 ? p.dp_cp() : 1) +
          expert_params / (p.zero_stage >= 1 ? expert_data_parallel(p) : 1);
 }
 
@@ -89,7 +89,7 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
       memory_bound_time_s(gpu, B * h * (2 * x.routed + x.tokens)), false);
   if (m.moe.shared_experts > 0) {
     // Shared experts: a dense MLP of shared x expert FFN columns, tensor-parallel on all tokens.
-    const double T = static_cast<double>(m.seq_len) * p.micro_batch, f = m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp;
+    const double T = static_cast<double>(m.seq_len) / p.cp * p.micro_batch, f = m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp;
     const double shard = p.sequence_parallel ? p.tp : 1;  // TE casts before the sequence-parallel gather
     linear("MoE shared expert GEMM in", 2 * T * h * in * f, 1, T * h / shard, T * in * f);
     activation("MoE shared expert activation", T * f);
@@ -125,7 +125,7 @@ double moe_layer_activation_bytes(const Model& m, const Plan& p, const Activatio
   moe += (in_matrices(m) == 2 ? 3 : 2) * x.received * x.expert_ffn * B;  // expert intermediates
   moe += x.routed * h * B;                                    // expert outputs, for the combine's backward
   if (m.moe.shared_experts > 0)
-    moe += (in_matrices(m) == 2 ? 3 : 2) * static_cast<double>(m.seq_len) * p.micro_batch *
+    moe += (in_matrices(m) == 2 ? 3 : 2) * static_cast<double>(m.seq_len) / p.cp * p.micro_batch *
            (m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp) * B;
   return dense - mlp_activation_bytes(m, p.micro_batch, o) + moe;
 }
@@ -150,7 +150,7 @@ double moe_expert_reduce_time_s(const Cluster& c, const Plan& p, double grad_byt
 
 ModelStates moe_model_states(const Training& t, const Plan& p, double params, double expert_params, double layer_params,
                              const ChunkFootprint* chunks) {
-  ModelStates dense = model_states(t, p, p.dp, params - expert_params, layer_params, chunks);
+  ModelStates dense = model_states(t, p, p.dp_cp(), params - expert_params, layer_params, chunks);
   if (expert_params <= 0) return dense;
   const ModelStates experts = model_states(t, p, expert_data_parallel(p), expert_params, 0, nullptr);
   for (Tier tier : {Tier::gpu, Tier::cpu, Tier::nvme}) {

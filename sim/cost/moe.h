@@ -17,7 +17,7 @@ namespace starfish {
 
 // What one GPU's share of an MoE layer is, for one micro-batch.
 //  - Megatron-core requires sequence parallelism with TP for MoE, so each GPU routes the
-//    s*b/TP tokens of its sequence shard, top_k copies each.
+//    s*b/(CP x TP) tokens of its sequence shard, top_k copies each.
 //  - The routed copies of an EP x ETP block of ranks spread over the experts: each expert gets
 //    tokens x top_k / experts of them on average (tokens of the whole block), each ETP rank
 //    computing all of them on expert_ffn / ETP columns (the dispatcher all-gathers over ETP).

@@ -7,6 +7,7 @@
 #include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
+#include "sim/cost/params.h"
 
 namespace starfish {
 
@@ -39,7 +40,7 @@ class LayerOpsBuilder {
   LayerOpsBuilder(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape)
       : gpu_(gpu), dtype_(dtype), m_(m), shape_(shape) {
     B_ = static_cast<double>(bytes_of(dtype));
-    T_ = static_cast<double>(m.seq_len) * static_cast<double>(shape.micro_batch);
+    T_ = static_cast<double>(m.seq_len) / shape.cp * static_cast<double>(shape.micro_batch);
     t_ = shape.tp;
     // Norms, dropouts and residuals run on every token on each TP rank, or on 1/t of them with
     // sequence parallelism (Korthikanti 2022 sec. 4.2.2). The all-gather that SP adds in backward
@@ -50,13 +51,24 @@ class LayerOpsBuilder {
   }
 
   std::vector<LayerOp> build() {
-    const double h = m_.hidden, kv = m_.kv_dim(), q = m_.q_dim(), f = m_.ffn_hidden;
+    const double h = m_.hidden, f = m_.ffn_hidden;
     const double hidden_bytes = B_ * T_ * h / rep_;
+    const AttentionLinears a = attention_linears(m_);
+    const double qkv = m_.q_dim() + m_.k_dim() + m_.v_dim();
     norm("input norm", hidden_bytes);
-    gemm("QKV GEMM", T_ * h * (q + 2 * kv) / t_, T_ * h / rep_, T_ * (q + 2 * kv) / t_, true);
+    if (m_.is_mla()) {
+      // MLA (Megatron-core's MLASelfAttention): the down projections on this rank's tokens (its
+      // sequence shard with SP, whose latents are then gathered), the latents' RMSNorms, and the
+      // up projections of this rank's heads.
+      gemm("MLA down-projection GEMM", T_ * a.replicated_in_macs / rep_, T_ * h / rep_, T_ * a.latent_width / rep_, true);
+      norm("MLA latent norms", B_ * T_ * (m_.mla.q_lora_rank + m_.mla.kv_lora_rank));
+      gemm("MLA up-projection GEMM", T_ * a.split_in_macs / t_, T_ * a.latent_width, T_ * qkv / t_);
+    } else {
+      gemm("QKV GEMM", T_ * a.split_in_macs / t_, T_ * h / rep_, T_ * qkv / t_, true);
+    }
     if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
-    gemm("attention output GEMM", T_ * q * h / t_, T_ * q / t_, T_ * h);
+    gemm("attention output GEMM", T_ * a.out_macs / t_, T_ * m_.context_dim() / t_, T_ * h);
     residual("attention residual", hidden_bytes);
     norm("MLP norm", hidden_bytes);
     if (shape_.moe) {
@@ -117,17 +129,19 @@ class LayerOpsBuilder {
   // causal skipping), FusedScaleMaskSoftmax (read, write), dropout (read, write, 1-byte mask),
   // batched context GEMM. Backward: two GEMMs per batched GEMM, dropout backward (read dy and
   // mask, write dx), softmax backward (read y and dy, write dx).
+  // With context parallelism a rank's s / cp queries meet all s keys.
   void unfused_attention() {
-    const double s = m_.seq_len, d = m_.head_dim();
+    const double s = m_.seq_len, queries = s / shape_.cp;
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
-    const double scores = heads * s * s;  // elements per GPU
-    const double gemm_s = batched_matmul_time_s(2 * s * s * d, heads);
+    const double scores = heads * queries * s;  // elements per GPU
+    const double gemm_s = batched_matmul_time_s(2 * queries * s * m_.qk_head_dim(), heads);
+    const double context_s = batched_matmul_time_s(2 * queries * s * m_.v_head_dim(), heads);
     add("attention scores GEMM", gemm_s, 2 * gemm_s, true, true);
     add("attention softmax", memory_bound_time_s(gpu_, 2 * B_ * scores), memory_bound_time_s(gpu_, 3 * B_ * scores), true);
     if (m_.dropout)
       add("attention dropout", memory_bound_time_s(gpu_, (2 * B_ + 1) * scores),
           memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
-    add("attention context GEMM", gemm_s, 2 * gemm_s, true, true);
+    add("attention context GEMM", context_s, 2 * context_s, true, true);
   }
 
   // FlashAttention (Dao 2022; FlashAttention-2, Dao 2023): one kernel per (sequence, head) tile
@@ -136,12 +150,19 @@ class LayerOpsBuilder {
   // the forward's two (2.5x its FLOPs). Its efficiency is that of one head's GEMM work, capped
   // at what the kernel's generation is measured to reach on this GPU (the hwprofile's
   // attention_efficiency: the online softmax and the tiles' bookkeeping are not GEMM work).
+  //
+  // Context parallelism (TransformerEngine's ring attention, load-balanced): a rank holds chunks
+  // r and 2cp-1-r of 2cp, and in each of cp ring steps meets one rank's keys. Step 0 is causal
+  // attention over its own s/cp tokens; every later step pairs half of one side with the whole
+  // other (context_parallel.py: "q, kv" halves): the same 2 (s/cp)^2 d FLOPs per head in each
+  // step. So the kernel runs cp times at the size of local causal attention.
   void flash_attention() {
-    const double s = m_.seq_len, d = m_.head_dim();
+    // Per head: scores over the query/key width, context over the value width (MLA's differ).
+    const double s = m_.seq_len / shape_.cp, d = m_.qk_head_dim() + m_.v_head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
     const double cap = shape_.attention == Attention::flash1 ? gpu_.attention_efficiency.flash1
                                                              : gpu_.attention_efficiency.flash2;
-    const double fwd = batched_matmul_time_s(0.5 * 4 * s * s * d, heads, cap);
+    const double fwd = shape_.cp * batched_matmul_time_s(0.5 * 2 * s * s * d, heads, cap);
     add("flash attention", fwd, 2.5 * fwd, true, true);
   }
 
@@ -176,14 +197,17 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b,
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape, Recompute rc) {
   const Attention attention = shape.attention;
   LayerTime out;
-  double core_s = 0;
   for (const LayerOp& op : layer_ops(gpu, dtype, m, shape)) {
     out.forward_s += op.forward_s;
     out.backward_s += op.backward_s;
     if (op.gemm) out.gemm_forward_s += op.forward_s;
     else out.elementwise_forward_s += op.forward_s;
-    if (op.attention_core) core_s += op.forward_s;
+    if (op.attention_core) {
+      out.core_forward_s += op.forward_s;
+      out.core_backward_s += op.backward_s;
+    }
   }
+  const double core_s = out.core_forward_s;
   if (rc == Recompute::full) out.recompute_s = out.forward_s;
   // Selective recomputation redoes the attention core; a fused kernel stores no scores to redo
   // (it recomputes them inside its own backward already).
@@ -192,22 +216,22 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const Laye
 }
 
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp,
-                           double loss_bytes_per_logit) {
-  const double logits = logits_forward_flops(m, b) / tp;
-  const double T = static_cast<double>(m.seq_len) * b;
+                           double loss_bytes_per_logit, int cp) {
+  const double logits = logits_forward_flops(m, b) / (tp * cp);
+  const double T = static_cast<double>(m.seq_len) / cp * b;
   // Forward GEMM + two backward GEMMs, and the loss's kernels over this rank's logits.
   return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, loss_bytes_per_logit * T * m.vocab / tp);
 }
 
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
   return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr, p.fp8,
-                    p.fp8_recipe};
+                    p.fp8_recipe, p.cp};
 }
 
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {
   PlanLayerTimes out;
   out.layer = layer_time(node.gpu, dtype, m, plan_layer_shape(p), p.recompute);
-  out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit);
+  out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit, p.cp);
   const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute);
   out.layer.forward_s += dispatch.forward_s;
   out.layer.backward_s += dispatch.backward_s;

@@ -34,6 +34,9 @@ struct LayerShape {
   const Plan* moe = nullptr;  // an MoE layer of this plan: its MLP is the experts' (sim/cost/moe.h)
   Fp8 fp8 = Fp8::none;        // fp8 linear layers (sim/cost/fp8.h), with their scaling recipe
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  // Context parallel ranks: this rank computes seq_len / cp tokens of each sequence, and its
+  // attention runs as cp blocks of ring attention (sim/cost/context_parallel.h).
+  int cp = 1;
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).
@@ -51,6 +54,8 @@ struct LayerTime {
   double recompute_s = 0;      // extra forward work redone in backward
   double gemm_forward_s = 0;   // part of forward_s spent in GEMMs
   double elementwise_forward_s = 0;
+  double core_forward_s = 0;   // attention's core (scores, softmax, context): part of forward_s
+  double core_backward_s = 0;  // and of backward_s
 };
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                      bool sequence_parallel, Recompute recompute, Attention attention = Attention::unfused);
@@ -58,8 +63,9 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, const 
 
 // Output layer (logits GEMM, softmax cross-entropy moving `loss_bytes_per_logit` HBM bytes per
 // logit: framework.h's loss_kernel), forward and backward.
+// With context parallelism (`cp`) each rank has seq_len / cp of each sequence's tokens.
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
-                           double loss_bytes_per_logit);
+                           double loss_bytes_per_logit, int cp = 1);
 
 // One micro-batch's dense layer and output layer as a plan runs them on a node: the kernels'
 // times above with the framework's attention and loss kernels (framework.h), plus the host's

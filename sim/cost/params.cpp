@@ -32,6 +32,28 @@ void add_moe_mlp(std::vector<ParamTensor>& out, const Model& m, int layer) {
   if (m.bias) add("experts.out.bias", E * h, ParamRole::expert_out, false, true);
 }
 
+// Multi-head latent attention's projections (Megatron-core's MLASelfAttention; DeepSeek-V3's
+// q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj): the down
+// projections and their norms whole on every TP rank, the up projections split by heads.
+void add_mla(std::vector<ParamTensor>& out, const Model& m, int layer, const std::string& p) {
+  const int64_t h = m.hidden, q = m.q_dim(), heads = m.heads;
+  const Mla& a = m.mla;
+  auto add = [&](const char* name, int64_t n, ParamRole role, bool split) {
+    out.push_back(ParamTensor{p + name, n, layer, role, split});
+  };
+  if (a.q_lora_rank > 0) {
+    add("attn.q_down.weight", h * a.q_lora_rank, ParamRole::attention_qkv, false);
+    add("attn.q_norm.weight", a.q_lora_rank, ParamRole::norm, false);
+    add("attn.q_up.weight", int64_t{a.q_lora_rank} * q, ParamRole::attention_qkv, true);
+  } else {
+    add("attn.q.weight", h * q, ParamRole::attention_qkv, true);
+  }
+  add("attn.kv_down.weight", h * (a.kv_lora_rank + a.qk_rope_head_dim), ParamRole::attention_qkv, false);
+  add("attn.kv_norm.weight", a.kv_lora_rank, ParamRole::norm, false);
+  add("attn.kv_up.weight", int64_t{a.kv_lora_rank} * heads * (a.qk_nope_head_dim + a.v_head_dim), ParamRole::attention_qkv,
+      true);
+}
+
 // One transformer layer's tensors. Sizes are full (tp = 1) and split by the caller.
 void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
   const int64_t h = m.hidden, f = m.ffn_hidden, kv = m.kv_dim(), q = m.q_dim();
@@ -41,9 +63,13 @@ void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
   };
   add("attn_norm.weight", h, ParamRole::norm, false);
   if (m.norm == Norm::layernorm) add("attn_norm.bias", h, ParamRole::norm, false);
-  add("attn.qkv.weight", h * (q + 2 * kv), ParamRole::attention_qkv, true);
-  if (m.bias) add("attn.qkv.bias", q + 2 * kv, ParamRole::attention_qkv, true);
-  add("attn.out.weight", q * h, ParamRole::attention_out, true);
+  if (m.is_mla()) {
+    add_mla(out, m, layer, p);
+  } else {
+    add("attn.qkv.weight", h * (q + 2 * kv), ParamRole::attention_qkv, true);
+    if (m.bias) add("attn.qkv.bias", q + 2 * kv, ParamRole::attention_qkv, true);
+  }
+  add("attn.out.weight", int64_t{m.context_dim()} * h, ParamRole::attention_out, true);
   if (m.bias) add("attn.out.bias", h, ParamRole::attention_out, false);
   add("mlp_norm.weight", h, ParamRole::norm, false);
   if (m.norm == Norm::layernorm) add("mlp_norm.bias", h, ParamRole::norm, false);
@@ -59,6 +85,22 @@ void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
 }
 
 }  // namespace
+
+AttentionLinears attention_linears(const Model& m) {
+  AttentionLinears a;
+  const double h = m.hidden, q = m.q_dim();
+  a.out_macs = static_cast<double>(m.context_dim()) * h;
+  if (!m.is_mla()) {
+    a.split_in_macs = h * (q + m.k_dim() + m.v_dim());
+    return a;
+  }
+  const Mla& x = m.mla;
+  const double heads = m.heads, q_lora = x.q_lora_rank, kv_lora = x.kv_lora_rank, rope = x.qk_rope_head_dim;
+  a.replicated_in_macs = h * (q_lora + kv_lora + rope);
+  a.split_in_macs = (q_lora > 0 ? q_lora : h) * q + kv_lora * heads * (x.qk_nope_head_dim + x.v_head_dim);
+  a.latent_width = q_lora + kv_lora + rope;
+  return a;
+}
 
 std::vector<int> stage_layers(const Model& model, const Shard& s) {
   // Megatron's assignment: virtual stage c (of pp*v, in model order) goes to stage c % pp;

@@ -12,6 +12,16 @@ namespace starfish {
 enum class ParamRole { word_embedding, position_embedding, norm, attention_qkv, attention_out, mlp_in, mlp_out, output_head,
                        moe_router, expert_in, expert_out };
 
+// The attention block's linear layers, per token (multiply-adds), as Megatron builds them: the
+// one home of their shapes for parameters, FLOPs, op times and fp8 weights.
+struct AttentionLinears {
+  double replicated_in_macs = 0;  // MLA's down projections: whole on every TP rank
+  double split_in_macs = 0;       // QKV, or MLA's up projections: split over TP by heads
+  double out_macs = 0;            // the output projection (context x hidden), split over TP
+  double latent_width = 0;        // MLA: q_lora + kv_lora + rope elements between down and up
+};
+AttentionLinears attention_linears(const Model& model);
+
 struct ParamTensor {
   std::string name;   // "layers.3.attn.qkv.weight"
   int64_t elements = 0;

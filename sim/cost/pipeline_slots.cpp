@@ -21,10 +21,11 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     x.compute_s = x.layers * c.layer_s + moe_layers * c.moe_extra_s + (last ? c.output_s : 0);
     x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
     x.tp_comm_s = x.layers * c.tp_per_layer_s;
+    x.cp_comm_s = x.layers * c.cp_per_layer_s;
     x.pp_comm_s = c.pp_comm_s;
     // The output layer's forward is a third of its work (one GEMM to backward's two); the
     // sends split evenly between activations and gradients.
-    x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
+    x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
                   (last ? output_forward_s(c.output_s) : 0) + c.pp_comm_s / 2;
     return x;
   };

@@ -26,6 +26,8 @@ struct StageCosts {
   double tp_forward_per_layer_s = 0; // the TP collectives of a layer's forward
   double output_s = 0;               // the output layer (last stage), forward + backward
   double tp_per_layer_s = 0;         // one layer's exposed TP collectives
+  double cp_per_layer_s = 0;         // one layer's exposed context-parallel ring (context_parallel.h)
+  double cp_forward_per_layer_s = 0; // its forward part
   double pp_comm_s = 0;              // one micro-batch's pipeline sends of a stage
   double accumulate_s_per_param = 0; // gradient accumulation per parameter of the stage
   double moe_extra_s = 0;            // an MoE layer's time over a dense one's (experts, all-to-alls)
@@ -38,9 +40,10 @@ struct StageSlot {
   double compute_s = 0;      // layers and output layer
   double accumulate_s = 0;   // from the second micro-batch on
   double tp_comm_s = 0;
+  double cp_comm_s = 0;
   double pp_comm_s = 0;
   double forward_s = 0;      // the forward part of the slot (the rest is backward)
-  double slot_s() const { return compute_s + accumulate_s + tp_comm_s + pp_comm_s; }
+  double slot_s() const { return compute_s + accumulate_s + tp_comm_s + cp_comm_s + pp_comm_s; }
 };
 
 struct PipelineSlots {

@@ -15,6 +15,7 @@ void intern_categories(des::Engine& eng, BuiltIteration& out) {
   out.optimizer = eng.category(category::optimizer);
   out.offload = eng.category(category::offload);
   out.ep = eng.category(category::ep);
+  out.cp = eng.category(category::cp);
 }
 
 IterationBuilder iteration_builder_for(const Plan& plan) {

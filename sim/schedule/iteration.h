@@ -42,6 +42,7 @@ inline constexpr const char* dp = "dp";
 inline constexpr const char* optimizer = "optimizer";
 inline constexpr const char* offload = "offload";
 inline constexpr const char* ep = "ep";  // MoE token dispatch and combine
+inline constexpr const char* cp = "cp";  // context parallelism's ring sends of keys and values
 }  // namespace category
 
 // An activation-memory change of a stage's lead GPU at the end of a task.
@@ -61,7 +62,7 @@ struct StageInfo {
 
 struct BuiltIteration {
   std::vector<StageInfo> stages;
-  des::CategoryId fwd = 0, bwd = 0, recompute = 0, tp = 0, pp = 0, dp = 0, optimizer = 0, offload = 0, ep = 0;
+  des::CategoryId fwd = 0, bwd = 0, recompute = 0, tp = 0, pp = 0, dp = 0, optimizer = 0, offload = 0, ep = 0, cp = 0;
   double cpu_bytes_per_node = 0;       // model states on the host (constant)
   double nvme_bytes_per_node = 0;
   std::vector<Move> moves;             // chunk plans: the runtime's move log, every iteration it ran

@@ -12,21 +12,20 @@ LayerCosts layer_costs(const Job& job) {
   const GpuSpec& gpu = job.cluster.node.gpu;
   LayerCosts c;
   c.act_bytes = bytes_of(job.training.dtype);
-  const Attention attention = attention_kernel(p);
   const PlanLayerTimes times = plan_layer_times(job.cluster.node, job.training.dtype, m, p);
   c.layer = times.layer;
   c.output_s = times.output_s;
   c.boundary_bytes = boundary_bytes(m, p, c.act_bytes);
   c.tp_bytes = 2 * c.boundary_bytes;
-  c.stored_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
-  c.full_bytes = layer_activation_bytes(m, p.micro_batch, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
+  c.stored_bytes = layer_activation_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, p.recompute));
+  c.full_bytes = layer_activation_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, Recompute::none));
   c.embedding_bytes = embedding_activation_bytes(m, p);
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
   if (m.is_moe()) {
     const DType dtype = job.training.dtype;
     c.moe_layer = layer_time(gpu, dtype, m, plan_layer_shape(p, true), p.recompute);
-    c.moe_stored_bytes = moe_layer_activation_bytes(m, p, {p.tp, p.sequence_parallel, p.recompute, c.act_bytes, attention});
-    c.moe_full_bytes = moe_layer_activation_bytes(m, p, {p.tp, p.sequence_parallel, Recompute::none, c.act_bytes, attention});
+    c.moe_stored_bytes = moe_layer_activation_bytes(m, p, plan_activation_options(p, c.act_bytes, p.recompute));
+    c.moe_full_bytes = moe_layer_activation_bytes(m, p, plan_activation_options(p, c.act_bytes, Recompute::none));
     c.dispatch_bytes = moe_dispatch_bytes(m, p, c.act_bytes);
     if (p.expert_tp() > 1) c.etp_gather_bytes = c.dispatch_bytes * p.expert_tp();
   }

@@ -105,7 +105,7 @@ PhaseId phase_of(const BuiltIteration& it, des::CategoryId c) {
   if (c == it.recompute) return PhaseId::recompute;
   if (c == it.offload) return PhaseId::moves;
   if (c == it.optimizer) return PhaseId::optimizer;
-  if (c == it.tp || c == it.pp || c == it.dp) return PhaseId::collectives;
+  if (c == it.tp || c == it.pp || c == it.dp || c == it.cp) return PhaseId::collectives;
   return PhaseId::other;
 }
 
@@ -144,7 +144,7 @@ report::PhaseSeconds predicted_phases(const BuiltIteration& it, const des::Engin
 double bubble_fraction(const BuiltIteration& it, const des::Results& r) {
   double window = 0;
   for (const StageInfo& st : it.stages) window = std::max(window, r.end_s[st.last_backward]);
-  const std::array<des::CategoryId, 9> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload, it.ep};
+  const std::array<des::CategoryId, 10> everything{it.fwd, it.bwd, it.recompute, it.tp, it.pp, it.dp, it.optimizer, it.offload, it.ep, it.cp};
   double bubble = 0;
   for (const StageInfo& st : it.stages) bubble += window - r.busy_union_s(st.lead_gpu, everything, 0, window);
   return bubble / it.stages.size() / r.makespan_s;
@@ -156,6 +156,7 @@ std::vector<CommGroupReport> communication(const Job& job, const BuiltIteration&
   const std::array<des::CategoryId, 3> compute{it.fwd, it.bwd, it.recompute};
   std::vector<std::pair<const char*, des::CategoryId>> groups{{"tp", it.tp}, {"pp", it.pp}, {"dp", it.dp}, {"offload", it.offload}};
   if (job.model.is_moe()) groups.push_back({"ep", it.ep});  // MoE all-to-alls
+  if (job.plan.cp > 1) groups.push_back({"cp", it.cp});     // ring attention's sends
   std::vector<CommGroupReport> out;
   for (const auto& [name, cat] : groups) {
     CommGroupReport g;

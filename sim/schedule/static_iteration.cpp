@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/context_parallel.h"
 #include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
@@ -42,7 +43,7 @@ std::vector<double> virtual_stage_params(const Model& m, const Plan& p, int s) {
 // How many GPUs of the lead's node the lead of stage `s` stands for (its TP peers and the DP
 // replicas that share the node): node-wide resources (CPU Adam, NVMe) serve all of them.
 int gpus_represented_on_node(const Job& job, int lead, int s) {
-  const int g = job.cluster.node.gpus, node = lead / g, per_stage = job.plan.tp * job.dp();
+  const int g = job.cluster.node.gpus, node = lead / g, per_stage = job.plan.tp * job.dp_cp();
   int n = 0;
   for (int r = node * g; r < (node + 1) * g; ++r)
     if (r / per_stage == s) ++n;
@@ -83,6 +84,7 @@ class StaticIterationBuilder {
     embedding_bytes_ = c.embedding_bytes;
     output_bytes_ = c.output_bytes;
     costs_ = c;
+    ring_ = cp_ring(job_.cluster, job_.model, job_.plan, act_bytes_, layer_);
   }
 
   size_t at(int gv, int mb) const { return static_cast<size_t>(gv) * static_cast<size_t>(job_.micro_batches()) + mb; }
@@ -121,7 +123,7 @@ class StaticIterationBuilder {
     place_model_states(st, s);
     stage_params_ = virtual_stage_params(job_.model, p, s);
     accumulated_params_ = stage_params_;
-    if (p.zero_stage >= 2) for (double& x : accumulated_params_) x /= job_.dp();
+    if (p.zero_stage >= 2) for (double& x : accumulated_params_) x /= job_.dp_cp();
     open_streams(st, s);
     chain_last_ = kNone;
     PreviousOp prev;
@@ -152,9 +154,9 @@ class StaticIterationBuilder {
   void open_streams(const StageInfo& st, int s) {
     const Plan& p = job_.plan;
     const int lead = st.lead_gpu, node_gpus = job_.cluster.node.gpus;
-    gather_layers_ = p.zero_stage >= 3 && job_.dp() > 1;
+    gather_layers_ = p.zero_stage >= 3 && job_.dp_cp() > 1;
     std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
-    for (int t = 0; t < p.tp && job_.dp() > 1; ++t)
+    for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t)
       dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / node_gpus, lead + t));
     fetch_params_ = p.offload.params != Tier::gpu && !gather_layers_;
     zero_stream_ = kNone;
@@ -237,11 +239,13 @@ class StaticIterationBuilder {
   void forward_layer(StageInfo& st, const StageOp& o, int l) {
     const TaskId g = gather_layer(o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
-    const TaskId x = eng_.compute(st.lead_gpu, (moe ? costs_.moe_layer : layer_).forward_s,
+    const LayerTime& time = moe ? costs_.moe_layer : layer_;
+    const TaskId x = eng_.compute(st.lead_gpu, time.forward_s - ring_core_s(time.core_forward_s),
                                   label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
     if (g != kNone) eng_.depends(x, g);
     chain(x);
     computed(x);
+    cp_ring_pass(st, o, l, ring_.forward, out_.fwd);
     const bool embedding = o.first_layer + l == 0;  // the model's first layer also keeps the embedding's
     st.memory.push_back({x, (moe ? costs_.moe_stored_bytes : stored_) + (embedding ? embedding_bytes_ : 0)});
     tp_collective(o.stage, o.mb, l, out_.tp);
@@ -269,19 +273,24 @@ class StaticIterationBuilder {
     const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
     TaskId first = kNone;
     if (p.recompute != Recompute::none) {
-      first = eng_.compute(lead, time.recompute_s, label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+      const bool full_ring = p.recompute == Recompute::full;  // the whole forward again, its ring included
+      first = eng_.compute(lead, time.recompute_s - (full_ring ? ring_core_s(time.core_forward_s) : 0),
+                           label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
       chain(first);
       st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
+      if (full_ring) cp_ring_pass(st, o, l, ring_.forward, out_.recompute);
       if (p.recompute == Recompute::full) {
         tp_collective(o.stage, o.mb, l, out_.tp);
         if (moe) expert_exchange(o, l);
       }
     }
-    const TaskId b = eng_.compute(lead, time.backward_s, label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+    const TaskId b = eng_.compute(lead, time.backward_s - ring_core_s(time.core_backward_s),
+                                  label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
     if (first == kNone) first = b;
     if (g != kNone) eng_.depends(first, g);
     chain(b);
     computed(b);
+    cp_ring_pass(st, o, l, ring_.backward, out_.bwd);
     const bool embedding = o.first_layer + l == 0;
     st.memory.push_back({b, -(p.recompute != Recompute::none ? full : stored) - (embedding ? embedding_bytes_ : 0)});
     tp_collective(o.stage, o.mb, l, out_.tp);
@@ -289,6 +298,48 @@ class StaticIterationBuilder {
     // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
     // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).
     if (gather_layers_) reduce_layer(o, l);
+  }
+
+  // The part of a layer's attention core that runs as the ring's blocks (all of it with context
+  // parallelism, none without).
+  double ring_core_s(double core_s) const { return job_.plan.cp > 1 ? core_s : 0; }
+
+  // One pass of a layer's ring attention (context parallelism, sim/cost/context_parallel.h) on
+  // the lead's chain: step k's block of attention and its send start once step k-1's are both
+  // done, and the layer goes on after the last of both. Only the lead is simulated: it receives
+  // over the ring's edge from the group's last CP rank, the edge that crosses nodes when the group
+  // spans several, its flow carrying the sends of the TP peers that share its NIC.
+  void cp_ring_pass(const StageInfo& st, const StageOp& o, int l, const CpRingPass& pass, des::CategoryId compute) {
+    if (job_.plan.cp <= 1) return;
+    const des::Topology& topo = eng_.topology();
+    const int lead = st.lead_gpu, from = job_.global_rank(0, 0, o.stage, job_.plan.cp - 1);
+    const bool across_nodes = from / job_.cluster.node.gpus != lead / job_.cluster.node.gpus;
+    const double sharers = across_nodes ? nic_sharers() : 1;
+    TaskId sent = kNone;
+    for (size_t k = 0; k < pass.send_bytes.size(); ++k) {
+      const TaskId before = chain_last_, before_sent = sent;
+      const TaskId block = eng_.compute(lead, pass.block_s,
+                                        label(compute, "attn s%d c%d mb%d L%d cp%zu", o.stage, o.virtual_stage, o.mb, l, k));
+      chain(block);
+      if (before_sent != kNone) eng_.depends(block, before_sent);
+      sent = kNone;
+      if (pass.send_bytes[k] <= 0) continue;
+      sent = eng_.transfer(topo.gpu(from), topo.gpu(lead), pass.send_bytes[k] * sharers,
+                           label(out_.cp, "kv s%d c%d mb%d L%d cp%zu", o.stage, o.virtual_stage, o.mb, l, k));
+      if (before != kNone) eng_.depends(sent, before);
+      if (before_sent != kNone) eng_.depends(sent, before_sent);
+    }
+    if (sent == kNone) return;
+    // The last send (dK, dV home) ends the pass too.
+    const TaskId done = eng_.delay(0, label(out_.cp, "kv done s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+    eng_.depends(done, sent);
+    chain(done);
+  }
+
+  // GPUs whose inter-node sends share one NIC when a stage's TP ranks all send at once.
+  int nic_sharers() const {
+    const Cluster& c = job_.cluster;
+    return c.node.nic ? std::clamp(c.node.gpus / std::max(1, c.node.nic->count), 1, job_.plan.tp) : 1;
   }
 
   // An MoE layer's token exchange of one pass, on the lead's chain (Megatron-core's dispatcher
@@ -392,7 +443,7 @@ class StaticIterationBuilder {
   // ZeRO-2 and -3 keep only their partition of the gradients, so each micro-batch's gradients
   // are reduce-scattered after its backward (DeepSpeed reduces after every backward, gradient
   // accumulation or not: deepspeedai/DeepSpeed#2252); ZeRO-0/1 reduce once, after the flush.
-  bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp() > 1; }
+  bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp_cp() > 1; }
 
   // Reduce-scatters virtual stage `ch`'s gradients of one micro-batch over every TP rank's DP
   // group. Overlapped, on the ranks' DP streams; otherwise the lead's reduction is in its chain
@@ -434,8 +485,8 @@ class StaticIterationBuilder {
     if (!opt_.hierarchical_dp) return des::CollectiveAlgo::Ring;
     // DP members are tp apart; several per node and several nodes: hierarchical.
     const int per_node = std::max(1, job_.cluster.node.gpus / job_.plan.tp);
-    const bool several_per_node = per_node > 1 && job_.dp() % per_node == 0;
-    const bool several_nodes = job_.dp() > per_node;
+    const bool several_per_node = per_node > 1 && job_.dp_cp() % per_node == 0;
+    const bool several_nodes = job_.dp_cp() > per_node;
     return several_per_node && several_nodes ? des::CollectiveAlgo::Hierarchical : des::CollectiveAlgo::Ring;
   }
 
@@ -451,7 +502,6 @@ class StaticIterationBuilder {
     const PipelineSend send = pipeline_send(p, boundary_bytes_);
     const double per_rank = send.bytes_per_rank;
     const Cluster& c = job_.cluster;
-    const int nic_sharers = c.node.nic ? std::clamp(c.node.gpus / std::max(1, c.node.nic->count), 1, p.tp) : 1;
     std::vector<des::GroupId> tp_groups;
     for (const StageInfo& st : out_.stages) tp_groups.push_back(eng_.group(st.tp_group));
     auto link = [&](TaskId from_last, TaskId sender_next, TaskId to_first, int from_stage, int to_stage, const char* what,
@@ -463,7 +513,7 @@ class StaticIterationBuilder {
       const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
       const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
       const bool across_nodes = a / c.node.gpus != b / c.node.gpus;
-      const double bytes = per_rank * (across_nodes ? nic_sharers : 1);
+      const double bytes = per_rank * (across_nodes ? nic_sharers() : 1);
       TaskId arrived = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
       eng_.depends(arrived, from_last);
       if (fw.blocking_p2p && sender_next != kNone) eng_.depends(sender_next, arrived);
@@ -521,7 +571,7 @@ class StaticIterationBuilder {
       const TaskId after = p.overlap_grad_reduce ? last_backward_of_.at({s, ch}) : st.last_backward;
       const TaskId experts = reduce_experts(s, kind, virtual_stage_expert_params(s, ch), after, "expert grads", ch, 0);
       if (experts != kNone) reduced.push_back(experts);
-      if (job_.dp() == 1) {
+      if (job_.dp_cp() == 1) {
         reduced.push_back(after);
         continue;
       }
@@ -601,7 +651,7 @@ class StaticIterationBuilder {
     const Plan& p = job_.plan;
     if (p.zero_stage < 1 || p.zero_stage >= 3) return;
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
-    for (int t = 0; t < p.tp && job_.dp() > 1; ++t) {
+    for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t) {
       des::CollectiveOptions o;
       o.algo = dp_algo();
       o.stream = streams[static_cast<size_t>(t)];
@@ -627,6 +677,7 @@ class StaticIterationBuilder {
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   std::vector<TaskId> tied_reductions_;  // the tied embedding's all-reduces, one per TP rank
   LayerTime layer_;
+  CpRing ring_;  // context parallelism's ring per layer pass (empty without)
   double output_s_ = 0, boundary_bytes_ = 0, stored_ = 0, full_ = 0, embedding_bytes_ = 0, output_bytes_ = 0;
   LayerCosts costs_;
   std::map<int, std::vector<TaskId>> expert_reductions_;  // per stage: per-micro-batch expert reductions

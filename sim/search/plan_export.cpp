@@ -83,6 +83,8 @@ Refusal deepspeed_model_refusal(const Model& m) {
 
 // DeepSpeed as of the commit in configs/frameworks/deepspeed-config-keys.txt.
 Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refused by make_job*/, const Model* model = nullptr) {
+  if (p.cp > 1)
+    return refuse("plan.context_parallel", "DeepSpeed's config has no context parallelism (ring attention is Megatron-core's)");
   if (p.fp8 != Fp8::none)
     return refuse("plan.fp8", "DeepSpeed's config has no fp8 training (fp8 GEMMs come from TransformerEngine in the model code)");
   if (p.framework != Framework::deepspeed)
@@ -119,6 +121,11 @@ Refusal torchtitan_plan_refusal(const Plan& p, const Training& t) {
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; torchtitan exports take fsdp plans (FSDP2, as torchtitan runs them)");
   if (p.chunked()) return refuse("plan.chunk_size", "torchtitan has no chunk runtime");
+  // Context parallelism is costed as TransformerEngine's p2p ring (context_parallel.h);
+  // torchtitan's is PyTorch's experimental context_parallel (all-gather or all-to-all rotation).
+  if (p.cp > 1)
+    return refuse("plan.context_parallel", "context parallelism is simulated as TransformerEngine's ring attention "
+                                           "(Megatron-core); torchtitan's context_parallel_degree rotates K/V differently");
   // FSDP2 always shards the gradients with the optimizer states: reshard_after_forward=True
   // is ZeRO-3, False ZeRO-2 (params kept gathered from forward to backward), no sharding at
   // all (data_parallel_shard_degree 1) ZeRO-0.
@@ -222,6 +229,10 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   add("--tensor-model-parallel-size", whole(p.tp));
   add("--pipeline-model-parallel-size", whole(p.pp));
+  if (p.cp > 1) {
+    add("--context-parallel-size", whole(p.cp));
+    add("--cp-comm-type", "p2p");  // TransformerEngine's ring attention, as simulated (context_parallel.h)
+  }
   // Uneven stages: Megatron-core's first/last stage layer counts; its interleaving then takes the
   // number of virtual stages (the layers per chunk differ between stages).
   if (p.stage_layers.first > 0) add("--decoder-first-pipeline-num-layers", whole(p.stage_layers.first));
@@ -266,6 +277,14 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   if (m.kv_heads != m.heads) {
     add("--group-query-attention");
     add("--num-query-groups", whole(m.kv_heads));
+  }
+  if (m.is_mla()) {  // Megatron-core's MLASelfAttention
+    add("--multi-latent-attention");
+    if (m.mla.q_lora_rank > 0) add("--q-lora-rank", whole(m.mla.q_lora_rank));
+    add("--kv-lora-rank", whole(m.mla.kv_lora_rank));
+    add("--qk-head-dim", whole(m.mla.qk_nope_head_dim));
+    add("--qk-pos-emb-head-dim", whole(m.mla.qk_rope_head_dim));
+    add("--v-head-dim", whole(m.mla.v_head_dim));
   }
   add("--ffn-hidden-size", whole(m.ffn_hidden));
   add("--seq-length", whole(m.seq_len));

@@ -81,6 +81,7 @@ void Candidate::fill(Plan& p) const {
   p.stage_layers = StageLayout{first_stage_layers, last_stage_layers, {}};
   p.ep = ep;
   p.etp = etp;
+  p.cp = cp;
   p.micro_batch = micro_batch;
   p.sequence_parallel = sequence_parallel;
   p.schedule = schedule;
@@ -102,6 +103,7 @@ Candidate to_candidate(const Plan& p) {
   c.last_stage_layers = p.stage_layers.last;
   c.ep = p.ep;
   c.etp = p.etp;
+  c.cp = p.cp;
   c.dp = p.dp;
   c.micro_batch = p.micro_batch;
   c.chunk_elements = p.chunk_elements;
@@ -117,18 +119,30 @@ Candidate to_candidate(const Plan& p) {
   return c;
 }
 
-// make_job's check_experts, as a reason (plan.dp may be 0: `dp` is resolved).
+// make_job's check_experts, as a reason (plan.dp may be 0: `dp` is resolved and counts the CP ranks).
 static const char* expert_invalid_reason(const Model& m, const Plan& p, int64_t dp) {
   if (!m.is_moe()) return p.ep != 1 ? "expert parallelism without experts" : nullptr;
   const int etp = p.expert_tp();
   if (p.ep < 1 || m.moe.experts % p.ep) return "EP does not divide the experts";
   if (m.moe.expert_ffn_hidden % etp) return "expert TP does not divide the expert FFN";
-  if ((int64_t{p.tp} * dp) % (int64_t{p.ep} * etp)) return "EP x expert TP does not divide TP x DP";
+  if ((int64_t{p.tp} * dp) % (int64_t{p.ep} * etp)) return "EP x expert TP does not divide TP x CP x DP";
   if (m.moe.shared_experts > 0 && (int64_t{m.moe.shared_experts} * m.moe.expert_ffn_hidden) % p.tp)
     return "TP does not divide the shared experts";
   if (p.tp > 1 && !p.sequence_parallel) return "MoE with TP needs sequence parallelism";
   if (p.zero_stage >= 3) return "ZeRO-3 of expert layers is not modelled";
   if (p.chunked()) return "the chunk runtime has no MoE layers";
+  return nullptr;
+}
+
+// make_job's check_context_parallel, as a reason.
+static const char* context_invalid_reason(const Model& m, const Plan& p) {
+  if (p.cp < 1) return "non-positive degree";
+  if (p.cp == 1) return nullptr;
+  if (m.seq_len % (2 * p.cp)) return "2 x CP does not divide the sequence";
+  if (p.sequence_parallel && (m.seq_len / p.cp) % p.tp) return "TP does not divide a CP rank's tokens";
+  if (p.framework != Framework::megatron_core) return "context parallelism is modelled under Megatron-core only";
+  if (p.attention == Attention::unfused) return "context parallelism needs fused attention";
+  if (p.chunked()) return "the chunk runtime does not split sequences";
   return nullptr;
 }
 
@@ -141,12 +155,14 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (!check_stage_layout(m.layers, p.pp, p.virtual_stages, p.stage_layers).field.empty())
     return p.stage_layers.even() ? "PP x virtual stages does not divide the layers" : "the stage layout does not fit the layers";
   const int64_t gpus = c.total_gpus();
+  if (const char* why = context_invalid_reason(m, p)) return why;
   int64_t dp = p.dp;
+  const int64_t tp_cp_pp = int64_t{p.tp} * p.cp * p.pp;
   if (dp == 0) {
-    if (gpus % (int64_t{p.tp} * p.pp) != 0) return "TP x PP does not divide the GPUs";
-    dp = gpus / (int64_t{p.tp} * p.pp);
-  } else if (int64_t{p.tp} * p.pp * dp != gpus) {
-    return "TP x PP x DP is not the GPU count";
+    if (gpus % tp_cp_pp != 0) return "TP x CP x PP does not divide the GPUs";
+    dp = gpus / tp_cp_pp;
+  } else if (tp_cp_pp * dp != gpus) {
+    return "TP x CP x PP x DP is not the GPU count";
   }
   const int64_t per_step = int64_t{p.micro_batch} * dp;
   if (t.global_batch % per_step != 0) return "global batch is not a multiple of micro-batch x DP";
@@ -159,7 +175,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
     return "virtual stages need the interleaved schedule";
   }
   if (p.sequence_parallel && p.tp == 1) return "sequence parallelism needs TP > 1";
-  if (const char* why = expert_invalid_reason(m, p, dp)) return why;
+  if (const char* why = expert_invalid_reason(m, p, dp * p.cp)) return why;
   const Offload& o = p.offload;
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !c.node.nvme)
     return "offload to NVMe without an NVMe";
@@ -187,12 +203,13 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (!s.pp.empty() && !contains(s.pp, p.pp)) return false;
   if (p.virtual_stages > std::max(1, s.max_virtual_stages)) return false;
   if (!s.micro_batches.empty() && !contains(s.micro_batches, p.micro_batch)) return false;
+  if (p.cp != 1 && !contains(s.cp, p.cp) && !s.cp.empty()) return false;
   if (!contains(s.schedules, p.schedule) || !contains(s.recompute, p.recompute)) return false;
   if (p.pp == 1 && p.schedule != Schedule::one_f_one_b) return false;
   if (!contains(s.sequence_parallel, p.sequence_parallel)) return false;
   if (p.tp == 1 && p.sequence_parallel) return false;
   if (!contains(s.zero_stages, p.zero_stage)) return false;
-  if (p.dp == 1 && p.zero_stage != *std::min_element(s.zero_stages.begin(), s.zero_stages.end()))
+  if (p.dp_cp() == 1 && p.zero_stage != *std::min_element(s.zero_stages.begin(), s.zero_stages.end()))
     return false;  // (zero_stages is not empty here: it contains p.zero_stage)
   if (!contains(s.chunk_elements, p.chunk_elements)) return false;
   if (!contains(s.cpu_embedding, p.cpu_embedding)) return false;
@@ -239,16 +256,19 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
   std::vector<std::vector<Placement>> placement_of(4);
   for (int z = 0; z < 4; ++z) placement_of[z] = placements(c, s, z);
 
+  const std::vector<int> cps = context_parallel_degrees(m, s);
   std::vector<Candidate> out;
   for (int tp : tps) {
-    for (int pp : s.pp.empty() ? divisors(gpus / tp) : s.pp) {
-      if (pp < 1 || pp > m.layers || gpus % (tp * pp)) continue;
+   for (int cp : cps) {
+    if (cp < 1 || gpus % (int64_t{tp} * cp)) continue;
+    for (int pp : s.pp.empty() ? divisors(gpus / (tp * cp)) : s.pp) {
+      if (pp < 1 || pp > m.layers || gpus % (int64_t{tp} * cp * pp)) continue;
       // PP that does not divide the layers: Megatron-core's lighter first and last stages.
       const StageLayout layout = balanced_stage_layout(m.layers, pp);
       if (m.layers % pp && layout.even()) continue;
-      const int dp = gpus / (tp * pp);
+      const int dp = gpus / (tp * cp * pp);
       if (t.global_batch % dp) continue;
-      const std::vector<std::pair<int, int>> experts = expert_layouts(m, s, tp, dp);
+      const std::vector<std::pair<int, int>> experts = expert_layouts(m, s, tp, dp * cp);
       const int64_t per_pipeline = t.global_batch / dp;
       std::vector<int> mbs;
       if (s.micro_batches.empty()) mbs = divisors(per_pipeline);
@@ -271,7 +291,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
         }
         for (const auto& [schedule, v] : shapes) {
           for (int z : s.zero_stages) {
-            if (z < 0 || z > 3 || (dp == 1 && z != min_zero)) continue;
+            if (z < 0 || z > 3 || (dp * cp == 1 && z != min_zero)) continue;
             for (const Placement& pl : placement_of[z]) {
               for (int64_t chunk : s.chunk_elements) {
                 if (pl.chunked != (chunk > 0)) continue;
@@ -286,6 +306,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                 for (Recompute rc : s.recompute) {
                   for (bool sp : s.sequence_parallel) {
                     if (sp && tp == 1) continue;
+                    if (cp > 1 && (chunk > 0 || (sp && (m.seq_len / cp) % tp))) continue;
                     if (m.is_moe() && tp > 1 && !sp) continue;
                     for (const auto& [ep, etp] : experts)
                     for (Fp8 fp8 : fp8s) {
@@ -294,6 +315,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
                     k.fp8 = fp8;
                     k.ep = ep;
                     k.etp = etp;
+                    k.cp = cp;
                     k.tp = static_cast<int32_t>(tp);
                     k.pp = static_cast<int32_t>(pp);
                     k.virtual_stages = static_cast<int32_t>(v);
@@ -323,13 +345,23 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
         }
       }
     }
+   }
   }
+  return out;
+}
+
+std::vector<int> context_parallel_degrees(const Model& m, const SearchSpace& s) {
+  if (!s.cp.empty()) return s.cp;
+  std::vector<int> out{1};
+  if (s.framework != Framework::megatron_core) return out;
+  for (int cp = 2; m.seq_len % (2 * cp) == 0 && m.seq_len / cp >= kMinCpRankTokens; cp *= 2) out.push_back(cp);
   return out;
 }
 
 std::string family_label(const Candidate& c) {
   std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " ZeRO-" + std::to_string(c.zero_stage);
   if (c.ep > 1) s += " EP" + std::to_string(c.ep);
+  if (c.cp > 1) s += " CP" + std::to_string(c.cp);
   if (c.fp8 != Fp8::none) s += " fp8";
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" offload ") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
@@ -339,7 +371,8 @@ std::string family_label(const Candidate& c) {
 }
 
 std::string short_label(const Candidate& c) {
-  std::string s = "TP" + std::to_string(c.tp) + " PP" + std::to_string(c.pp) + " DP" + std::to_string(c.dp);
+  std::string s = "TP" + std::to_string(c.tp) + (c.cp > 1 ? " CP" + std::to_string(c.cp) : "") + " PP" +
+                  std::to_string(c.pp) + " DP" + std::to_string(c.dp);
   if (c.pp > 1) s += std::string(" ") + to_string(c.schedule);
   if (c.virtual_stages > 1) s += " v" + std::to_string(c.virtual_stages);
   if (c.first_stage_layers || c.last_stage_layers)

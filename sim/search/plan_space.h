@@ -47,6 +47,9 @@ struct SearchSpace {
   // fits in TP x DP) and expert TP (empty: 1 and TP, Megatron-core's two usual choices).
   std::vector<int> ep;
   std::vector<int> etp;
+  // Context parallel degrees (empty: context_parallel_degrees -- 1, and under Megatron-core the
+  // powers of two that leave each rank at least kMinCpRankTokens of a sequence).
+  std::vector<int> cp;
   std::vector<int> zero_stages{0, 1, 2, 3};
   std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
   std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved};
@@ -76,6 +79,7 @@ struct Candidate {
   // not divide the layers. Explicit per-stage lists are not searched.
   int32_t first_stage_layers = 0, last_stage_layers = 0;
   int32_t ep = 1, etp = 0;  // expert parallel and expert TP (0 = TP), MoE models only
+  int32_t cp = 1;           // context parallel
   int32_t dp = 1;
   int32_t micro_batch = 1;
   int64_t chunk_elements = 0;
@@ -104,6 +108,15 @@ std::vector<Candidate> enumerate_plans(const Model& model, const Cluster& cluste
 // or 0), else a short reason. Kept in step with sim/spec/job.cpp by a test that compares both.
 const char* plan_invalid_reason(const Model& model, const Cluster& cluster, const Training& training,
                                 const Plan& plan);
+
+// Below this many tokens of a sequence per rank, context parallelism is not tried by default: the
+// ring's blocks shrink as (tokens per rank)^2 while its sends shrink only linearly, so they stop
+// hiding the sends; Megatron-core's guidance is CP for sequences of 8K tokens and more.
+inline constexpr int kMinCpRankTokens = 4096;
+// The CP degrees a space tries for this model: its list, or 1 and (Megatron-core only: it is
+// TransformerEngine's ring attention) the powers of two whose 2 x CP chunks divide the sequence
+// and leave each rank at least kMinCpRankTokens.
+std::vector<int> context_parallel_degrees(const Model& model, const SearchSpace& space);
 
 // The enumerator's extra rules (see the header comment); true when the space may hold `plan`.
 bool is_enumerated_shape(const Plan& plan, const Cluster& cluster, const SearchSpace& space);

@@ -53,7 +53,7 @@ struct Rejections {
 
 // The family memory bound's verdict, memoised per family (the bound ignores micro-batch,
 // schedule, recompute and SP).
-using BoundKey = std::tuple<int, int, int, int, int, int, int, int64_t, int, int>;
+using BoundKey = std::tuple<int, int, int, int, int, int, int, int64_t, int, int, int>;
 struct BoundVerdict {
   bool reject = false;
   Constraint why = Constraint::gpu_memory;
@@ -264,7 +264,7 @@ class AnalyticPass {
   // The family memory bound's verdict, memoised per family; true when it rejects the plan.
   bool pruned_by_bound(Worker& w, const Candidate& c, int64_t i) {
     const BoundKey key{c.tp, c.pp, c.virtual_stages, c.zero_stage, static_cast<int>(c.params),
-                       static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements, c.ep, c.etp};
+                       static_cast<int>(c.grads), static_cast<int>(c.optimizer), c.chunk_elements, c.ep, c.etp, c.cp};
     auto it = w.bounds.find(key);
     if (it == w.bounds.end()) {
       const AnalyticEvaluator::StatesBound b = evaluator_.states_lower_bound(w.plan);

@@ -10,11 +10,20 @@ namespace starfish {
 
 int64_t Job::micro_batches() const { return training.global_batch / (int64_t{plan.micro_batch} * plan.dp); }
 
-int Job::global_rank(int tp_rank, int dp_rank, int stage) const { return tp_rank + plan.tp * (dp_rank + dp() * stage); }
+int Job::global_rank(int tp_rank, int dp_rank, int stage, int cp_rank) const {
+  return tp_rank + plan.tp * (cp_rank + plan.cp * (dp_rank + dp() * stage));
+}
 
 std::vector<int> Job::dp_group_ranks(int tp_rank, int stage) const {
   std::vector<int> ranks;
-  for (int d = 0; d < dp(); ++d) ranks.push_back(global_rank(tp_rank, d, stage));
+  for (int d = 0; d < dp(); ++d)
+    for (int c = 0; c < plan.cp; ++c) ranks.push_back(global_rank(tp_rank, d, stage, c));
+  return ranks;
+}
+
+std::vector<int> Job::cp_group_ranks(int tp_rank, int dp_rank, int stage) const {
+  std::vector<int> ranks;
+  for (int c = 0; c < plan.cp; ++c) ranks.push_back(global_rank(tp_rank, dp_rank, stage, c));
   return ranks;
 }
 
@@ -34,9 +43,10 @@ void check_job_size(const Model& model, const Cluster& cluster, const Training& 
     cluster.provenance.fail("nodes", std::to_string(cluster.nodes) + " nodes x " + std::to_string(cluster.node.gpus) +
                                          " GPUs is more than " + std::to_string(kMaxGpus) + " GPUs (Starfish's limit)");
   const auto tp_pp = checked_mul(plan.tp, plan.pp, kMaxGpus);
-  if (!tp_pp || !checked_mul(*tp_pp, std::max(plan.dp, 1), kMaxGpus))
-    plan.provenance.fail("plan.tensor_parallel", "tensor_parallel x pipeline_parallel x data_parallel is more than " +
-                                                     std::to_string(kMaxGpus) + " GPUs (Starfish's limit)");
+  const auto tp_pp_cp = tp_pp ? checked_mul(*tp_pp, plan.cp, kMaxGpus) : std::nullopt;
+  if (!tp_pp_cp || !checked_mul(*tp_pp_cp, std::max(plan.dp, 1), kMaxGpus))
+    plan.provenance.fail("plan.tensor_parallel", "tensor_parallel x context_parallel x pipeline_parallel x data_parallel "
+                                                 "is more than " + std::to_string(kMaxGpus) + " GPUs (Starfish's limit)");
   if (!checked_mul(training.global_batch, model.seq_len, kMaxTokensPerIteration))
     training.provenance.fail("training.global_batch", std::to_string(training.global_batch) + " sequences x seq_len " +
                                                           std::to_string(model.seq_len) + " is more than 2^40 tokens per iteration (Starfish's limit)");
@@ -60,10 +70,12 @@ void check_experts(const Model& model, const Plan& plan, const std::string& of_m
     pp.fail(plan.etp > 0 ? "plan.expert_tensor_parallel" : "plan.tensor_parallel",
             "expert tensor parallel " + std::to_string(etp) + " does not divide expert_ffn_hidden " +
                 std::to_string(e.expert_ffn_hidden) + of_model);
-  if ((int64_t{plan.tp} * plan.dp) % (int64_t{plan.ep} * etp) != 0)
+  const int64_t stage_ranks = int64_t{plan.tp} * plan.dp_cp();
+  if (stage_ranks % (int64_t{plan.ep} * etp) != 0)
     pp.fail("plan.expert_parallel", "expert_parallel " + std::to_string(plan.ep) + " x expert tensor parallel " +
-                                        std::to_string(etp) + " does not divide tensor_parallel x data_parallel = " +
-                                        std::to_string(int64_t{plan.tp} * plan.dp) + " (the ranks of a stage)");
+                                        std::to_string(etp) + " does not divide tensor_parallel x " +
+                                        (plan.cp > 1 ? "context_parallel x " : "") + "data_parallel = " +
+                                        std::to_string(stage_ranks) + " (the ranks of a stage)");
   if (e.shared_experts > 0 && (int64_t{e.shared_experts} * e.expert_ffn_hidden) % plan.tp != 0)
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide the shared experts' FFN" + of_model);
   if (plan.tp > 1 && !plan.sequence_parallel)
@@ -90,6 +102,32 @@ void check_cpu_embedding(const Model& model, const Plan& plan) {
   if (model.tied_embeddings)
     pp.fail("plan.cpu_embedding", "a tied output head multiplies by the word embedding on the GPU, which the CPU "
                                   "embedding keeps on the CPU: the model needs tied_embeddings: false");
+}
+
+// Context parallelism as Megatron-core runs it: TransformerEngine's ring attention (cp_comm_type
+// p2p) in its fused attention kernels. The sequence is cut into 2 x CP chunks and rank r keeps
+// chunks r and 2CP-1-r, so that causal attention costs every rank the same
+// (megatron/core/utils.py get_batch_on_this_cp_rank); with sequence parallelism each rank's
+// tokens are further split over TP.
+void check_context_parallel(const Model& model, const Plan& plan, const std::string& of_model) {
+  if (plan.cp == 1) return;
+  const Provenance& pp = plan.provenance;
+  const std::string cp = std::to_string(plan.cp);
+  if (model.seq_len % (2 * plan.cp) != 0)
+    pp.fail("plan.context_parallel", "2 x context_parallel = " + std::to_string(2 * plan.cp) + " does not divide seq_len " +
+                                         std::to_string(model.seq_len) + of_model +
+                                         " (the causal load balancing cuts each sequence into 2 x CP chunks)");
+  if (plan.sequence_parallel && (model.seq_len / plan.cp) % plan.tp != 0)
+    pp.fail("plan.sequence_parallel", "tensor_parallel " + std::to_string(plan.tp) + " does not divide the " +
+                                          std::to_string(model.seq_len / plan.cp) + " tokens a context-parallel rank keeps" +
+                                          of_model);
+  if (plan.framework != Framework::megatron_core)
+    pp.fail("plan.context_parallel", std::string("context parallelism is TransformerEngine's ring attention, modelled as "
+                                                 "Megatron-core runs it: set framework: megatron-core (the plan says ") +
+                                         to_string(plan.framework) + ")");
+  if (plan.attention == Attention::unfused)
+    pp.fail("plan.attention", "context parallelism runs in fused attention kernels; unfused attention has none");
+  if (plan.chunked()) pp.fail("plan.context_parallel", "the chunk runtime does not split sequences (context_parallel must be 1)");
 }
 
 // FP8 GEMMs: TransformerEngine's, under Megatron-core, inside bf16/fp16 mixed precision, on a GPU
@@ -135,23 +173,26 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " neither divides the " + std::to_string(cluster.node.gpus) +
                                         " GPUs per node nor is a multiple of them, so tensor-parallel groups would "
                                         "straddle nodes" + of_cluster);
+  const std::string cp_text = plan.cp > 1 ? " x context_parallel " + std::to_string(plan.cp) : "";
   if (plan.dp == 0) {
-    if (gpus % (plan.tp * plan.pp) != 0)
-      pp.fail("plan.tensor_parallel", "tensor_parallel " + std::to_string(plan.tp) + " x pipeline_parallel " +
+    if (gpus % (plan.tp * plan.cp * plan.pp) != 0)
+      pp.fail("plan.tensor_parallel", "tensor_parallel " + std::to_string(plan.tp) + cp_text + " x pipeline_parallel " +
                                           std::to_string(plan.pp) + " does not divide the " + std::to_string(gpus) +
                                           " GPUs" + of_cluster);
-    plan.dp = gpus / (plan.tp * plan.pp);
-  } else if (plan.tp * plan.pp * plan.dp != gpus) {
-    const int want = plan.tp * plan.pp * plan.dp, per_node = cluster.node.gpus;
+    plan.dp = gpus / (plan.tp * plan.cp * plan.pp);
+  } else if (plan.tp * plan.cp * plan.pp * plan.dp != gpus) {
+    const int want = plan.tp * plan.cp * plan.pp * plan.dp, per_node = cluster.node.gpus;
     // The usual cause: a one-node hardware file for a multi-node plan.
     const std::string hint = want % per_node == 0 ? "; that is " + std::to_string(want / per_node) +
                                                         " nodes: set the plan file's 'nodes:' to " +
                                                         std::to_string(want / per_node)
                                                   : "";
-    pp.fail("plan.data_parallel", "tensor_parallel x pipeline_parallel x data_parallel = " + std::to_string(want) +
+    pp.fail("plan.data_parallel", std::string("tensor_parallel") + (plan.cp > 1 ? " x context_parallel" : "") +
+                                      " x pipeline_parallel x data_parallel = " + std::to_string(want) +
                                       " but the cluster has " + std::to_string(gpus) + " GPUs" + of_cluster + hint);
   }
   check_experts(model, plan, of_model);
+  check_context_parallel(model, plan, of_model);
   const int64_t per_step = int64_t{plan.micro_batch} * plan.dp;
   if (training.global_batch % per_step != 0)
     training.provenance.fail("training.global_batch",

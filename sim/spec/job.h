@@ -16,13 +16,18 @@ struct Job {
   Plan plan;  // after validate(): dp is resolved (never 0)
 
   int dp() const { return plan.dp; }
+  int dp_cp() const { return plan.dp_cp(); }  // the ranks that reduce gradients: DP x CP
   int64_t micro_batches() const;  // per pipeline per iteration: global / (micro * dp)
 
   // Megatron's rank order, the one every part uses (simulator, chunk runtime, executor): TP
-  // innermost, then DP, then PP (megatron/core/parallel_state.py, order "tp-dp-pp").
-  int global_rank(int tp_rank, int dp_rank, int stage) const;
-  // The global ranks of the data-parallel group of TP rank `tp_rank` in stage `stage`, by DP rank.
+  // innermost, then CP, then DP, then PP (megatron/core/parallel_state.py, order "tp-cp-ep-dp-pp";
+  // EP folds into the stage's TP x CP x DP ranks, sim/cost/moe.h).
+  int global_rank(int tp_rank, int dp_rank, int stage, int cp_rank = 0) const;
+  // The global ranks that reduce the gradients of TP rank `tp_rank` in stage `stage`: its
+  // data-parallel group with the context-parallel ranks (DP x CP, Plan::dp_cp), by CP rank, then DP rank.
   std::vector<int> dp_group_ranks(int tp_rank, int stage) const;
+  // The context-parallel group of TP rank `tp_rank`, DP rank `dp_rank` of `stage`, in ring order.
+  std::vector<int> cp_group_ranks(int tp_rank, int dp_rank, int stage) const;
 };
 
 // Tensor-parallel groups are consecutive ranks (Megatron's layout), so they stay inside a node
@@ -35,7 +40,8 @@ bool tp_aligned_to_nodes(int tp, int gpus_per_node);
 // Checks every cross-spec rule and resolves plan.dp; throws SpecError naming the offending
 // field's file:line. Rules: TP divides heads, kv_heads and the FFN and is aligned to the nodes
 // (tp_aligned_to_nodes); PP * virtual stages divides
-// layers; TP * PP * DP equals the cluster's GPUs; the global batch divides into micro-batches
+// layers; TP * CP * PP * DP equals the cluster's GPUs; CP's load-balanced halves divide the
+// sequence and it runs under Megatron-core's fused attention; the global batch divides into micro-batches
 // over DP; interleaving needs virtual stages > 1 and micro-batches divisible by PP; offload to
 // NVMe needs an NVMe; chunk-runtime plans have no pipeline parallelism and one micro-batch per
 // iteration; the dtype is one the GPU supports.

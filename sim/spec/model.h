@@ -30,6 +30,21 @@ struct Moe {
   bool operator==(const Moe&) const = default;
 };
 
+// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, sec. 2.1; DeepSeek-V3): queries and
+// keys/values are projected down to low-rank latents (q_lora_rank; kv_lora_rank plus one shared
+// RoPE key of qk_rope_head_dim), normalised (RMSNorm), and projected up per head: each head's
+// query and key are qk_nope_head_dim + qk_rope_head_dim wide, its value v_head_dim. q_lora_rank
+// 0 projects queries directly (DeepSeek-V2-Lite). Megatron-core's MLASelfAttention keeps the down
+// projections whole on every TP rank and splits the up projections by heads.
+struct Mla {
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;  // 0: no MLA
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  bool operator==(const Mla&) const = default;
+};
+
 struct Model {
   std::string name;
   std::string family = "gpt";   // how `maxsize` scales it: gpt, llama
@@ -56,10 +71,18 @@ struct Model {
   // 32 heads of 128 on hidden 2048), so the query/output projections are hidden x heads*head_dim.
   int attention_head_dim = 0;
   Moe moe;
+  Mla mla;
   Provenance provenance;
 
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
   int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
-  int q_dim() const { return heads * head_dim(); }
+  // One head's query/key width and value width (MLA's differ; otherwise both head_dim).
+  int qk_head_dim() const { return is_mla() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim(); }
+  int v_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim(); }
+  int q_dim() const { return heads * qk_head_dim(); }      // queries per token
+  int k_dim() const { return kv_heads * qk_head_dim(); }   // keys per token (MLA: kv_heads == heads)
+  int v_dim() const { return kv_heads * v_head_dim(); }    // values per token
+  int context_dim() const { return heads * v_head_dim(); } // attention's output, the out-projection's input
   int kv_dim() const { return kv_heads * head_dim(); }
   bool is_moe() const { return moe.experts > 0; }
   bool moe_layer(int layer) const {

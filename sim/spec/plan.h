@@ -64,7 +64,12 @@ struct StageLayout {
 struct Plan {
   int tp = 1;                  // tensor parallel
   int pp = 1;                  // pipeline parallel
-  int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * pp)
+  int dp = 0;                  // data parallel; 0 = derive as GPUs / (tp * cp * pp)
+  // Context parallelism (Megatron-core's --context-parallel-size, TransformerEngine's ring
+  // attention): each sequence is split over `cp` ranks, which exchange keys and values around a
+  // ring while attention runs (sim/cost/context_parallel.h). The ranks of a CP group hold the
+  // same parameters: gradients are reduced, and ZeRO shards, over DP x CP (dp_cp()).
+  int cp = 1;
   int virtual_stages = 1;      // virtual stages per pipeline stage (interleaved 1F1B)
   // Expert parallelism (MoE models): each rank of an EP group holds experts / ep of a layer's
   // routed experts, and tokens travel to them by all-to-all. The expert layers are laid out on
@@ -103,6 +108,9 @@ struct Plan {
 
   bool chunked() const { return chunk_elements > 0; }
   int expert_tp() const { return etp > 0 ? etp : tp; }
+  // The ranks that hold the same parameters: Megatron's data-parallel group with context
+  // parallelism (parallel_state.py, get_data_parallel_group(with_context_parallel=True)).
+  int dp_cp() const { return dp * cp; }
   bool operator==(const Plan&) const = default;
 };
 

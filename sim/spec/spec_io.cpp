@@ -263,6 +263,18 @@ Moe read_moe(MapReader r, const Model& m) {
   r.finish();
   return e;
 }
+
+// The `mla:` map of a model (Model::Mla).
+Mla read_mla(MapReader r) {
+  Mla a;
+  if (r.has("q_lora_rank")) a.q_lora_rank = r.whole("q_lora_rank", 0, limits::kMaxHidden);
+  a.kv_lora_rank = r.whole("kv_lora_rank", 1, limits::kMaxHidden);
+  a.qk_nope_head_dim = r.whole("qk_nope_head_dim", 1, limits::kMaxHidden);
+  a.qk_rope_head_dim = r.whole("qk_rope_head_dim", 1, limits::kMaxHidden);
+  a.v_head_dim = r.whole("v_head_dim", 1, limits::kMaxHidden);
+  r.finish();
+  return a;
+}
 }  // namespace
 
 Model parse_model(const YAML::Node& root, const std::string& file) {
@@ -303,7 +315,15 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
                              std::to_string(limits::kMaxAttentionWidth) + ", the widest attention Starfish models");
   }
   if (r.has("moe")) m.moe = read_moe(r.map("moe"), m);
-  if (m.attention_head_dim == 0 && m.hidden % m.heads != 0)
+  if (r.has("mla")) {
+    m.mla = read_mla(r.map("mla"));
+    if (m.kv_heads != m.heads)
+      r.fail("kv_heads", "multi-head latent attention projects keys and values for every head: kv_heads must be heads (" +
+                             std::to_string(m.heads) + ")");
+    if (m.attention_head_dim > 0) r.fail("head_dim", "with mla the head widths are mla's qk_nope/qk_rope/v_head_dim");
+    if (m.bias) r.fail("bias", "multi-head latent attention is modelled without biases (DeepSeek's has none): set bias: false");
+  }
+  if (m.attention_head_dim == 0 && !m.is_mla() && m.hidden % m.heads != 0)
     r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden) +
                         " (give head_dim when the heads have their own width)");
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
@@ -373,6 +393,7 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
     if (q.has("tensor_parallel")) pl.tp = q.whole("tensor_parallel", 1, limits::kMaxGpus);
     if (q.has("pipeline_parallel")) pl.pp = q.whole("pipeline_parallel", 1, limits::kMaxGpus);
     if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
+    if (q.has("context_parallel")) pl.cp = q.whole("context_parallel", 1, limits::kMaxGpus);
     if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
     if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
     read_stage_layers(q, pl.stage_layers);
@@ -573,6 +594,15 @@ std::string to_yaml(const Model& m) {
     emit_num(e, "capacity_factor", m.moe.capacity_factor);
     e << YAML::EndMap;
   }
+  if (m.is_mla()) {
+    e << YAML::Key << "mla" << YAML::Value << YAML::BeginMap;
+    emit_num(e, "q_lora_rank", m.mla.q_lora_rank);
+    emit_num(e, "kv_lora_rank", m.mla.kv_lora_rank);
+    emit_num(e, "qk_nope_head_dim", m.mla.qk_nope_head_dim);
+    emit_num(e, "qk_rope_head_dim", m.mla.qk_rope_head_dim);
+    emit_num(e, "v_head_dim", m.mla.v_head_dim);
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
@@ -599,6 +629,7 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "tensor_parallel", q.tp);
   emit_num(e, "pipeline_parallel", q.pp);
   if (q.dp > 0) emit_num(e, "data_parallel", q.dp);
+  if (q.cp != 1) emit_num(e, "context_parallel", q.cp);
   emit_num(e, "virtual_stages", q.virtual_stages);
   if (q.stage_layers.first > 0) emit_num(e, "first_stage_layers", q.stage_layers.first);
   if (q.stage_layers.last > 0) emit_num(e, "last_stage_layers", q.stage_layers.last);

@@ -155,7 +155,7 @@ TEST(BundledConfigs, EveryPlanRoundTripsAndValidatesAgainstItsModelAndHardware) 
     const int gpus = c.total_gpus();
     Job job;
     ASSERT_NO_THROW(job = make_job(m, c, p.training, p.plan));
-    EXPECT_EQ(job.plan.tp * job.plan.pp * job.plan.dp, gpus);
+    EXPECT_EQ(job.plan.tp * job.plan.cp * job.plan.pp * job.plan.dp, gpus);
     EXPECT_GE(job.micro_batches(), 1);
   }
 }
@@ -235,6 +235,29 @@ TEST(BundledConfigs, MixtureOfExpertsModelsMatchTheirPublishedTotalAndActiveCoun
     EXPECT_NEAR(active, p.active, 0.01 * p.active) << p.name;
     EXPECT_EQ(c.moe_layers, model_named(p.name).layers) << p.name;  // every layer is MoE
   }
+}
+
+TEST(BundledConfigs, DeepSeekV3MatchesItsConfigTensorByTensor) {
+  // DeepSeek-V3's config.json, tensor by tensor: MLA per layer (q_a 7168 x 1536, its norm, q_b
+  // 1536 x 128 x 192, kv_a 7168 x (512 + 64), its norm, kv_b 512 x 128 x (128 + 128), o 128 x 128
+  // x 7168), two norms; 3 dense layers of SwiGLU 18432; 58 MoE layers of a 7168 x 256 router and
+  // 1 + 256 experts of 3 x 7168 x 2048; untied 129,280-token embedding and head, a final norm.
+  const Model m = model_named("deepseek-v3");
+  const int64_t h = 7168, V = 129280, expert = 3 * h * 2048;
+  const int64_t mla = h * 1536 + 1536 + 1536 * 128 * 192 + h * 576 + 512 + 512 * 128 * 256 + 128 * 128 * h;
+  const int64_t dense = mla + 2 * h + 3 * h * 18432, moe = mla + 2 * h + h * 256 + 257 * expert;
+  const ParamCount c = count_parameters(m);
+  EXPECT_EQ(c.per_layer, dense);
+  EXPECT_EQ(c.per_moe_layer, moe);
+  EXPECT_EQ(c.total, 2 * V * h + h + 3 * dense + 58 * moe);
+  EXPECT_EQ(c.total, 671026404352);
+  EXPECT_EQ(c.active, c.total - 58 * 248 * expert);  // 8 of 256 routed experts and the shared one
+  EXPECT_EQ(c.active, 37552282624);
+  // DeepSeek: "671B total parameters with 37B activated for each token" -- round figures; the
+  // config's active count is 37.55B (36.63B without the input embedding, which is a lookup).
+  EXPECT_NEAR(static_cast<double>(c.total), 671e9, 0.01 * 671e9);
+  EXPECT_NEAR(static_cast<double>(c.active), 37e9, 0.015 * 37e9);
+  EXPECT_EQ(c.moe_layers, 58);
 }
 
 TEST(BundledConfigs, YuanMatchesTheAnnounced245Point7Billion) {

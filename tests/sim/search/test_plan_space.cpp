@@ -217,6 +217,47 @@ TEST(PlanSpace, ABatchThatAdmitsNoPlanIsAnEmptySpaceAndZeroBatchAnError) {
 }
 
 }  // namespace
+TEST(PlanSpace, ContextParallelismIsTriedForLongSequencesUnderMegatronCore) {
+  Model m = search_test::small_gpt(4, 512, 8);
+  m.seq_len = 16384;
+  SearchSpace s;
+  s.chunk_elements = {0, 1 << 20};
+  EXPECT_EQ(context_parallel_degrees(m, s), (std::vector<int>{1}));  // Megatron-LM: no ring attention
+  s.framework = Framework::megatron_core;
+  // Powers of two that leave each rank at least 4096 tokens, their 2 x CP chunks dividing 16384.
+  EXPECT_EQ(context_parallel_degrees(m, s), (std::vector<int>{1, 2, 4}));
+  Model short_seq = m;
+  short_seq.seq_len = 4096;
+  EXPECT_EQ(context_parallel_degrees(short_seq, s), (std::vector<int>{1}));
+  const Cluster c = search_test::small_cluster();  // 8 GPUs
+  const Training t = search_test::fp16_training(16);
+  int64_t with_cp = 0;
+  for (const Candidate& k : enumerate_plans(m, c, t, s)) {
+    if (k.cp == 1) continue;
+    ++with_cp;
+    EXPECT_EQ(k.chunk_elements, 0);
+    EXPECT_EQ(int64_t{k.tp} * k.cp * k.pp * k.dp, c.total_gpus());
+    Plan p = k.to_plan();
+    p.framework = s.framework;
+    EXPECT_EQ(plan_invalid_reason(m, c, t, p), nullptr) << short_label(k);
+    if (with_cp % 53 == 1) {
+      EXPECT_NO_THROW(make_job(m, c, t, p)) << short_label(k);
+    }
+    EXPECT_NE(short_label(k).find(" CP" + std::to_string(k.cp) + " "), std::string::npos) << short_label(k);
+  }
+  EXPECT_GT(with_cp, 100);
+  // The precheck refuses what make_job refuses.
+  Plan bad;
+  bad.cp = 3;  // 2 x 3 does not divide 16384
+  bad.framework = Framework::megatron_core;
+  EXPECT_FALSE(make_job_accepts(m, c, t, bad));
+  EXPECT_STREQ(plan_invalid_reason(m, c, t, bad), "2 x CP does not divide the sequence");
+  bad.cp = 2;
+  bad.framework = Framework::megatron_lm;
+  EXPECT_FALSE(make_job_accepts(m, c, t, bad));
+  EXPECT_STREQ(plan_invalid_reason(m, c, t, bad), "context parallelism is modelled under Megatron-core only");
+}
+
 TEST(PlanSpace, Fp8GemmsAreTriedUnderMegatronCoreOnAGpuWithAnFp8Peak) {
   const Model m = search_test::small_gpt(4, 384, 6);
   Cluster c = search_test::small_cluster();

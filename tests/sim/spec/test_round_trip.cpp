@@ -82,6 +82,9 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.cpu_embedding = true;
   EXPECT_NE(to_yaml(p).find("cpu_embedding: true"), std::string::npos) << to_yaml(p);
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.cp = 4;
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  EXPECT_NE(to_yaml(p).find("context_parallel: 4"), std::string::npos) << to_yaml(p);
 }
 
 TEST(RoundTrip, SaveRefusesToOverwriteAndWritesAtomically) {

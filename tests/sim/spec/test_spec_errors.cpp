@@ -163,6 +163,18 @@ TEST(SpecErrors, ModelConsistency) {
             "m.yaml:7:1: field 'kv_heads': 3 must divide heads 16");
   EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: swiglu\n", "m.yaml"); }),
             "m.yaml:1:1: field 'ffn_hidden': required with activation swiglu (LLaMA sizes are not 4*hidden)");
+  const std::string mla = "mla: {kv_lora_rank: 128, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64}\n";
+  EXPECT_EQ(error_of([&] { parse_model_text(std::string(kModel) + "bias: false\nkv_heads: 4\n" + mla, "m.yaml"); }),
+            "m.yaml:8:1: field 'kv_heads': multi-head latent attention projects keys and values for every head: kv_heads "
+            "must be heads (16)");
+  EXPECT_EQ(error_of([&] { parse_model_text(std::string(kModel) + mla, "m.yaml"); }),
+            "m.yaml:1:1: field 'bias': multi-head latent attention is modelled without biases (DeepSeek's has none): set "
+            "bias: false");
+  EXPECT_EQ(error_of([] {
+              parse_model_text(std::string(kModel) + "bias: false\nmla: {kv_lora_rank: 128, qk_rope_head_dim: 32, v_head_dim: 64}\n",
+                               "m.yaml");
+            }),
+            "m.yaml:8:6: field 'mla.qk_nope_head_dim': missing required field");
 }
 
 struct JobParts {
