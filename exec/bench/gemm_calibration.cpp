@@ -7,12 +7,14 @@
 // layout LibTorch's linear and its backward use them: forward X . W^T (weights stored out x in),
 // input gradient dY . W, weight gradient dY^T . X (both operands transposed views), for the QKV,
 // attention-output, MLP-in and MLP-out projections, and with V the output head's three.
+// --attention S,D (repeatable) adds one head's attention products on S tokens of head dimension
+// D, forward and backward: the matrices LibTorch's CPU bmm multiplies one at a time.
 // --threads N: intra-op threads on the CPU (default: every hardware thread). --clock cpu times
 // by process CPU time (with --threads 1 on a shared machine) instead of wall time. --shapes model
 // keeps the squares and the --model shapes only (a slow device need not time 12288-wide layers).
 //
 // usage: gemm_calibration [--dtype bf16|fp16|fp32] [--max-flop 1e13] [--threads N] [--clock wall|cpu]
-//                         [--shapes all|model] [--model H,T[,V]]... > measurements.csv
+//                         [--shapes all|model] [--model H,T[,V]]... [--attention S,D]... > measurements.csv
 #include <time.h>
 
 #include <algorithm>
@@ -89,6 +91,23 @@ std::vector<ModelGemm> model_gemms(const std::string& spec) {
   return g;
 }
 
+// One head's attention products on one sequence of `seq` tokens, head dimension `d`, as the
+// executor's unfused attention runs them (exec/gpt_model.cpp: at::matmul, which LibTorch's CPU
+// bmm computes one matrix at a time through the same BLAS GEMM): scores Q . K^T and context
+// P . V forward; backward dP = dO . V^T, dV = P^T . dO, dQ = dS . K, dK = dS^T . Q.
+std::vector<ModelGemm> attention_gemms(const std::string& spec) {
+  int64_t seq = 0, d = 0;
+  if (std::sscanf(spec.c_str(), "%lld,%lld", reinterpret_cast<long long*>(&seq), reinterpret_cast<long long*>(&d)) != 2 ||
+      seq <= 0 || d <= 0)
+    throw std::invalid_argument("--attention expects SEQ,HEAD_DIM, got '" + spec + "'");
+  return {{seq, seq, d, false, true},    // S = Q . K^T
+          {seq, d, seq, false, false},   // O = P . V
+          {seq, seq, d, false, true},    // dP = dO . V^T
+          {seq, d, seq, true, false},    // dV = P^T . dO
+          {seq, d, seq, false, false},   // dQ = dS . K
+          {seq, d, seq, true, false}};   // dK = dS^T . Q
+}
+
 struct Options {
   std::string dtype_name = "bf16";
   double max_flop = 1e13;
@@ -108,6 +127,13 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (!std::strcmp(argv[i], "--model")) {
       try {
         for (const ModelGemm& g : model_gemms(argv[i + 1])) o.model_shapes.push_back(g);
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "gemm_calibration: %s\n", e.what());
+        return false;
+      }
+    } else if (!std::strcmp(argv[i], "--attention")) {
+      try {
+        for (const ModelGemm& g : attention_gemms(argv[i + 1])) o.model_shapes.push_back(g);
       } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "gemm_calibration: %s\n", e.what());
         return false;

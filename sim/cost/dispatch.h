@@ -15,6 +15,8 @@ struct LayerDispatch {
   double output_s = 0;     // the output layer (final norm, logits, cross-entropy), forward + backward
 };
 
-LayerDispatch layer_dispatch(const HostSpec& host, Recompute recompute);
+// `bmm_matrices`: the matrices each of the layer's batched attention GEMMs multiplies (micro-batch
+// x heads / tp, unfused attention; 1 when none), which LibTorch's CPU bmm dispatches one by one.
+LayerDispatch layer_dispatch(const HostSpec& host, Recompute recompute, double bmm_matrices = 1);
 
 }  // namespace starfish

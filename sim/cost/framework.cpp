@@ -52,6 +52,8 @@ const FrameworkTraits& framework_traits(Framework f) {
     t.attention = Attention::unfused;
     t.allocator_fragmentation = 0;
     t.loss = Loss::pytorch;
+    t.attention_head_copies = true;
+    t.linear_bias_copy = true;
     return t;
   }();
   switch (f) {
@@ -123,7 +125,43 @@ LossKernel loss_kernel(const Plan& plan) {
   return {38.0 + 14.0, 6.0};
 }
 
+namespace {
+
+// Starfish's executor steps with LibTorch's eager ops, one pass over the shard each (the
+// trainer's global norm and clip factor, exec/trainer.cpp; exec/optimizer.cpp's update, which
+// follows torch::optim::Adam / AdamW / SGD op for op), bytes read + written per parameter with
+// `low` the model dtype's size (gradients are in it):
+//  - the global norm, every step (the loss scaler and the report need it): grad.to(fp32) when
+//    16-bit (r low, w 4), then norm (r 4);
+//  - the clip and loss-scale factor, grad.mul_ (r low, w low), with clipping or fp16 scaling;
+//  - grad.to(fp32) for the update when 16-bit (r low, w 4);
+//  - Adam: exp_avg.mul_ (r4 w4) .add_(grad) (r4 r4 w4); exp_avg_sq.mul_ (r4 w4)
+//    .addcmul_(grad, grad) (r4 r4 w4, the second read of grad from cache); sqrt() (r4 w4),
+//    / sqrt(bias_correction2) (r4 w4), .add_(eps) (r4 w4); param.addcdiv_ (r4 r4 r4 w4): 80;
+//    AdamW's decoupled decay param.mul_ (r4 w4), Adam's coupled grad.add(param) (r4 r4 w4);
+//  - SGD: grad.add(param) with decay (r4 r4 w4), param.add_(grad) (r4 r4 w4);
+//  - mixed precision: the updated master copied into the model's params (r4 w low).
+double executor_optimizer_step_bytes_per_param(const Training& training) {
+  const double low = static_cast<double>(bytes_of(training.dtype));
+  const bool mixed = training.mixed_precision();
+  const double to_fp32 = mixed ? low + 4 : 0;
+  double bytes = to_fp32 + 4;  // global norm
+  if (training.grad_clip > 0 || training.dtype == DType::fp16) bytes += 2 * low;
+  bytes += to_fp32;
+  const bool decay = training.weight_decay != 0;
+  switch (training.optimizer) {
+    case Optimizer::adam: bytes += 80 + (decay ? 12 : 0); break;
+    case Optimizer::adamw: bytes += 80 + (decay ? 8 : 0); break;
+    case Optimizer::sgd: bytes += 12 + (decay ? 12 : 0); break;
+  }
+  if (mixed) bytes += 4 + low;
+  return bytes;
+}
+
+}  // namespace
+
 double optimizer_step_bytes_per_param(const Training& training, const Plan& plan) {
+  if (running_framework(plan) == Framework::starfish) return executor_optimizer_step_bytes_per_param(training);
   const StateBytes sb = state_bytes_per_param(training, plan.chunked());
   const double low = static_cast<double>(bytes_of(training.dtype));
   const bool mixed = training.mixed_precision();

@@ -45,6 +45,17 @@ struct FrameworkTraits {
   // (Megatron-LM, Megatron-core, and Megatron-DeepSpeed's GPT), PyTorch's cross_entropy on fp32
   // logits (torchtitan's loss.py: cross_entropy(pred.float(), labels); Starfish's executor).
   Loss loss = Loss::vocab_parallel;
+  // Unfused attention that copies its heads between layouts (sim/cost/op_time.cpp costs them):
+  // Starfish's executor (exec/gpt_model.cpp) takes q, k and v out of the fused QKV output as
+  // strided views [batch, heads, tokens, head_dim], and at::matmul's reshape of a strided 4-d
+  // operand into bmm's 3-d batch copies q, k^T and v, and the context back to [tokens, hidden].
+  // Megatron's kernels run baddbmm on strided views of its [s, b, heads, d] layout instead.
+  bool attention_head_copies = false;
+  // Linear layers as LibTorch's addmm runs them (CPU and CUDA, 1.13): the broadcast bias copied
+  // into the output, the GEMM accumulating onto it (beta = 1); backward sums the output's
+  // gradient over the tokens for the bias's. Megatron adds its biases inside fused kernels
+  // (bias-GELU, bias-dropout-add) instead. Starfish's executor calls at::linear.
+  bool linear_bias_copy = false;
 };
 
 const FrameworkTraits& framework_traits(Framework f);
@@ -113,6 +124,8 @@ Loss loss_kernel_of(const Plan& plan);
 //    2 x the optimizer state bytes + the grads;
 //  - copy the updated fp32 master params into the 16-bit model params (read 4, write 2).
 // bf16 with fp32 main grads needs no copy and no unscale (no loss scaling).
+// Starfish's executor (framework: starfish, and every chunked plan) runs the step as LibTorch's
+// unfused eager ops instead, a pass over the shard each: its own count (framework.cpp).
 double optimizer_step_bytes_per_param(const Training& training, const Plan& plan);
 
 // Host memory of DeepSpeed's ZeRO-Offload (ZeRO-1/2 with offload_optimizer on the CPU, a static

@@ -20,6 +20,10 @@ double memory_bound_time_s(const GpuSpec& gpu, double bytes) {
   return bytes / (gpu.hbm_bandwidth_Bps * gpu.hbm_efficiency);
 }
 
+double elementwise_time_s(const GpuSpec& gpu, double bytes, double elements, double per_element_s) {
+  return std::max(memory_bound_time_s(gpu, bytes), elements * per_element_s);
+}
+
 double grad_accumulate_time_s(const GpuSpec& gpu, double params, int64_t grad_bytes) {
   return memory_bound_time_s(gpu, 3.0 * static_cast<double>(grad_bytes) * params);
 }
@@ -82,10 +86,13 @@ class LayerOpsBuilder {
     // GELU (Megatron fuses the bias in): read, write; backward reads x and dy, writes dx.
     // SwiGLU: reads gate and up, writes their product; backward reads both and dy, writes two.
     const double ffn_bytes = B_ * T_ * f / t_;
-    add("MLP activation", memory_bound_time_s(gpu_, (swiglu ? 3 : 2) * ffn_bytes),
-        memory_bound_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes));
+    const double ffn_elements = T_ * f / t_;
+    const PassTime& act = gpu_.elementwise.activation;
+    add("MLP activation", elementwise_time_s(gpu_, (swiglu ? 3 : 2) * ffn_bytes, ffn_elements, act.forward_s),
+        elementwise_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes, ffn_elements, act.backward_s));
     gemm("MLP-out GEMM", T_ * f * h / t_, T_ * f / t_, T_ * h);
     residual("MLP residual", hidden_bytes);
+    if (shape_.bias_copy && m_.bias) linear_biases(T_ * (q + 2 * kv) / t_ + T_ * h + T_ * f * in / t_ + T_ * h);
     return std::move(ops_);
   }
 
@@ -109,10 +116,23 @@ class LayerOpsBuilder {
     add(name, fwd, 2 * fwd, false, true);
   }
 
+  // The biases of the layer's four linear layers, over their `output_elements`, where the
+  // framework copies each into its GEMM's output (FrameworkTraits::linear_bias_copy): forward
+  // writes every output element (the broadcast bias is read from cache); backward reads every
+  // output gradient element for the bias's sum.
+  void linear_biases(double output_elements) {
+    const PassTime& t = gpu_.elementwise.bias;
+    add("linear biases", elementwise_time_s(gpu_, B_ * output_elements, output_elements, t.forward_s),
+        elementwise_time_s(gpu_, B_ * output_elements, output_elements, t.backward_s));
+  }
+
   // LayerNorm / RMSNorm: forward reads x, writes y; backward reads x and dy, writes dx (the
   // weight gradients' reduction is over h only).
   void norm(const char* name, double hidden_bytes) {
-    add(name, memory_bound_time_s(gpu_, 2 * hidden_bytes), memory_bound_time_s(gpu_, 3 * hidden_bytes));
+    const double elements = hidden_bytes / B_;
+    const PassTime& t = gpu_.elementwise.norm;
+    add(name, elementwise_time_s(gpu_, 2 * hidden_bytes, elements, t.forward_s),
+        elementwise_time_s(gpu_, 3 * hidden_bytes, elements, t.backward_s));
   }
 
   // Megatron's fused bias-dropout-add: reads the branch and the residual, writes the sum and a
@@ -121,8 +141,10 @@ class LayerOpsBuilder {
   void residual(const char* name, double hidden_bytes) {
     const double mask = m_.dropout ? hidden_bytes / B_ : 0;
     const double dropout_bwd = m_.dropout ? 2 * hidden_bytes + mask : 0;
-    add(name, memory_bound_time_s(gpu_, 3 * hidden_bytes + mask),
-        memory_bound_time_s(gpu_, dropout_bwd + 3 * hidden_bytes));
+    const double elements = hidden_bytes / B_;
+    const PassTime& t = gpu_.elementwise.residual;
+    add(name, elementwise_time_s(gpu_, 3 * hidden_bytes + mask, elements, t.forward_s),
+        elementwise_time_s(gpu_, dropout_bwd + 3 * hidden_bytes, elements, t.backward_s));
   }
 
   // Separate kernels (Megatron-LM 2021-22): batched score GEMM Q K^T over the full s x s (no
@@ -137,11 +159,32 @@ class LayerOpsBuilder {
     const double gemm_s = batched_matmul_time_s(2 * queries * s * m_.qk_head_dim(), heads);
     const double context_s = batched_matmul_time_s(2 * queries * s * m_.v_head_dim(), heads);
     add("attention scores GEMM", gemm_s, 2 * gemm_s, true, true);
-    add("attention softmax", memory_bound_time_s(gpu_, 2 * B_ * scores), memory_bound_time_s(gpu_, 3 * B_ * scores), true);
+    const PassTime& sm = gpu_.elementwise.softmax;
+    add("attention softmax", elementwise_time_s(gpu_, 2 * B_ * scores, scores, sm.forward_s),
+        elementwise_time_s(gpu_, 3 * B_ * scores, scores, sm.backward_s), true);
     if (m_.dropout)
       add("attention dropout", memory_bound_time_s(gpu_, (2 * B_ + 1) * scores),
           memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
     add("attention context GEMM", context_s, 2 * context_s, true, true);
+    if (shape_.head_copies) head_copies();
+  }
+
+  // The heads' layout copies of an executor that makes them (FrameworkTraits::
+  // attention_head_copies), over W = T (q + 2 kv) / t elements of q, k, v and Tq/t of the
+  // context. Forward: the context read and written once (2 B Tq), and q, k, v (2 B W) when a
+  // micro-batch holds more than one sequence (with one, [1, heads, T, d] reshapes into
+  // [heads, T, d] as a view). Backward (LibTorch 1.13's autograd): the q, k, v and context
+  // gradients copied back to the strided layout (2 B W + 2 B Tq); each of the three narrows
+  // out of the QKV output gives a zero-filled full-width gradient (3 B W written in all) with
+  // its slice copied in (2 B W in all), and the three are summed (two adds, 3 B W each). The
+  // device's per-element times count the elements each pass copies: the forward's, W + Tq/t.
+  void head_copies() {
+    const double q = m_.q_dim(), kv = m_.kv_dim();
+    const double w = T_ * (q + 2 * kv) / t_, context = T_ * q / t_;
+    const double forward_elements = (shape_.micro_batch > 1 ? w : 0) + context;
+    const PassTime& t = gpu_.elementwise.head_copy;
+    add("attention head copies", elementwise_time_s(gpu_, 2 * B_ * forward_elements, forward_elements, t.forward_s),
+        elementwise_time_s(gpu_, B_ * (2 * (w + context) + 3 * w + 2 * w + 6 * w), w + context, t.backward_s), true);
   }
 
   // FlashAttention (Dao 2022; FlashAttention-2, Dao 2023): one kernel per (sequence, head) tile
@@ -220,19 +263,26 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
   const double logits = logits_forward_flops(m, b) / (tp * cp);
   const double T = static_cast<double>(m.seq_len) / cp * b;
   // Forward GEMM + two backward GEMMs, and the loss's kernels over this rank's logits.
-  return 3 * matmul_time_s(gpu, dtype, logits) + memory_bound_time_s(gpu, loss_bytes_per_logit * T * m.vocab / tp);
+  const double rank_logits = T * m.vocab / tp;
+  const PassTime& loss = gpu.elementwise.loss;
+  return 3 * matmul_time_s(gpu, dtype, logits) +
+         elementwise_time_s(gpu, loss_bytes_per_logit * rank_logits, rank_logits, loss.forward_s + loss.backward_s);
 }
 
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
   return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr, p.fp8,
-                    p.fp8_recipe, p.cp};
+                    p.fp8_recipe, p.cp, framework_traits(running_framework(p)).attention_head_copies,
+                    framework_traits(running_framework(p)).linear_bias_copy};
 }
 
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {
   PlanLayerTimes out;
-  out.layer = layer_time(node.gpu, dtype, m, plan_layer_shape(p), p.recompute);
+  const LayerShape shape = plan_layer_shape(p);
+  out.layer = layer_time(node.gpu, dtype, m, shape, p.recompute);
   out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit, p.cp);
-  const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute);
+  const double bmm_matrices =
+      fused(shape.attention) ? 1 : static_cast<double>(p.micro_batch) * static_cast<double>(m.heads) / p.tp;
+  const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute, bmm_matrices);
   out.layer.forward_s += dispatch.forward_s;
   out.layer.backward_s += dispatch.backward_s;
   out.layer.recompute_s += dispatch.recompute_s;

@@ -14,6 +14,9 @@ namespace starfish {
 
 double matmul_time_s(const GpuSpec& gpu, DType dtype, double flop);
 double memory_bound_time_s(const GpuSpec& gpu, double bytes);
+// A non-GEMM kernel moving `bytes` over `elements`: its memory time, or its arithmetic where the
+// device's profile measures that longer per element (gpu.elementwise: a CPU core).
+double elementwise_time_s(const GpuSpec& gpu, double bytes, double elements, double per_element_s);
 
 // One operation of a transformer layer on one GPU of a TP group, for one micro-batch: its
 // forward and backward time, each from the kernels the framework runs for it (GEMMs at their
@@ -37,6 +40,8 @@ struct LayerShape {
   // Context parallel ranks: this rank computes seq_len / cp tokens of each sequence, and its
   // attention runs as cp blocks of ring attention (sim/cost/context_parallel.h).
   int cp = 1;
+  bool head_copies = false;   // unfused attention copies its heads' layout (FrameworkTraits)
+  bool bias_copy = false;     // linear layers copy their bias into the output (FrameworkTraits)
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).

@@ -40,6 +40,28 @@ struct NcclCommunicatorBytes {
   bool operator==(const NcclCommunicatorBytes&) const = default;
 };
 
+// Time per element of the non-GEMM kernels whose arithmetic, not their memory traffic, bounds
+// them on this device, forward and backward, as measured at the executor's own shapes
+// (exec/bench/op_profile). On a CPU core GELU's vectorised tanh, softmax's exp and LayerNorm's
+// reductions cost more per element than streaming its bytes; on a GPU they do not, and every
+// field stays 0 (memory-bound only). A kernel takes the longer of its memory time and this.
+struct PassTime {
+  double forward_s = 0;
+  double backward_s = 0;
+  bool operator==(const PassTime&) const = default;
+};
+struct ElementwiseTimes {
+  PassTime norm;        // per element of the normalised hidden state
+  PassTime activation;  // per element of the MLP's hidden (GELU / SwiGLU)
+  PassTime softmax;     // per attention score: the scale, the causal mask and the softmax
+  PassTime residual;    // per element of the hidden state added
+  PassTime loss;        // per logit: softmax cross-entropy
+  PassTime head_copy;   // per element of the attention heads' layout copies (FrameworkTraits)
+  PassTime bias;        // per output element of a linear layer: the bias copied in, its gradient summed
+  bool any() const { return !(*this == ElementwiseTimes{}); }
+  bool operator==(const ElementwiseTimes&) const = default;
+};
+
 struct GpuSpec {
   std::string name;
   int64_t memory_bytes = 0;
@@ -50,6 +72,7 @@ struct GpuSpec {
   std::map<DType, double> peak_flops;  // dense peak per dtype
   EfficiencyCurve matmul_efficiency;
   AttentionEfficiency attention_efficiency;
+  ElementwiseTimes elementwise;     // all 0 on GPUs: their element-wise kernels are memory-bound
   int copy_engines = 2;
   double tdp_watts = 0;             // board power limit (datasheet); 0 = unknown (no energy estimate)
   double peak(DType t) const;       // throws SpecError when the dtype is not supported

@@ -25,6 +25,27 @@ constexpr std::initializer_list<std::pair<const char*, Tier>> kTiers = {
 
 // ---------------------------------------------------------------- hardware
 
+// gpu.elementwise: per kernel, {forward: <time>, backward: <time>} per element (hardware.h).
+PassTime read_pass_time(MapReader r) {
+  PassTime t;
+  t.forward_s = r.seconds("forward");
+  t.backward_s = r.seconds("backward");
+  r.finish();
+  return t;
+}
+
+ElementwiseTimes read_elementwise(MapReader r) {
+  ElementwiseTimes e;
+  const std::pair<const char*, PassTime*> kernels[] = {{"norm", &e.norm},         {"activation", &e.activation},
+                                                       {"softmax", &e.softmax},   {"residual", &e.residual},
+                                                       {"loss", &e.loss},         {"head_copy", &e.head_copy},
+                                                       {"bias", &e.bias}};
+  for (const auto& [key, field] : kernels)
+    if (r.has(key)) *field = read_pass_time(r.map(key));
+  r.finish();
+  return e;
+}
+
 GpuSpec read_gpu(MapReader r) {
   GpuSpec g;
   g.name = r.text("name");
@@ -81,6 +102,7 @@ GpuSpec read_gpu(MapReader r) {
     if (a.has("flash2")) g.attention_efficiency.flash2 = a.real("flash2", 0.01, 1.0);
     a.finish();
   }
+  if (r.has("elementwise")) g.elementwise = read_elementwise(r.map("elementwise"));
   if (r.has("copy_engines")) g.copy_engines = r.whole("copy_engines", 1, limits::kMaxCopyEngines);
   if (r.has("tdp_watts")) g.tdp_watts = r.real("tdp_watts", 1, 1e5);
   r.finish();
@@ -217,6 +239,24 @@ void emit_num(YAML::Emitter& e, const char* key, T value) {
   } else {
     e << YAML::Key << key << YAML::Value << value;
   }
+}
+
+// gpu.elementwise, the kernels whose times are given (none on a GPU's profile).
+void emit_elementwise(YAML::Emitter& e, const ElementwiseTimes& times) {
+  if (!times.any()) return;
+  e << YAML::Key << "elementwise" << YAML::Value << YAML::BeginMap;
+  const std::pair<const char*, const PassTime*> kernels[] = {{"norm", &times.norm},       {"activation", &times.activation},
+                                                             {"softmax", &times.softmax}, {"residual", &times.residual},
+                                                             {"loss", &times.loss},       {"head_copy", &times.head_copy},
+                                                             {"bias", &times.bias}};
+  for (const auto& [key, t] : kernels) {
+    if (*t == PassTime{}) continue;
+    e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    emit_kv(e, "forward", units::format_seconds(t->forward_s));
+    emit_kv(e, "backward", units::format_seconds(t->backward_s));
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
 }
 
 }  // namespace
@@ -501,6 +541,7 @@ std::string to_yaml(const Cluster& c) {
     if (ae.flash2 > 0) emit_num(e, "flash2", ae.flash2);
     e << YAML::EndMap;
   }
+  emit_elementwise(e, n.gpu.elementwise);
   emit_num(e, "copy_engines", n.gpu.copy_engines);
   if (n.gpu.tdp_watts > 0) emit_num(e, "tdp_watts", n.gpu.tdp_watts);
   e << YAML::EndMap;

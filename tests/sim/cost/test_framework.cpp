@@ -110,6 +110,34 @@ TEST(Framework, OptimizerStepMovesWhatMegatronsKernelsReadAndWrite) {
   EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(fp32, p), 2 * 8 + 4);
 }
 
+TEST(Framework, ExecutorOptimizerStepCountsItsEagerPasses) {
+  // fp32 AdamW with decay and clipping, as exec/configs/tiny-gpt-plan.yaml trains: the norm reads
+  // the grads (4), the clip factor rewrites them (8), decay rewrites the params (8), the moments'
+  // mul_ + add_ / addcmul_ (20 + 20), sqrt, the bias correction and eps (8 x 3), addcdiv_ (16).
+  Training fp32 = bf16();
+  fp32.dtype = DType::fp32;
+  fp32.optimizer = Optimizer::adamw;
+  fp32.weight_decay = 0.01;
+  fp32.grad_clip = 1.0;
+  Plan chunked = plan_of(Framework::megatron_lm);
+  chunked.chunk_elements = 1 << 20;  // a chunked plan runs in the executor whatever it names
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(fp32, chunked), 4 + 8 + 8 + 40 + 24 + 16);
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(fp32, plan_of(Framework::starfish)), 100);
+  // bf16 Adam without decay: the grads cast to fp32 twice (for the norm and for the update,
+  // 2 + 4 each), the norm (4), the clip (2 + 2), Adam (80), master -> params (4 + 2).
+  Training b = bf16();
+  b.optimizer = Optimizer::adam;
+  b.weight_decay = 0;
+  b.grad_clip = 1.0;
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(b, chunked), 6 + 4 + 4 + 6 + 80 + 6);
+  // fp32 SGD, no decay, no clipping: the norm (4) and param.add_(grad) (12).
+  Training sgd = fp32;
+  sgd.optimizer = Optimizer::sgd;
+  sgd.weight_decay = 0;
+  sgd.grad_clip = 0;
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes_per_param(sgd, chunked), 16);
+}
+
 TEST(Framework, DeepSpeedZeroHoldsItsReductionBucket) {
   // reduce_bucket_size 5e8 elements of bf16 gradients, for ZeRO-1 and -2 only.
   Plan p = plan_of(Framework::deepspeed);
@@ -252,6 +280,55 @@ TEST_F(LayerOpsTest, UnfusedAttentionStoresAndRereadsTheScores) {
   const double hidden = 2.0 * 1024 * 1024;
   EXPECT_DOUBLE_EQ(op(ops, "MLP residual").forward_s, hbm_s(3 * hidden + hidden / 2));
   EXPECT_DOUBLE_EQ(op(ops, "MLP residual").backward_s, hbm_s(2 * hidden + hidden / 2 + 3 * hidden));
+}
+
+TEST_F(LayerOpsTest, ElementwiseKernelsTakeTheLongerOfTheirTrafficAndTheirMeasuredArithmetic) {
+  // A CPU-like device: GELU's measured 5 ns an element forward is longer than its 2 x 2 bytes
+  // at HBM speed, so it binds; 1e-15 s an element for the norm is shorter, so traffic binds.
+  GpuSpec cpu_like = gpu;
+  cpu_like.elementwise.activation = {5e-9, 4e-9};
+  cpu_like.elementwise.norm = {1e-15, 1e-15};
+  cpu_like.elementwise.softmax = {2e-9, 3e-9};
+  cpu_like.elementwise.loss = {1e-9, 2e-9};
+  const auto ops = layer_ops(cpu_like, DType::bf16, m, LayerShape{1, 1, false, Attention::unfused});
+  const double ffn = 1024.0 * 4096, hidden = 2.0 * 1024 * 1024, scores = 16.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(op(ops, "MLP activation").forward_s, 5e-9 * ffn);
+  EXPECT_DOUBLE_EQ(op(ops, "MLP activation").backward_s, 4e-9 * ffn);
+  EXPECT_DOUBLE_EQ(op(ops, "input norm").forward_s, hbm_s(2 * hidden));
+  EXPECT_DOUBLE_EQ(op(ops, "attention softmax").backward_s, 3e-9 * scores);
+  EXPECT_DOUBLE_EQ(op(ops, "MLP residual").forward_s, hbm_s(3 * hidden + hidden / 2));  // not measured: traffic
+  // The loss: forward + backward per logit, 1024 tokens x 1000 logits, beside the three GEMMs.
+  const double gemms = 3 * matmul_time_s(cpu_like, DType::bf16, 2.0 * 1024 * 1024 * 1000);
+  EXPECT_DOUBLE_EQ(output_layer_time_s(cpu_like, DType::bf16, m, 1, 1, 36), gemms + 3e-9 * 1024 * 1000);
+}
+
+TEST_F(LayerOpsTest, TheExecutorsAttentionCopiesItsHeadsBetweenLayouts) {
+  // Starfish's executor, two sequences a micro-batch (2048 tokens): q, k, v (2048 x 1024 each)
+  // and the context (2048 x 1024) copied forward, 2 bytes read and written each; backward the
+  // four gradients copied back (2 B), the three zero-filled 3072-wide gradients (B each), the
+  // slices copied in (2 B over q, k, v) and summed twice (3 B each over the 3072-wide tensor).
+  Plan p;
+  p.framework = Framework::starfish;
+  p.micro_batch = 2;
+  const auto ops = layer_ops(gpu, DType::bf16, m, plan_layer_shape(p));
+  const double w = 2048.0 * 3072, context = 2048.0 * 1024;
+  EXPECT_DOUBLE_EQ(op(ops, "attention head copies").forward_s, hbm_s(2 * 2 * (w + context)));
+  EXPECT_DOUBLE_EQ(op(ops, "attention head copies").backward_s, hbm_s(2 * (2 * (w + context) + 3 * w + 2 * w + 6 * w)));
+  // One sequence: q, k and v reshape into bmm's batch as views; only the context is copied.
+  p.micro_batch = 1;
+  const auto one = layer_ops(gpu, DType::bf16, m, plan_layer_shape(p));
+  EXPECT_DOUBLE_EQ(op(one, "attention head copies").forward_s, hbm_s(2 * 2 * 1024.0 * 1024));
+  // at::linear's biases: every output element of QKV (3072), the output projection (1024),
+  // MLP-in (4096) and MLP-out (1024) written forward, read for the bias gradient backward.
+  const double outputs = 1024.0 * (3072 + 1024 + 4096 + 1024);
+  EXPECT_DOUBLE_EQ(op(one, "linear biases").forward_s, hbm_s(2 * outputs));
+  EXPECT_DOUBLE_EQ(op(one, "linear biases").backward_s, hbm_s(2 * outputs));
+  // Megatron's baddbmm reads the strided views in place, and its biases are fused.
+  Plan megatron;
+  for (const LayerOp& o : layer_ops(gpu, DType::bf16, m, plan_layer_shape(megatron))) {
+    EXPECT_NE(std::string(o.name), "attention head copies");
+    EXPECT_NE(std::string(o.name), "linear biases");
+  }
 }
 
 TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBackward) {

@@ -125,6 +125,26 @@ TEST(SpecErrors, AttentionEfficiencyIsAMeasuredFractionPerKernelGeneration) {
   EXPECT_EQ(e.rfind("hw.yaml:11:28: field 'node.gpu.attention_efficiency.flash3': unknown field", 0), 0u) << e;
 }
 
+TEST(SpecErrors, ElementwiseTimesArePerKernelForwardAndBackward) {
+  const std::string curve = "matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]";
+  const std::string times = "\n    elementwise: {activation: {forward: 5.6ns, backward: 4.6ns}, loss: {forward: 2ns, backward: 3ns}}";
+  const Cluster c = parse_cluster_text(replace(kCluster, curve, curve + times), "hw.yaml");
+  EXPECT_DOUBLE_EQ(c.node.gpu.elementwise.activation.forward_s, 5.6e-9);
+  EXPECT_DOUBLE_EQ(c.node.gpu.elementwise.activation.backward_s, 4.6e-9);
+  EXPECT_DOUBLE_EQ(c.node.gpu.elementwise.loss.backward_s, 3e-9);
+  EXPECT_DOUBLE_EQ(c.node.gpu.elementwise.norm.forward_s, 0);  // absent: memory-bound only
+  EXPECT_EQ(parse_cluster_text(to_yaml(c), "again.yaml"), c);   // written and read back exactly
+  EXPECT_FALSE(parse_cluster_text(kCluster, "hw.yaml").node.gpu.elementwise.any());
+  std::string e = error_of([&] {
+    parse_cluster_text(replace(kCluster, curve, curve + "\n    elementwise: {gelu: {forward: 1ns, backward: 1ns}}"), "hw.yaml");
+  });
+  EXPECT_EQ(e.rfind("hw.yaml:11:19: field 'node.gpu.elementwise.gelu': unknown field", 0), 0u) << e;
+  e = error_of([&] {
+    parse_cluster_text(replace(kCluster, curve, curve + "\n    elementwise: {norm: {forward: 1ns}}"), "hw.yaml");
+  });
+  EXPECT_EQ(e.rfind("hw.yaml:11:25: field 'node.gpu.elementwise.norm.backward'", 0), 0u) << e;
+}
+
 TEST(SpecErrors, NcclCommunicatorBytesAreMeasuredPerPairAndGroup) {
   const std::string curve = "matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]";
   const Cluster c = parse_cluster_text(
