@@ -236,12 +236,11 @@ static std::vector<std::pair<int, int>> expert_layouts(const Model& m, const Sea
   return out;
 }
 
-std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const Training& t, const SearchSpace& s,
-                                       int64_t* chunked_accumulation_left_out) {
-  if (t.global_batch < 1) throw SpecError("search: the global batch must be at least 1 sequence");
-  if (!c.node.gpu.peak_flops.count(t.dtype))
-    throw SpecError("search: GPU " + c.node.gpu.name + " has no peak FLOP/s for " + to_string(t.dtype));
-  const int gpus = c.total_gpus();
+namespace {
+
+// The TP degrees the search tries: dividing the heads, the KV heads, the FFN and the GPUs, and
+// aligned to the nodes (or the space's own list).
+std::vector<int> tensor_parallel_degrees(const Model& m, const Cluster& c, const SearchSpace& s, int gpus) {
   std::vector<int> tps;
   for (int tp : s.tp.empty() ? divisors(m.heads) : s.tp) {
     if (tp < 1 || (s.tp.empty() && tp > max_tp_of(c, s))) continue;
@@ -249,6 +248,118 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
       continue;
     tps.push_back(tp);
   }
+  return tps;
+}
+
+// Micro-batch sizes that divide a pipeline's share of the batch.
+std::vector<int> micro_batch_sizes(const SearchSpace& s, int64_t per_pipeline) {
+  if (s.micro_batches.empty()) return divisors(per_pipeline);
+  std::vector<int> mbs;
+  for (int b : s.micro_batches)
+    if (b >= 1 && per_pipeline % b == 0) mbs.push_back(b);
+  return mbs;
+}
+
+// (schedule, virtual stages) pairs for this PP and micro-batch count.
+std::vector<std::pair<Schedule, int>> schedule_shapes(const Model& m, const SearchSpace& s, int pp, int64_t micro_batches,
+                                                      const StageLayout& layout) {
+  std::vector<std::pair<Schedule, int>> shapes;
+  for (Schedule sc : s.schedules) {
+    if (pp == 1 && sc != Schedule::one_f_one_b) continue;
+    if (sc != Schedule::interleaved) {
+      shapes.push_back({sc, 1});
+      continue;
+    }
+    if (micro_batches % pp) continue;
+    for (int v = 2; v <= s.max_virtual_stages; ++v)
+      if (check_stage_layout(m.layers, pp, v, layout).field.empty()) shapes.push_back({sc, v});
+  }
+  return shapes;
+}
+
+// One (TP, CP, PP, micro-batch, schedule) point of the space, which the placements, recompute,
+// SP, expert layouts, fp8 and the CPU embedding then multiply.
+struct Shape {
+  int tp = 1, cp = 1, pp = 1, dp = 1, micro_batch = 1, virtual_stages = 1;
+  int64_t micro_batches = 1;
+  Schedule schedule = Schedule::one_f_one_b;
+  StageLayout layout;
+};
+
+// Every candidate of `shape` under ZeRO stage `z`, placement `pl` and chunk size `chunk`.
+void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, int z, const Placement& pl, int64_t chunk,
+                       const std::vector<std::pair<int, int>>& experts, const std::vector<Fp8>& fp8s,
+                       std::vector<Candidate>& out) {
+  for (Recompute rc : s.recompute) {
+    for (bool sp : s.sequence_parallel) {
+      if (sp && sh.tp == 1) continue;
+      if (sh.cp > 1 && (chunk > 0 || (sp && (m.seq_len / sh.cp) % sh.tp))) continue;
+      if (m.is_moe() && sh.tp > 1 && !sp) continue;
+      for (const auto& [ep, etp] : experts)
+        for (Fp8 fp8 : fp8s) {
+          if (fp8 != Fp8::none && chunk > 0) continue;
+          Candidate k;
+          k.fp8 = fp8;
+          k.ep = ep;
+          k.etp = etp;
+          k.cp = sh.cp;
+          k.tp = static_cast<int32_t>(sh.tp);
+          k.pp = static_cast<int32_t>(sh.pp);
+          k.virtual_stages = static_cast<int32_t>(sh.virtual_stages);
+          k.first_stage_layers = sh.layout.first;
+          k.last_stage_layers = sh.layout.last;
+          k.dp = sh.dp;
+          k.micro_batch = sh.micro_batch;
+          k.chunk_elements = chunk;
+          k.zero_stage = static_cast<uint8_t>(z);
+          k.schedule = sh.schedule;
+          k.recompute = rc;
+          k.sequence_parallel = sp;
+          k.params = pl.params;
+          k.grads = pl.grads;
+          k.optimizer = pl.optimizer;
+          for (bool cpu_embedding : s.cpu_embedding) {
+            if (cpu_embedding && (chunk == 0 || sh.tp > 1 || m.tied_embeddings)) continue;
+            k.cpu_embedding = cpu_embedding;
+            out.push_back(k);
+          }
+        }
+    }
+  }
+}
+
+// The placements (ZeRO stage, where the states live, chunk size) of one shape.
+void append_placements(const Model& m, const SearchSpace& s, const Shape& sh,
+                       const std::vector<std::vector<Placement>>& placement_of, int min_zero,
+                       const std::vector<std::pair<int, int>>& experts, const std::vector<Fp8>& fp8s,
+                       int64_t* chunked_accumulation_left_out, std::vector<Candidate>& out) {
+  for (int z : s.zero_stages) {
+    if (z < 0 || z > 3 || (sh.dp * sh.cp == 1 && z != min_zero)) continue;
+    for (const Placement& pl : placement_of[z]) {
+      for (int64_t chunk : s.chunk_elements) {
+        if (pl.chunked != (chunk > 0)) continue;
+        if (chunk > 0 && (chunk < 1024 || sh.pp > 1)) continue;  // chunk plans: no pipeline
+        if (chunk > 0 && sh.micro_batches > 1) {  // ... and no gradient accumulation (make_job)
+          if (chunked_accumulation_left_out)
+            for (bool sp : s.sequence_parallel)
+              *chunked_accumulation_left_out += (sp && sh.tp == 1) ? 0 : static_cast<int64_t>(s.recompute.size());
+          continue;
+        }
+        if (m.is_moe() && (z >= 3 || chunk > 0)) continue;
+        append_candidates(m, s, sh, z, pl, chunk, experts, fp8s, out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const Training& t, const SearchSpace& s,
+                                       int64_t* chunked_accumulation_left_out) {
+  if (t.global_batch < 1) throw SpecError("search: the global batch must be at least 1 sequence");
+  if (!c.node.gpu.peak_flops.count(t.dtype))
+    throw SpecError("search: GPU " + c.node.gpu.name + " has no peak FLOP/s for " + to_string(t.dtype));
+  const int gpus = c.total_gpus();
   std::vector<Fp8> fp8s = fp8_formats(c, s);
   if (t.dtype != DType::bf16 && t.dtype != DType::fp16) fp8s = {Fp8::none};
   const int min_zero = s.zero_stages.empty() ? 0 : *std::min_element(s.zero_stages.begin(), s.zero_stages.end());
@@ -258,94 +369,33 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
 
   const std::vector<int> cps = context_parallel_degrees(m, s);
   std::vector<Candidate> out;
-  for (int tp : tps) {
-   for (int cp : cps) {
-    if (cp < 1 || gpus % (int64_t{tp} * cp)) continue;
-    for (int pp : s.pp.empty() ? divisors(gpus / (tp * cp)) : s.pp) {
-      if (pp < 1 || pp > m.layers || gpus % (int64_t{tp} * cp * pp)) continue;
-      // PP that does not divide the layers: Megatron-core's lighter first and last stages.
-      const StageLayout layout = balanced_stage_layout(m.layers, pp);
-      if (m.layers % pp && layout.even()) continue;
-      const int dp = gpus / (tp * cp * pp);
-      if (t.global_batch % dp) continue;
-      const std::vector<std::pair<int, int>> experts = expert_layouts(m, s, tp, dp * cp);
-      const int64_t per_pipeline = t.global_batch / dp;
-      std::vector<int> mbs;
-      if (s.micro_batches.empty()) mbs = divisors(per_pipeline);
-      else
-        for (int b : s.micro_batches)
-          if (b >= 1 && per_pipeline % b == 0) mbs.push_back(b);
-      for (int b : mbs) {
-        const int64_t micro_batches = per_pipeline / b;
-        // (schedule, virtual stages) pairs for this PP and micro-batch count.
-        std::vector<std::pair<Schedule, int>> shapes;
-        for (Schedule sc : s.schedules) {
-          if (pp == 1 && sc != Schedule::one_f_one_b) continue;
-          if (sc != Schedule::interleaved) {
-            shapes.push_back({sc, 1});
-            continue;
-          }
-          if (micro_batches % pp) continue;
-          for (int v = 2; v <= s.max_virtual_stages; ++v)
-            if (check_stage_layout(m.layers, pp, v, layout).field.empty()) shapes.push_back({sc, v});
-        }
-        for (const auto& [schedule, v] : shapes) {
-          for (int z : s.zero_stages) {
-            if (z < 0 || z > 3 || (dp * cp == 1 && z != min_zero)) continue;
-            for (const Placement& pl : placement_of[z]) {
-              for (int64_t chunk : s.chunk_elements) {
-                if (pl.chunked != (chunk > 0)) continue;
-                if (chunk > 0 && (chunk < 1024 || pp > 1)) continue;  // chunk plans: no pipeline
-                if (chunk > 0 && micro_batches > 1) {  // ... and no gradient accumulation (make_job)
-                  if (chunked_accumulation_left_out)
-                    for (bool sp : s.sequence_parallel)
-                      *chunked_accumulation_left_out += (sp && tp == 1) ? 0 : static_cast<int64_t>(s.recompute.size());
-                  continue;
-                }
-                if (m.is_moe() && (z >= 3 || chunk > 0)) continue;
-                for (Recompute rc : s.recompute) {
-                  for (bool sp : s.sequence_parallel) {
-                    if (sp && tp == 1) continue;
-                    if (cp > 1 && (chunk > 0 || (sp && (m.seq_len / cp) % tp))) continue;
-                    if (m.is_moe() && tp > 1 && !sp) continue;
-                    for (const auto& [ep, etp] : experts)
-                    for (Fp8 fp8 : fp8s) {
-                    if (fp8 != Fp8::none && chunk > 0) continue;
-                    Candidate k;
-                    k.fp8 = fp8;
-                    k.ep = ep;
-                    k.etp = etp;
-                    k.cp = cp;
-                    k.tp = static_cast<int32_t>(tp);
-                    k.pp = static_cast<int32_t>(pp);
-                    k.virtual_stages = static_cast<int32_t>(v);
-                    k.first_stage_layers = layout.first;
-                    k.last_stage_layers = layout.last;
-                    k.dp = dp;
-                    k.micro_batch = b;
-                    k.chunk_elements = chunk;
-                    k.zero_stage = static_cast<uint8_t>(z);
-                    k.schedule = schedule;
-                    k.recompute = rc;
-                    k.sequence_parallel = sp;
-                    k.params = pl.params;
-                    k.grads = pl.grads;
-                    k.optimizer = pl.optimizer;
-                    for (bool cpu_embedding : s.cpu_embedding) {
-                      if (cpu_embedding && (chunk == 0 || tp > 1 || m.tied_embeddings)) continue;
-                      k.cpu_embedding = cpu_embedding;
-                      out.push_back(k);
-                    }
-                    }
-                  }
-                }
-              }
-            }
+  for (int tp : tensor_parallel_degrees(m, c, s, gpus)) {
+    for (int cp : cps) {
+      if (cp < 1 || gpus % (int64_t{tp} * cp)) continue;
+      for (int pp : s.pp.empty() ? divisors(gpus / (tp * cp)) : s.pp) {
+        if (pp < 1 || pp > m.layers || gpus % (int64_t{tp} * cp * pp)) continue;
+        Shape sh;
+        sh.tp = tp;
+        sh.cp = cp;
+        sh.pp = pp;
+        // PP that does not divide the layers: Megatron-core's lighter first and last stages.
+        sh.layout = balanced_stage_layout(m.layers, pp);
+        if (m.layers % pp && sh.layout.even()) continue;
+        sh.dp = gpus / (tp * cp * pp);
+        if (t.global_batch % sh.dp) continue;
+        const std::vector<std::pair<int, int>> experts = expert_layouts(m, s, tp, sh.dp * cp);
+        const int64_t per_pipeline = t.global_batch / sh.dp;
+        for (int b : micro_batch_sizes(s, per_pipeline)) {
+          sh.micro_batch = b;
+          sh.micro_batches = per_pipeline / b;
+          for (const auto& [schedule, v] : schedule_shapes(m, s, pp, sh.micro_batches, sh.layout)) {
+            sh.schedule = schedule;
+            sh.virtual_stages = v;
+            append_placements(m, s, sh, placement_of, min_zero, experts, fp8s, chunked_accumulation_left_out, out);
           }
         }
       }
     }
-   }
   }
   return out;
 }
