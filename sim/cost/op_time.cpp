@@ -92,7 +92,7 @@ class LayerOpsBuilder {
         elementwise_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes, ffn_elements, act.backward_s));
     gemm("MLP-out GEMM", T_ * f * h / t_, T_ * f / t_, T_ * h);
     residual("MLP residual", hidden_bytes);
-    if (shape_.bias_copy && m_.bias) linear_biases(T_ * (q + 2 * kv) / t_ + T_ * h + T_ * f * in / t_ + T_ * h);
+    if (shape_.bias_copy && m_.bias) linear_biases(T_ * qkv / t_ + T_ * h + T_ * f * in / t_ + T_ * h);
     return std::move(ops_);
   }
 
