@@ -501,18 +501,10 @@ PlanFile parse_plan_file_text(const std::string& yaml, const std::string& file) 
 
 // ---------------------------------------------------------------- public: save
 
-std::string to_yaml(const Cluster& c) {
-  YAML::Emitter e;
-  e << YAML::BeginMap;
-  emit_kv(e, "name", c.name);
-  if (!c.description.empty()) emit_kv(e, "description", c.description);
-  emit_num(e, "nodes", c.nodes);
-  if (c.price_per_gpu_hour > 0) emit_num(e, "price_per_gpu_hour", c.price_per_gpu_hour);
-  const NodeSpec& n = c.node;
-  e << YAML::Key << "node" << YAML::Value << YAML::BeginMap;
-  if (!n.name.empty()) emit_kv(e, "name", n.name);
-  emit_num(e, "gpus", n.gpus);
-  if (n.power_watts > 0) emit_num(e, "power_watts", n.power_watts);
+namespace {
+
+// The hwprofile's node sections, in the order load_cluster reads them.
+void emit_gpu(YAML::Emitter& e, const NodeSpec& n) {
   e << YAML::Key << "gpu" << YAML::Value << YAML::BeginMap;
   emit_kv(e, "name", n.gpu.name);
   emit_kv(e, "memory", units::format_bytes(n.gpu.memory_bytes));
@@ -545,6 +537,9 @@ std::string to_yaml(const Cluster& c) {
   emit_num(e, "copy_engines", n.gpu.copy_engines);
   if (n.gpu.tdp_watts > 0) emit_num(e, "tdp_watts", n.gpu.tdp_watts);
   e << YAML::EndMap;
+}
+
+void emit_host(YAML::Emitter& e, const NodeSpec& n) {
   e << YAML::Key << "host" << YAML::Value << YAML::BeginMap;
   emit_kv(e, "memory", units::format_bytes(n.host.memory_bytes));
   if (n.host.reserved_bytes) emit_kv(e, "reserved", units::format_bytes(n.host.reserved_bytes));
@@ -554,6 +549,9 @@ std::string to_yaml(const Cluster& c) {
   if (n.host.op_dispatch_s) emit_kv(e, "op_dispatch", units::format_seconds(n.host.op_dispatch_s));
   if (n.host.backward_op_dispatch_s) emit_kv(e, "backward_op_dispatch", units::format_seconds(n.host.backward_op_dispatch_s));
   e << YAML::EndMap;
+}
+
+void emit_node_links(YAML::Emitter& e, const NodeSpec& n) {
   if (n.nvme) {
     e << YAML::Key << "nvme" << YAML::Value << YAML::BeginMap;
     emit_kv(e, "capacity", units::format_bytes(n.nvme->capacity_bytes));
@@ -586,7 +584,9 @@ std::string to_yaml(const Cluster& c) {
     emit_kv(e, "latency", units::format_seconds(n.nic->latency_s));
     e << YAML::EndMap;
   }
-  e << YAML::EndMap;  // node
+}
+
+void emit_fabric(YAML::Emitter& e, const Cluster& c) {
   if (c.fabric != FabricSpec{}) {
     e << YAML::Key << "fabric" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "rail_optimized" << YAML::Value << c.fabric.rail_optimized;
@@ -600,6 +600,27 @@ std::string to_yaml(const Cluster& c) {
     }
     e << YAML::EndSeq << YAML::EndMap;
   }
+}
+
+}  // namespace
+
+std::string to_yaml(const Cluster& c) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  emit_kv(e, "name", c.name);
+  if (!c.description.empty()) emit_kv(e, "description", c.description);
+  emit_num(e, "nodes", c.nodes);
+  if (c.price_per_gpu_hour > 0) emit_num(e, "price_per_gpu_hour", c.price_per_gpu_hour);
+  const NodeSpec& n = c.node;
+  e << YAML::Key << "node" << YAML::Value << YAML::BeginMap;
+  if (!n.name.empty()) emit_kv(e, "name", n.name);
+  emit_num(e, "gpus", n.gpus);
+  if (n.power_watts > 0) emit_num(e, "power_watts", n.power_watts);
+  emit_gpu(e, n);
+  emit_host(e, n);
+  emit_node_links(e, n);
+  e << YAML::EndMap;  // node
+  emit_fabric(e, c);
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
