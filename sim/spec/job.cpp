@@ -148,10 +148,11 @@ void check_fp8(const Cluster& cluster, const Training& training, const Plan& pla
 
 }  // namespace
 
-Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
-  check_job_size(model, cluster, training, plan);
+namespace {
+
+// Tensor parallelism against the model's heads and FFN, and the pipeline's stage layout.
+void check_tensor_parallel(const Model& model, const Plan& plan, const std::string& of_model) {
   const Provenance& pp = plan.provenance;
-  const std::string of_model = " of model " + model.name + " (" + model.provenance.file + ")";
   if (model.heads % plan.tp != 0)
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " does not divide the " + std::to_string(model.heads) +
                                         " attention heads" + of_model);
@@ -167,8 +168,13 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                            (plan.stage_layers.even() ? "; for uneven stages set plan.first_stage_layers / "
                                                        "last_stage_layers or plan.stage_layers"
                                                      : ""));
+}
+
+// TP groups within nodes, and data parallel: what the GPUs leave (dp 0) or what the plan says,
+// which must then account for every GPU.
+void resolve_data_parallel(const Cluster& cluster, Plan& plan, const std::string& of_cluster) {
+  const Provenance& pp = plan.provenance;
   const int gpus = cluster.total_gpus();
-  const std::string of_cluster = " of cluster " + cluster.name + " (" + cluster.provenance.file + ")";
   if (!tp_aligned_to_nodes(plan.tp, cluster.node.gpus))
     pp.fail("plan.tensor_parallel", std::to_string(plan.tp) + " neither divides the " + std::to_string(cluster.node.gpus) +
                                         " GPUs per node nor is a multiple of them, so tensor-parallel groups would "
@@ -191,8 +197,11 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                       " x pipeline_parallel x data_parallel = " + std::to_string(want) +
                                       " but the cluster has " + std::to_string(gpus) + " GPUs" + of_cluster + hint);
   }
-  check_experts(model, plan, of_model);
-  check_context_parallel(model, plan, of_model);
+}
+
+// The batch in micro-batches (returned) and the schedule that runs them.
+int64_t check_batch_and_schedule(const Model& model, const Training& training, const Plan& plan) {
+  const Provenance& pp = plan.provenance;
   const int64_t per_step = int64_t{plan.micro_batch} * plan.dp;
   if (training.global_batch % per_step != 0)
     training.provenance.fail("training.global_batch",
@@ -212,24 +221,45 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   } else if (plan.virtual_stages != 1) {
     pp.fail("plan.virtual_stages", "virtual_stages > 1 needs schedule: interleaved");
   }
-  if (plan.sequence_parallel && plan.tp == 1)
-    pp.fail("plan.sequence_parallel", "sequence parallelism splits along tensor-parallel ranks: it needs tensor_parallel > 1");
-  const Offload& o = plan.offload;
-  if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !cluster.node.nvme)
-    pp.fail("plan.offload", "offload to nvme, but the hardware has no node.nvme" + of_cluster);
+  return m;
+}
+
+// What the chunk runtime runs: no pipeline, one micro-batch per rank, chunks of 1Ki elements or more.
+void check_chunk_runtime(const Training& training, const Plan& plan, int64_t micro_batches) {
+  const Provenance& pp = plan.provenance;
   if (plan.chunked() && plan.pp > 1)
     pp.fail("plan.pipeline_parallel", "the chunk runtime does not run pipeline parallelism (PatrickStar has none): use "
                                       "pipeline_parallel 1 with chunk_size, or chunk_size 0");
   // PatrickStar has no gradient accumulation (grads overwrite the fp16 param chunks), and neither
   // has the chunk runtime: each rank's batch is one micro-batch, the simulator and starfish-run
   // run it so, and the memory it needs is that micro-batch's activations.
-  if (plan.chunked() && m != 1)
+  if (plan.chunked() && micro_batches != 1)
     pp.fail("plan.micro_batch", "the chunk runtime runs each rank's batch as one micro-batch (no gradient "
                                 "accumulation, as PatrickStar): micro_batch must be global_batch / data_parallel = " +
                                     std::to_string(training.global_batch / plan.dp) + ", got " +
                                     std::to_string(plan.micro_batch));
   if (plan.chunked() && plan.chunk_elements < 1024)
     pp.fail("plan.chunk_size", "chunks under 1Ki elements make no sense; got " + std::to_string(plan.chunk_elements));
+}
+
+}  // namespace
+
+Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
+  check_job_size(model, cluster, training, plan);
+  const Provenance& pp = plan.provenance;
+  const std::string of_model = " of model " + model.name + " (" + model.provenance.file + ")";
+  check_tensor_parallel(model, plan, of_model);
+  const std::string of_cluster = " of cluster " + cluster.name + " (" + cluster.provenance.file + ")";
+  resolve_data_parallel(cluster, plan, of_cluster);
+  check_experts(model, plan, of_model);
+  check_context_parallel(model, plan, of_model);
+  const int64_t m = check_batch_and_schedule(model, training, plan);
+  if (plan.sequence_parallel && plan.tp == 1)
+    pp.fail("plan.sequence_parallel", "sequence parallelism splits along tensor-parallel ranks: it needs tensor_parallel > 1");
+  const Offload& o = plan.offload;
+  if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !cluster.node.nvme)
+    pp.fail("plan.offload", "offload to nvme, but the hardware has no node.nvme" + of_cluster);
+  check_chunk_runtime(training, plan, m);
   check_cpu_embedding(model, plan);
   check_fp8(cluster, training, plan, of_cluster);
   if (!cluster.node.gpu.peak_flops.count(training.dtype))
