@@ -399,6 +399,88 @@ void read_stage_layers(MapReader& q, StageLayout& out) {
 }
 }  // namespace
 
+namespace {
+
+// The plan file's training: section.
+void read_training(MapReader& t, Training& tr) {
+  tr.global_batch = t.integer("global_batch", 1, limits::kMaxGlobalBatch);
+  if (t.has("dtype")) tr.dtype = t.choice<DType>("dtype", kDTypes);
+  // FP8 training keeps its params, activations and gradients in bf16 and runs the GEMMs in
+  // fp8 (TransformerEngine): a choice of the plan's kernels, not of the model's precision.
+  if (tr.dtype == DType::fp8)
+    t.fail("dtype", "fp8 training keeps bf16 params and activations and runs its GEMMs in fp8: set training.dtype: "
+                    "bf16 and plan.fp8: hybrid");
+  if (t.has("optimizer"))
+    tr.optimizer = t.choice<Optimizer>("optimizer", {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}});
+  if (t.has("learning_rate")) tr.learning_rate = t.real("learning_rate", 0, 10);
+  if (t.has("weight_decay")) tr.weight_decay = t.real("weight_decay", 0, 10);
+  if (t.has("grad_clip")) tr.grad_clip = t.real("grad_clip", 0, 1e9);
+  if (t.has("iterations")) tr.iterations = t.integer("iterations", 1, limits::kMaxIterations);
+  if (t.has("seed")) tr.seed = static_cast<uint64_t>(t.integer("seed", 0, limits::kMaxSeed));
+}
+
+// The plan: section's parallelism, schedule, recomputation and where the states live.
+void read_plan_layout(MapReader& q, Plan& pl) {
+  if (q.has("tensor_parallel")) pl.tp = q.whole("tensor_parallel", 1, limits::kMaxGpus);
+  if (q.has("pipeline_parallel")) pl.pp = q.whole("pipeline_parallel", 1, limits::kMaxGpus);
+  if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
+  if (q.has("context_parallel")) pl.cp = q.whole("context_parallel", 1, limits::kMaxGpus);
+  if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
+  if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
+  read_stage_layers(q, pl.stage_layers);
+  if (q.has("expert_parallel")) pl.ep = q.whole("expert_parallel", 1, limits::kMaxExperts);
+  if (q.has("expert_tensor_parallel")) pl.etp = q.whole("expert_tensor_parallel", 1, limits::kMaxGpus);
+  if (q.has("moe_load_imbalance")) pl.moe_load_imbalance = q.real("moe_load_imbalance", 1, 1e3);
+  if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
+  if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
+  if (q.has("schedule"))
+    pl.schedule = q.choice<Schedule>(
+        "schedule", {{"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b}, {"interleaved", Schedule::interleaved}});
+  if (q.has("zero_stage")) {
+    pl.zero_stage = q.whole("zero_stage", 0, INT32_MAX);
+    if (pl.zero_stage > 3) q.fail("zero_stage", "ZeRO stages are 0, 1, 2 and 3, got " + std::to_string(pl.zero_stage));
+  }
+  if (q.has("recompute"))
+    pl.recompute = q.choice<Recompute>(
+        "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
+  if (q.has("offload")) {
+    MapReader o = q.map("offload");
+    if (o.has("params")) pl.offload.params = o.choice<Tier>("params", kTiers);
+    if (o.has("grads")) pl.offload.grads = o.choice<Tier>("grads", kTiers);
+    if (o.has("optimizer")) pl.offload.optimizer = o.choice<Tier>("optimizer", kTiers);
+    o.finish();
+  }
+  if (q.has("chunk_size")) pl.chunk_elements = q.count("chunk_size");
+  if (q.has("cpu_embedding")) pl.cpu_embedding = q.boolean("cpu_embedding");
+}
+
+// The plan: section's framework and the kernels it runs.
+void read_plan_kernels(MapReader& q, Plan& pl) {
+  if (q.has("framework"))
+    pl.framework = q.choice<Framework>("framework", {{"megatron-lm", Framework::megatron_lm},
+                                                     {"megatron-core", Framework::megatron_core},
+                                                     {"deepspeed", Framework::deepspeed},
+                                                     {"fsdp", Framework::fsdp},
+                                                     {"starfish", Framework::starfish}});
+  if (q.has("attention"))
+    pl.attention = q.choice<Attention>(
+        "attention", {{"default", Attention::framework_default},
+                      {"unfused", Attention::unfused},
+                      {"flash", Attention::flash},
+                      {"flash1", Attention::flash1}});
+  if (q.has("loss"))
+    pl.loss = q.choice<Loss>("loss", {{"default", Loss::framework_default},
+                                      {"vocab-parallel", Loss::vocab_parallel},
+                                      {"pytorch", Loss::pytorch},
+                                      {"fused", Loss::fused}});
+  if (q.has("fp8"))
+    pl.fp8 = q.choice<Fp8>("fp8", {{"none", Fp8::none}, {"hybrid", Fp8::hybrid}, {"e4m3", Fp8::e4m3}});
+  if (q.has("fp8_recipe"))
+    pl.fp8_recipe = q.choice<Fp8Recipe>("fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}});
+}
+
+}  // namespace
+
 PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   PlanFile p;
   Provenance& prov = p.plan.provenance;
@@ -410,78 +492,13 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   if (r.has("nodes")) p.nodes = r.whole("nodes", 1, limits::kMaxGpus);
   {
     MapReader t(r.node("training"), p.training.provenance, "training");
-    Training& tr = p.training;
-    tr.global_batch = t.integer("global_batch", 1, limits::kMaxGlobalBatch);
-    if (t.has("dtype")) tr.dtype = t.choice<DType>("dtype", kDTypes);
-    // FP8 training keeps its params, activations and gradients in bf16 and runs the GEMMs in
-    // fp8 (TransformerEngine): a choice of the plan's kernels, not of the model's precision.
-    if (tr.dtype == DType::fp8)
-      t.fail("dtype", "fp8 training keeps bf16 params and activations and runs its GEMMs in fp8: set training.dtype: "
-                      "bf16 and plan.fp8: hybrid");
-    if (t.has("optimizer"))
-      tr.optimizer = t.choice<Optimizer>("optimizer", {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}});
-    if (t.has("learning_rate")) tr.learning_rate = t.real("learning_rate", 0, 10);
-    if (t.has("weight_decay")) tr.weight_decay = t.real("weight_decay", 0, 10);
-    if (t.has("grad_clip")) tr.grad_clip = t.real("grad_clip", 0, 1e9);
-    if (t.has("iterations")) tr.iterations = t.integer("iterations", 1, limits::kMaxIterations);
-    if (t.has("seed")) tr.seed = static_cast<uint64_t>(t.integer("seed", 0, limits::kMaxSeed));
+    read_training(t, p.training);
     t.finish();
   }
   if (r.has("plan")) {
     MapReader q = r.map("plan");
-    Plan& pl = p.plan;
-    if (q.has("tensor_parallel")) pl.tp = q.whole("tensor_parallel", 1, limits::kMaxGpus);
-    if (q.has("pipeline_parallel")) pl.pp = q.whole("pipeline_parallel", 1, limits::kMaxGpus);
-    if (q.has("data_parallel")) pl.dp = q.whole("data_parallel", 1, limits::kMaxGpus);
-    if (q.has("context_parallel")) pl.cp = q.whole("context_parallel", 1, limits::kMaxGpus);
-    if (q.has("virtual_stages")) pl.virtual_stages = q.whole("virtual_stages", 1, limits::kMaxLayers);
-    if (q.has("micro_batch")) pl.micro_batch = q.whole("micro_batch", 1, limits::kMaxMicroBatch);
-    read_stage_layers(q, pl.stage_layers);
-    if (q.has("expert_parallel")) pl.ep = q.whole("expert_parallel", 1, limits::kMaxExperts);
-    if (q.has("expert_tensor_parallel")) pl.etp = q.whole("expert_tensor_parallel", 1, limits::kMaxGpus);
-    if (q.has("moe_load_imbalance")) pl.moe_load_imbalance = q.real("moe_load_imbalance", 1, 1e3);
-    if (q.has("sequence_parallel")) pl.sequence_parallel = q.boolean("sequence_parallel");
-    if (q.has("overlap_grad_reduce")) pl.overlap_grad_reduce = q.boolean("overlap_grad_reduce");
-    if (q.has("schedule"))
-      pl.schedule = q.choice<Schedule>(
-          "schedule", {{"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b}, {"interleaved", Schedule::interleaved}});
-    if (q.has("zero_stage")) {
-      pl.zero_stage = q.whole("zero_stage", 0, INT32_MAX);
-      if (pl.zero_stage > 3) q.fail("zero_stage", "ZeRO stages are 0, 1, 2 and 3, got " + std::to_string(pl.zero_stage));
-    }
-    if (q.has("recompute"))
-      pl.recompute = q.choice<Recompute>(
-          "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
-    if (q.has("offload")) {
-      MapReader o = q.map("offload");
-      if (o.has("params")) pl.offload.params = o.choice<Tier>("params", kTiers);
-      if (o.has("grads")) pl.offload.grads = o.choice<Tier>("grads", kTiers);
-      if (o.has("optimizer")) pl.offload.optimizer = o.choice<Tier>("optimizer", kTiers);
-      o.finish();
-    }
-    if (q.has("chunk_size")) pl.chunk_elements = q.count("chunk_size");
-    if (q.has("cpu_embedding")) pl.cpu_embedding = q.boolean("cpu_embedding");
-    if (q.has("framework"))
-      pl.framework = q.choice<Framework>("framework", {{"megatron-lm", Framework::megatron_lm},
-                                                       {"megatron-core", Framework::megatron_core},
-                                                       {"deepspeed", Framework::deepspeed},
-                                                       {"fsdp", Framework::fsdp},
-                                                       {"starfish", Framework::starfish}});
-    if (q.has("attention"))
-      pl.attention = q.choice<Attention>(
-          "attention", {{"default", Attention::framework_default},
-                        {"unfused", Attention::unfused},
-                        {"flash", Attention::flash},
-                        {"flash1", Attention::flash1}});
-    if (q.has("loss"))
-      pl.loss = q.choice<Loss>("loss", {{"default", Loss::framework_default},
-                                        {"vocab-parallel", Loss::vocab_parallel},
-                                        {"pytorch", Loss::pytorch},
-                                        {"fused", Loss::fused}});
-    if (q.has("fp8"))
-      pl.fp8 = q.choice<Fp8>("fp8", {{"none", Fp8::none}, {"hybrid", Fp8::hybrid}, {"e4m3", Fp8::e4m3}});
-    if (q.has("fp8_recipe"))
-      pl.fp8_recipe = q.choice<Fp8Recipe>("fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}});
+    read_plan_layout(q, p.plan);
+    read_plan_kernels(q, p.plan);
     q.finish();
   }
   r.finish();
