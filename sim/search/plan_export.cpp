@@ -220,12 +220,15 @@ std::string torchtitan_unsupported(const Job& job) {
 std::string deepspeed_model_unsupported(const Model& model) { return deepspeed_model_refusal(model).text(); }
 std::string torchtitan_model_unsupported(const Model& model) { return torchtitan_model_refusal(model).text(); }
 
-std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Job& job) {
-  if (const std::string why = megatron_unsupported(job); !why.empty()) throw SpecError("--megatron: " + why);
+namespace {
+
+using ArgumentList = std::vector<std::pair<std::string, std::string>>;
+
+// Megatron-LM's parallelism, batch, recomputation and distributed-optimizer arguments.
+void add_parallel_arguments(const Job& job, ArgumentList& a) {
   const Plan& p = job.plan;
   const Model& m = job.model;
   const Training& t = job.training;
-  std::vector<std::pair<std::string, std::string>> a;
   auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   add("--tensor-model-parallel-size", whole(p.tp));
   add("--pipeline-model-parallel-size", whole(p.pp));
@@ -259,6 +262,10 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
     add("--optimizer-cpu-offload");
     add("--use-precision-aware-optimizer");  // required by --optimizer-cpu-offload
   }
+}
+
+void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) {
+  auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   // Precision: bf16 / fp16 mixed precision, fp32/tf32 without a flag; fp8 GEMMs are
   // TransformerEngine's over the 16-bit params, in the plan's format (hybrid: E4M3 forward, E5M2
   // gradients) and scaling recipe.
@@ -271,6 +278,11 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
   // The attention kernel the plan was simulated with (TransformerEngine's backends).
   add("--attention-backend", attention_kernel(p) == Attention::flash ? "flash" : "unfused");
   if (loss_kernel_of(p) == Loss::fused) add("--cross-entropy-loss-fusion");
+}
+
+// The model's shape, as Megatron-LM's GPT builds it.
+void add_model_arguments(const Model& m, const Plan& p, ArgumentList& a) {
+  auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   add("--num-layers", whole(m.layers));
   add("--hidden-size", whole(m.hidden));
   add("--num-attention-heads", whole(m.heads));
@@ -310,11 +322,27 @@ std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Jo
     add("--attention-dropout", "0");
     add("--hidden-dropout", "0");
   }
+}
+
+// The optimizer and the run's seed.
+void add_optimizer_arguments(const Training& t, ArgumentList& a) {
+  auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
   add("--optimizer", t.optimizer == Optimizer::sgd ? "sgd" : "adam");  // Megatron's adam is AdamW
   add("--lr", units::format_number(t.learning_rate));
   add("--weight-decay", units::format_number(t.weight_decay));
   add("--clip-grad", units::format_number(t.grad_clip));  // 0 turns clipping off
   add("--seed", whole(static_cast<int64_t>(t.seed)));
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> megatron_argument_list(const Job& job) {
+  if (const std::string why = megatron_unsupported(job); !why.empty()) throw SpecError("--megatron: " + why);
+  ArgumentList a;
+  add_parallel_arguments(job, a);
+  add_precision_arguments(job.plan, job.training, a);
+  add_model_arguments(job.model, job.plan, a);
+  add_optimizer_arguments(job.training, a);
   return a;
 }
 
