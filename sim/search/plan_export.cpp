@@ -374,11 +374,8 @@ Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
   return {};
 }
 
-// Where Megatron-Bridge keeps what each Megatron-LM argument sets (ConfigContainer paths: the
-// model provider's TransformerConfig fields, train, optimizer, ddp, dataset, tokenizer, rng).
-// One home for what a plan decides (megatron_argument_list), one table for Bridge's names.
-void add_bridge_override(const Job& job, const std::string& arg, const std::string& value,
-                         const std::function<void(const std::string&, const std::string&)>& set) {
+// Megatron-LM arguments whose value Megatron-Bridge takes under another name.
+const std::map<std::string, std::string>& bridge_renamed_arguments() {
   static const std::map<std::string, std::string> renamed = {
       {"--tensor-model-parallel-size", "model.tensor_model_parallel_size"},
       {"--pipeline-model-parallel-size", "model.pipeline_model_parallel_size"},
@@ -419,6 +416,11 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
       {"--clip-grad", "optimizer.clip_grad"},
       {"--seed", "rng.seed"},
   };
+  return renamed;
+}
+
+// Megatron-LM switches that are Megatron-Bridge booleans.
+const std::map<std::string, std::string>& bridge_flag_arguments() {
   static const std::map<std::string, std::string> flags = {
       {"--sequence-parallel", "model.sequence_parallel"},
       {"--overlap-grad-reduce", "ddp.overlap_grad_reduce"},
@@ -428,6 +430,16 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
       {"--cross-entropy-loss-fusion", "model.cross_entropy_loss_fusion"},
       {"--moe-grouped-gemm", "model.moe_grouped_gemm"},
   };
+  return flags;
+}
+
+// Where Megatron-Bridge keeps what each Megatron-LM argument sets (ConfigContainer paths: the
+// model provider's TransformerConfig fields, train, optimizer, ddp, dataset, tokenizer, rng).
+// One home for what a plan decides (megatron_argument_list), one table for Bridge's names.
+void add_bridge_override(const Job& job, const std::string& arg, const std::string& value,
+                         const std::function<void(const std::string&, const std::string&)>& set) {
+  const auto& renamed = bridge_renamed_arguments();
+  const auto& flags = bridge_flag_arguments();
   if (auto it = renamed.find(arg); it != renamed.end()) return set(it->second, value);
   if (auto it = flags.find(arg); it != flags.end()) return set(it->second, "true");
   const Plan& p = job.plan;
