@@ -707,6 +707,48 @@ std::string model_function(RecipeWriter& w, const Model& m) {
          "    return " + config + "\n";
 }
 
+// TrainingConfig's keywords: the batch in tokens, clipping, precision, offload.
+std::vector<std::pair<std::string, std::string>> torchtitan_training(const Job& job) {
+  const Plan& p = job.plan;
+  const Model& m = job.model;
+  const Training& t = job.training;
+  const int64_t tokens_per_micro_batch = int64_t{p.micro_batch} * m.seq_len;
+  // 16-bit compute through FSDP2's MixedPrecisionPolicy over fp32 params (training.dtype stays
+  // float32: torchtitan's "bfloat16" there drops the fp32 master weights Starfish counts).
+  std::vector<std::pair<std::string, std::string>> training{
+      {"num_tokens_per_microbatch_per_dp_rank", std::to_string(tokens_per_micro_batch)},
+      {"num_tokens_per_train_step", std::to_string(t.global_batch * m.seq_len)},
+      {"max_context_length", whole(m.seq_len)},
+      // clip_grads_with_norm_ scales by max_norm / norm: 0 would zero the gradients.
+      {"max_norm", t.grad_clip > 0 ? units::format_number(t.grad_clip) : "float(\"inf\")"},
+      {"mixed_precision_param", py_str(t.dtype == DType::bf16 ? "bfloat16" : "float32")}};
+  if (p.offload.params == Tier::cpu) training.emplace_back("enable_cpu_offload", "True");
+  // Trainer.Config refuses CUDA graphs with PP; Starfish costs no graph replay anyway.
+  if (p.pp > 1) training.emplace_back("disable_cuda_graphs", "True");
+  return training;
+}
+
+// ParallelismConfig's keywords: FSDP2's sharding for the ZeRO stage, TP with SP, PP with its
+// schedule and model parts.
+std::vector<std::pair<std::string, std::string>> torchtitan_parallelism(const Job& job) {
+  const Plan& p = job.plan;
+  std::vector<std::pair<std::string, std::string>> parallelism{
+      {"data_parallel_replicate_degree", whole(p.zero_stage == 0 ? p.dp : 1)},
+      {"data_parallel_shard_degree", whole(p.zero_stage == 0 ? 1 : p.dp)}};
+  if (p.zero_stage >= 2) parallelism.emplace_back("fsdp_reshard_after_forward", py_str(p.zero_stage == 3 ? "always" : "never"));
+  parallelism.emplace_back("tensor_parallel_degree", whole(p.tp));
+  if (p.tp > 1) parallelism.emplace_back("enable_sequence_parallel", py_bool(p.sequence_parallel));
+  parallelism.emplace_back("pipeline_parallel_degree", whole(p.pp));
+  if (p.pp > 1) {
+    // torch.distributed.pipelining's schedule names (get_schedule_class).
+    const char* schedule = p.schedule == Schedule::gpipe ? "GPipe" : p.schedule == Schedule::interleaved ? "Interleaved1F1B" : "1F1B";
+    parallelism.emplace_back("pipeline_parallel_schedule", py_str(schedule));
+    parallelism.emplace_back("num_pp_microbatches", whole(job.micro_batches()));
+    parallelism.emplace_back("module_fqns_per_model_part", model_parts_value(job, 12));
+  }
+  return parallelism;
+}
+
 }  // namespace
 
 std::string torchtitan_launch(const Job& job) {
@@ -735,33 +777,8 @@ TorchtitanRecipe torchtitan_recipe(const Job& job) {
   w.uses("torchtitan.components.loss", "CrossEntropyLoss");
   w.uses("torchtitan.components.optimizer", "OptimizersContainer");
   w.uses("torchtitan.components.optimizer", "ParamGroupConfig");
-  const int64_t tokens_per_micro_batch = int64_t{p.micro_batch} * m.seq_len;
-  // 16-bit compute through FSDP2's MixedPrecisionPolicy over fp32 params (training.dtype stays
-  // float32: torchtitan's "bfloat16" there drops the fp32 master weights Starfish counts).
-  std::vector<std::pair<std::string, std::string>> training{
-      {"num_tokens_per_microbatch_per_dp_rank", std::to_string(tokens_per_micro_batch)},
-      {"num_tokens_per_train_step", std::to_string(t.global_batch * m.seq_len)},
-      {"max_context_length", whole(m.seq_len)},
-      // clip_grads_with_norm_ scales by max_norm / norm: 0 would zero the gradients.
-      {"max_norm", t.grad_clip > 0 ? units::format_number(t.grad_clip) : "float(\"inf\")"},
-      {"mixed_precision_param", py_str(t.dtype == DType::bf16 ? "bfloat16" : "float32")}};
-  if (p.offload.params == Tier::cpu) training.emplace_back("enable_cpu_offload", "True");
-  // Trainer.Config refuses CUDA graphs with PP; Starfish costs no graph replay anyway.
-  if (p.pp > 1) training.emplace_back("disable_cuda_graphs", "True");
-  std::vector<std::pair<std::string, std::string>> parallelism{
-      {"data_parallel_replicate_degree", whole(p.zero_stage == 0 ? p.dp : 1)},
-      {"data_parallel_shard_degree", whole(p.zero_stage == 0 ? 1 : p.dp)}};
-  if (p.zero_stage >= 2) parallelism.emplace_back("fsdp_reshard_after_forward", py_str(p.zero_stage == 3 ? "always" : "never"));
-  parallelism.emplace_back("tensor_parallel_degree", whole(p.tp));
-  if (p.tp > 1) parallelism.emplace_back("enable_sequence_parallel", py_bool(p.sequence_parallel));
-  parallelism.emplace_back("pipeline_parallel_degree", whole(p.pp));
-  if (p.pp > 1) {
-    // torch.distributed.pipelining's schedule names (get_schedule_class).
-    const char* schedule = p.schedule == Schedule::gpipe ? "GPipe" : p.schedule == Schedule::interleaved ? "Interleaved1F1B" : "1F1B";
-    parallelism.emplace_back("pipeline_parallel_schedule", py_str(schedule));
-    parallelism.emplace_back("num_pp_microbatches", whole(job.micro_batches()));
-    parallelism.emplace_back("module_fqns_per_model_part", model_parts_value(job, 12));
-  }
+  const std::vector<std::pair<std::string, std::string>> training = torchtitan_training(job);
+  const std::vector<std::pair<std::string, std::string>> parallelism = torchtitan_parallelism(job);
   std::string ac = "None";
   if (p.recompute == Recompute::full) {
     w.uses("torchtitan.distributed.activation_checkpoint", "FullAC");
