@@ -15,33 +15,41 @@
 
 namespace starfish::cli {
 
+namespace {
+
+void print_search_help() {
+  std::printf(
+      "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
+      "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed [--nvme-path P]]\n"
+      "                       [--megatron-bridge] [--torchtitan] [--json]\n"
+      "                       [--threads N] [--max-tp N] [--framework F] [--no-fp8] [--analytic-only]\n"
+      "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
+      "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s with the analytic\n"
+      "  model, then simulates the best K with the event simulator and re-ranks them\n"
+      "  (--analytic-only skips the simulation).\n"
+      "  B: global batch in sequences (default about 4Mi tokens, a multiple of the GPUs)\n"
+      "  K: rows shown (default 10); --emit writes the winner as a plan file (no overwrite\n"
+      "  without --force); --megatron / --megatron-bridge / --deepspeed / --torchtitan print the\n"
+      "  launch settings (Megatron-LM arguments, Megatron-Bridge run_recipe.py overrides,\n"
+      "  DeepSpeed JSON, a torchtitan recipe module: starfish_plan.py) of the best plan that\n"
+      "  framework runs: the best row it runs as simulated, else the winner of a search over\n"
+      "  its plans only, costed as it runs them (Megatron-Bridge: as megatron-core; torchtitan:\n"
+      "  as fsdp).\n"
+      "  --nvme-path P: where DeepSpeed swaps NVMe-offloaded states (default /local_nvme).\n"
+      "  --framework F: the framework every plan is costed as (megatron-lm, the default,\n"
+      "  megatron-core, deepspeed, fsdp); under megatron-core on a GPU with an fp8 peak the\n"
+      "  plans are also tried with fp8 GEMMs (TransformerEngine), unless --no-fp8.\n"
+      "  --json prints the ranking and the exports as one JSON object.\n"
+      "  Ctrl-C stops the search and shows the best plans found so far.\n");
+}
+
+}  // namespace
+
 int run_search(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "hw", "gpus", "nodes", "batch", "top", "emit", "threads", "max-tp", "nvme-path", "framework"},
             {"json", "megatron", "megatron-bridge", "deepspeed", "torchtitan", "force", "analytic-only", "no-fp8", "help"});
   if (args.flag("help")) {
-    std::printf(
-        "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
-        "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed [--nvme-path P]]\n"
-        "                       [--megatron-bridge] [--torchtitan] [--json]\n"
-        "                       [--threads N] [--max-tp N] [--framework F] [--no-fp8] [--analytic-only]\n"
-        "  enumerates TP, PP, DP, virtual stages, micro-batch, ZeRO 0-3, offload, recompute, SP,\n"
-        "  schedule and chunk size; prunes by memory per tier; ranks by tokens/s with the analytic\n"
-        "  model, then simulates the best K with the event simulator and re-ranks them\n"
-        "  (--analytic-only skips the simulation).\n"
-        "  B: global batch in sequences (default about 4Mi tokens, a multiple of the GPUs)\n"
-        "  K: rows shown (default 10); --emit writes the winner as a plan file (no overwrite\n"
-        "  without --force); --megatron / --megatron-bridge / --deepspeed / --torchtitan print the\n"
-        "  launch settings (Megatron-LM arguments, Megatron-Bridge run_recipe.py overrides,\n"
-        "  DeepSpeed JSON, a torchtitan recipe module: starfish_plan.py) of the best plan that\n"
-        "  framework runs: the best row it runs as simulated, else the winner of a search over\n"
-        "  its plans only, costed as it runs them (Megatron-Bridge: as megatron-core; torchtitan:\n"
-        "  as fsdp).\n"
-        "  --nvme-path P: where DeepSpeed swaps NVMe-offloaded states (default /local_nvme).\n"
-        "  --framework F: the framework every plan is costed as (megatron-lm, the default,\n"
-        "  megatron-core, deepspeed, fsdp); under megatron-core on a GPU with an fp8 peak the\n"
-        "  plans are also tried with fp8 GEMMs (TransformerEngine), unless --no-fp8.\n"
-        "  --json prints the ranking and the exports as one JSON object.\n"
-        "  Ctrl-C stops the search and shows the best plans found so far.\n");
+    print_search_help();
     return 0;
   }
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
