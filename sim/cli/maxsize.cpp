@@ -324,10 +324,11 @@ int run_maxsize(const std::vector<std::string>& argv) {
   const std::string hw_path = resolve_hardware(args.required("hw"));
   const Cluster cluster = resize_cluster(load_cluster(hw_path), args.get("gpus"), args.get("nodes"), hw_path);
   const search::MaxSizeOptions base = parse_base_options(args);
-  SigintCancel sigint;
-  const std::vector<Variant> variants = size_each_system(cluster, base, args.flag("chunk-nvme"), sigint.flag());
+  // Every option is read before the search starts: a bad --price fails at once, not after it.
   CostInputs costs;
   static_cast<CostOptions&>(costs) = parse_cost_options(args, cluster.price_per_gpu_hour);
+  SigintCancel sigint;
+  const std::vector<Variant> variants = size_each_system(cluster, base, args.flag("chunk-nvme"), sigint.flag());
   costs.cluster = &cluster;
   if (auto dir = args.get("emit")) emit_variants(*dir, variants, cluster, base.family, hw_path, args.flag("force"));
   if (args.flag("json")) write_json(variants, cluster, base, costs);

@@ -181,9 +181,10 @@ int run_size_cluster(const std::vector<std::string>& argv) {
     return 0;
   }
   const Request q = parse_request(args);
+  // Every option is read before the search starts: a bad --price fails at once, not after it.
+  const CostOptions costs = parse_cost_options(args, q.hw.price_per_gpu_hour);
   SigintCancel sigint;
   const search::SizeClusterResult r = size_with_progress(q, sigint.flag());
-  const CostOptions costs = parse_cost_options(args, q.hw.price_per_gpu_hour);
   const TrainingCost cost =
       r.found ? training_cost(q.hw.node, r.cluster.total_gpus(), r.days_needed, costs.price_per_gpu_hour, costs.energy)
               : TrainingCost{};

@@ -105,7 +105,8 @@ PhaseId phase_of(const BuiltIteration& it, des::CategoryId c) {
   if (c == it.recompute) return PhaseId::recompute;
   if (c == it.offload) return PhaseId::moves;
   if (c == it.optimizer) return PhaseId::optimizer;
-  if (c == it.tp || c == it.pp || c == it.dp || c == it.cp) return PhaseId::collectives;
+  // Expert parallelism's all-to-alls are collectives too (they were booked as `other`).
+  if (c == it.tp || c == it.pp || c == it.dp || c == it.cp || c == it.ep) return PhaseId::collectives;
   return PhaseId::other;
 }
 
