@@ -245,13 +245,25 @@ void two_zero_ranks_match_one_rank(const std::string& tag, bool cpu_embedding) {
   for (const GptParam& p : gpt.params()) a.emplace_back(p.name, at::zeros(p.shape)), b.emplace_back(p.name, at::zeros(p.shape));
   read_checkpoint_file(dir / "one.params", a);
   read_checkpoint_file(dir / "two.params", b);
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i].second - b[i].second).abs().max().item<double>());
   EXPECT_GT(a[0].second.abs().max().item<double>(), 0) << a[0].first << " trained";
   // fp32 reduction order differs (two half-batch gradients summed against one whole-batch
-  // backward); the untied model's embedding rows, seen by few tokens, carry gradients near Adam's
-  // epsilon, which amplifies it: 1.13e-5 measured with its embeddings in chunks as on the CPU.
-  EXPECT_LT(worst, cpu_embedding ? 2e-5 : 1e-5);
+  // backward). Adam divides by sqrt(v) + eps (1e-8), so an entry whose gradient sums to nearly
+  // zero turns a rounding difference of ~1e-10 into up to lr * 1e-10 / 1e-8 = 3e-5 per step, and
+  // which entry does that depends on the CPU's BLAS kernels (1.1e-5 on a Xeon, 6.6e-5 on an EPYC
+  // in CI). So the test bounds the root-mean-square difference over the whole model (~41k
+  // entries), which a few such entries keep below 1e-6 while one wrong embedding row (32 entries
+  // off by ~lr = 3e-3) gives 8e-5, and no entry may be off by more than a tenth of one step.
+  double squares = 0, worst = 0;
+  int64_t entries = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const at::Tensor diff = (a[i].second - b[i].second).to(at::kDouble);
+    squares += diff.pow(2).sum().item<double>();
+    entries += diff.numel();
+    worst = std::max(worst, diff.abs().max().item<double>());
+  }
+  const double rms = std::sqrt(squares / static_cast<double>(entries));
+  EXPECT_LT(rms, 2e-6) << "worst entry " << worst;
+  EXPECT_LT(worst, 0.003 / 10) << "rms " << rms;
 }
 
 TEST(ChunkTraining, TwoRankZeroMatchesOneRankWithTheDoubledBatch) { two_zero_ranks_match_one_rank("zero", false); }
