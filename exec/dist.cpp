@@ -128,6 +128,40 @@ bool select_cuda_device(const RankEnv& env) {
 #endif
 }
 
+// Sends `out` to group member `to` while receiving `in` from member `from` (tag: the step).
+void exchange(c10d::ProcessGroup& pg, Comm::Impl& impl, at::Tensor out, int to, at::Tensor in, int from, int tag) {
+  std::vector<at::Tensor> send{std::move(out)}, recv{std::move(in)};
+  auto sent = pg.send(send, to, tag);
+  impl.wait(pg.recv(recv, from, tag));
+  impl.wait(sent);
+}
+
+// Ring all-gather over n members: at step k member r passes piece (r - k) mod n to r + 1 and
+// takes piece (r - k - 1) mod n from r - 1; each member sends (n - 1) pieces, as NCCL's ring.
+void ring_all_gather(c10d::ProcessGroup& pg, Comm::Impl& impl, std::vector<at::Tensor>& pieces, int own) {
+  const int n = static_cast<int>(pieces.size());
+  for (int k = 0; k + 1 < n; ++k) {
+    const int out = ((own - k) % n + n) % n, in = ((own - k - 1) % n + n) % n;
+    exchange(pg, impl, pieces[static_cast<size_t>(out)], (own + 1) % n, pieces[static_cast<size_t>(in)], (own + n - 1) % n, k);
+  }
+}
+
+// Ring reduce-scatter: at step k member r sends its partial sum of piece (r - k - 1) mod n to
+// r + 1 and adds its own input to the partial of piece (r - k - 2) mod n it receives from r - 1;
+// after n - 1 steps the partial it holds is its own piece's, summed over every member.
+void ring_reduce_scatter(c10d::ProcessGroup& pg, Comm::Impl& impl, const std::vector<at::Tensor>& inputs, at::Tensor& output, int own) {
+  const int n = static_cast<int>(inputs.size());
+  at::Tensor partial = inputs[static_cast<size_t>(((own - 1) % n + n) % n)];
+  at::Tensor received = at::empty_like(output);
+  for (int k = 0; k + 1 < n; ++k) {
+    const int in = ((own - k - 2) % n + n) % n;
+    exchange(pg, impl, partial, (own + 1) % n, received, (own + n - 1) % n, k);
+    at::Tensor sum = k + 2 < n ? at::empty_like(output) : output;
+    at::add_out(sum, received, inputs[static_cast<size_t>(in)]);
+    partial = sum;
+  }
+}
+
 }  // namespace
 
 Comm::Comm(const RankEnv& env, std::chrono::seconds timeout) : env_(env) {
@@ -179,11 +213,44 @@ void Comm::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
     if (!outputs.at(0).is_same(input)) outputs.at(0).copy_(input);
     return;
   }
+  const int own = g ? g->index : env_.rank;
+  c10d::ProcessGroup& pg = group_->of(g, env_.world_size, input);
+  if (!(group_->nccl && input.is_cuda())) {
+    // Gloo: a ring over point-to-point sends, straight into the caller's buffers. ProcessGroupGloo's
+    // allgather allocates a flat output of every member's bytes on each call and copies out of
+    // it; exec/bench/gloo_collectives measures what this costs instead.
+    if (!outputs.at(static_cast<size_t>(own)).is_same(input)) outputs[static_cast<size_t>(own)].copy_(input);
+    ring_all_gather(pg, *group_, outputs, own);
+    return;
+  }
   std::vector<std::vector<at::Tensor>> out{outputs};
   std::vector<at::Tensor> in{input};
-  group_->wait(group_->of(g, env_.world_size, input).allgather(out, in));
+  group_->wait(pg.allgather(out, in));
   for (size_t r = 0; r < outputs.size(); ++r)
     if (!out[0][r].is_same(outputs[r])) outputs[r].copy_(out[0][r]);
+}
+
+void Comm::reduce_scatter_sum(const std::vector<at::Tensor>& inputs, at::Tensor& output, const starfish::Group* g) {
+  const int own = g ? g->index : env_.rank;
+  if (!group_ || (g && g->size() == 1)) {
+    if (!output.is_same(inputs.at(0))) output.copy_(inputs.at(0));
+    return;
+  }
+  c10d::ProcessGroup& pg = group_->of(g, env_.world_size, output);
+  if (!(group_->nccl && output.is_cuda())) {
+    // Gloo in LibTorch 1.13 has no reduce-scatter, and its reduce ran at a quarter of its
+    // all-gather's rate here (exec/bench/gloo_collectives): a ring over point-to-point sends,
+    // the algorithm the simulator costs (sim/cost/collectives.cpp).
+    ring_reduce_scatter(pg, *group_, inputs, output, own);
+    return;
+  }
+  // NCCL: one reduce per member to that member, the same bytes on the wire as a ring
+  // reduce-scatter's sum. A reduce leaves a non-root's tensor unspecified, hence the copies.
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    at::Tensor piece = inputs[j].clone();
+    reduce_sum(piece, static_cast<int>(j), g);
+    if (static_cast<int>(j) == own) output.copy_(piece);
+  }
 }
 
 void Comm::reduce_sum(at::Tensor& t, int root, const starfish::Group* g) {

@@ -47,13 +47,17 @@ class Comm {
   void all_reduce_sum(at::Tensor& t, const Group* group = nullptr);
   // `outputs[j]` receives member j's `input` (all the same size).
   void all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input, const Group* group = nullptr);
+  // `output` receives the sum over members of their `inputs[index]` (index: this rank's place in
+  // the group); `inputs` are left as they were.
+  void reduce_scatter_sum(const std::vector<at::Tensor>& inputs, at::Tensor& output, const Group* group = nullptr);
   // Sums every member's `t` into the root's `t` (the others' contents are unspecified after).
   void reduce_sum(at::Tensor& t, int root, const Group* group = nullptr);
   void broadcast(at::Tensor& t, int root, const Group* group = nullptr);
   void barrier();
 
+  struct Impl;  // the c10d groups (exec/dist.cpp); public so that its helpers there can name it
+
  private:
-  struct Impl;
   RankEnv env_;
   std::unique_ptr<Impl> group_;
 };

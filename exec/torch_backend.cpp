@@ -215,15 +215,11 @@ Completion TorchBackend::collective(CollectiveKind kind, const Group& group, con
       break;
     }
     case CollectiveKind::reduce_scatter: {
-      // Gloo in LibTorch 1.13 has no reduce-scatter: one reduce per member to that member, the
-      // same bytes on the wire as a ring reduce-scatter's sum.
       need(w, 1);
+      std::vector<at::Tensor> ins;
+      for (const Buffer& b : inputs) ins.push_back(typed(b));
       at::Tensor mine = typed(outputs[0]);
-      for (size_t j = 0; j < w; ++j) {
-        at::Tensor piece = typed(inputs[j]).clone();
-        comm_.reduce_sum(piece, static_cast<int>(j), &group);
-        if (static_cast<int>(j) == group.index) mine.copy_(piece);
-      }
+      comm_.reduce_scatter_sum(ins, mine, &group);
       collective_bytes_ += inputs[0].bytes * static_cast<int64_t>(w);
       break;
     }
