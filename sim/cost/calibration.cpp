@@ -78,6 +78,17 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   return parse_measurements(ss.str(), path);
 }
 
+namespace {
+// A fitted value to three significant digits: run-to-run noise of a timed GEMM or copy is a few
+// per cent, so further digits carry nothing, and the written profile stays readable (the exact
+// median of log-FLOP otherwise prints as 8388607.9999999916).
+double three_significant_digits(double value) {
+  if (value <= 0 || !std::isfinite(value)) return value;
+  const double scale = std::pow(10.0, std::floor(std::log10(value)) - 2);
+  return std::round(value / scale) * scale;
+}
+}  // namespace
+
 Calibration fit_calibration(const GpuSpec& gpu, const std::vector<Measurement>& rows) {
   std::map<DType, int> count;
   for (const auto& r : rows)
@@ -121,8 +132,9 @@ Calibration fit_calibration(const GpuSpec& gpu, const std::vector<Measurement>& 
   out.gemm_points = static_cast<int>(pts.size());
   double last = 0;
   for (auto& [key, bin] : bins) {
-    const double flop = std::pow(10.0, median(bin.first));
-    const double fraction = std::max(last, median(bin.second));  // medians of a monotone fit stay monotone
+    const double flop = three_significant_digits(std::pow(10.0, median(bin.first)));
+    // Medians of a monotone fit stay monotone; rounding each up keeps it so.
+    const double fraction = std::max(last, three_significant_digits(median(bin.second)));
     if (!out.matmul_efficiency.points.empty() && flop <= out.matmul_efficiency.points.back().first) continue;
     out.matmul_efficiency.points.emplace_back(flop, std::max(fraction, 1e-4));
     last = fraction;
@@ -131,7 +143,10 @@ Calibration fit_calibration(const GpuSpec& gpu, const std::vector<Measurement>& 
   for (const auto& r : rows)
     if (r.kind == Measurement::Kind::stream) stream.push_back(r.bytes / r.seconds / gpu.hbm_bandwidth_Bps);
   out.stream_points = static_cast<int>(stream.size());
-  if (!stream.empty()) out.hbm_efficiency = std::clamp(median(stream), 0.01, 1.0);
+  if (!stream.empty()) {
+    out.stream_bytes_per_s = median(stream) * gpu.hbm_bandwidth_Bps;
+    out.hbm_efficiency = std::clamp(three_significant_digits(median(stream)), 0.01, 1.0);
+  }
   return out;
 }
 

@@ -30,7 +30,10 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
 
 struct Calibration {
   EfficiencyCurve matmul_efficiency;
-  double hbm_efficiency = 0;  // 0 when no stream rows
+  double hbm_efficiency = 0;  // 0 when no stream rows; at most 1
+  // The streaming rows' median achieved rate. Above the profile's hbm_bandwidth (efficiency
+  // capped at 1) the profile's bandwidth is too low: a CPU profile states its achieved rate.
+  double stream_bytes_per_s = 0;
   int gemm_points = 0, stream_points = 0;
 };
 

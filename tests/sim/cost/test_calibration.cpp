@@ -53,6 +53,20 @@ TEST(Calibration, CurveIsMonotoneEvenWithNoisyMeasurements) {
   }
 }
 
+TEST(Calibration, FittedPointsKeepThreeSignificantDigitsAndTheCopyRateIsReported) {
+  const GpuSpec gpu = testing::dgx(1).node.gpu;
+  const Calibration cal = fit_calibration(gpu, parse_measurements(synthetic_csv(312e12), "m.csv"));
+  for (const auto& [flop, fraction] : cal.matmul_efficiency.points) {
+    // 2 x 128^3 = 4194304 FLOP is written 4.19 MFLOP, not 4194303.9999999995.
+    const double flop_scale = std::pow(10.0, std::floor(std::log10(flop)) - 2);
+    EXPECT_DOUBLE_EQ(std::round(flop / flop_scale) * flop_scale, flop);
+    const double fraction_scale = std::pow(10.0, std::floor(std::log10(fraction)) - 2);
+    EXPECT_DOUBLE_EQ(std::round(fraction / fraction_scale) * fraction_scale, fraction);
+  }
+  // The synthetic copy ran at 0.8 of the GPU's 2039 GB/s (its time is written with 6 decimals: 1e-3).
+  EXPECT_NEAR(cal.stream_bytes_per_s, 0.8 * 2039e9, 0.8 * 2039e9 * 1e-3);
+}
+
 TEST(Calibration, BadRowsNameTheLineAndColumn) {
   auto error = [](const std::string& csv) {
     try {
