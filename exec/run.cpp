@@ -544,9 +544,13 @@ void write_report(const RunOptions& o, const Resolved& r, StoreTrainer& trainer,
     w.field("collectives", total.collective_bytes);
     w.end_object();
   };
-  std::ofstream out(o.report_path);
+  // Rank 0's report is the run's; each other rank writes its own beside it (<path>.rank<r>, as
+  // the move logs do), so that a rank that waits at the collectives can be told from one that
+  // makes the others wait.
+  const std::string path = r.env.rank == 0 ? o.report_path : o.report_path + ".rank" + std::to_string(r.env.rank);
+  std::ofstream out(path);
   out << report::to_json(rep, extras);
-  if (!out) throw SpecError(o.report_path + ": cannot write the report");
+  if (!out) throw SpecError(path + ": cannot write the report");
 }
 
 }  // namespace
@@ -575,9 +579,9 @@ int run_rank(const RunOptions& o) {
   TrainLog log = train(o, r.training.iterations, trainer, comm, s, checkpoints, say);
   if (!o.checkpoint_dir.empty() && !log.iterations.empty()) checkpoints.save();
   write_outputs(o, r, trainer, comm, s, say);
-  if (r.env.rank == 0 && !o.report_path.empty()) {
+  if (!o.report_path.empty()) {
     write_report(o, r, trainer, gpt, comm, s, std::move(log));
-    say("starfish-run: report in " + o.report_path);
+    say("starfish-run: report in " + o.report_path);  // said by rank 0 only
   }
   return 0;
 }

@@ -16,7 +16,7 @@ struct RunOptions {
   std::string checkpoint_dir;              // empty: no checkpoints
   int64_t checkpoint_every = 0;            // iterations between checkpoints (and one at the end)
   bool resume = false;                     // continue from checkpoint_dir/latest
-  std::string report_path;                 // JSON report (rank 0); empty: none
+  std::string report_path;                 // JSON report (rank 0; rank r > 0: <path>.rank<r>); empty: none
   std::string params_path;                 // final parameters as a checkpoint file (rank 0); empty: none
   int threads = 0;                         // intra-op threads; 0 = hardware threads / local ranks
   int kill_in_save = 0;                    // test hook: SIGKILL this rank half-way through save number k

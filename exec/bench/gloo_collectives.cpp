@@ -7,7 +7,12 @@
 // bytes a member sends in a ring (sim/cost/collectives.cpp, collective_bytes_sent_per_rank)
 // over the time.
 //
-// usage: gloo_collectives [MB per member=160] [repetitions=7] [ranks=2]
+// With a compute gap, each rank multiplies matrices for that long before every collective, as a
+// run computes between its collectives: the caches then hold the GEMM's data, not the last
+// collective's, and loopback TCP restarts from idle. That is the rate a run gets (the CPU pool
+// profiles use it); without the gap the collectives run back to back, the best case.
+//
+// usage: gloo_collectives [MB per member=160] [repetitions=7] [ranks=2] [compute gap ms=0]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,12 +36,20 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Multiplies 512 x 512 matrices for `seconds` of wall time (the compute gap).
+void compute_for(double seconds) {
+  at::Tensor a = at::rand({512, 512});
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) a = at::mm(a, a).div_(512);
+}
+
 // Wall seconds of `collective`, median of `repetitions` after one warm-up (its first touch of
-// the buffers), every rank starting together (a barrier before each).
-double time_s(starfish::exec::Comm& comm, int repetitions, const std::function<void()>& collective) {
+// the buffers), every rank starting together (a barrier before each, then the compute gap).
+double time_s(starfish::exec::Comm& comm, int repetitions, double gap_s, const std::function<void()>& collective) {
   std::vector<double> times;
   for (int i = 0; i <= repetitions; ++i) {
     comm.barrier();
+    if (gap_s > 0) compute_for(gap_s);
     const auto start = std::chrono::steady_clock::now();
     collective();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -45,7 +58,7 @@ double time_s(starfish::exec::Comm& comm, int repetitions, const std::function<v
   return median(times);
 }
 
-int run_rank(int64_t bytes_per_member, int repetitions) {
+int run_rank(int64_t bytes_per_member, int repetitions, double gap_s) {
   starfish::exec::keep_freed_host_memory();
   at::set_num_threads(1);  // one core per rank, as starfish-run gives two local ranks
   const starfish::exec::RankEnv env = starfish::exec::RankEnv::from_environment();
@@ -63,9 +76,9 @@ int run_rank(int64_t bytes_per_member, int repetitions) {
   };
   const double bytes = static_cast<double>(bytes_per_member);
   const Row rows[] = {
-      {"all_gather", CollectiveKind::all_gather, time_s(comm, repetitions, [&] { comm.all_gather(members, mine); })},
-      {"reduce_scatter", CollectiveKind::reduce_scatter, time_s(comm, repetitions, [&] { comm.reduce_scatter_sum(inputs, reduced); })},
-      {"all_reduce", CollectiveKind::all_reduce, time_s(comm, repetitions, [&] { comm.all_reduce_sum(mine); })},
+      {"all_gather", CollectiveKind::all_gather, time_s(comm, repetitions, gap_s, [&] { comm.all_gather(members, mine); })},
+      {"reduce_scatter", CollectiveKind::reduce_scatter, time_s(comm, repetitions, gap_s, [&] { comm.reduce_scatter_sum(inputs, reduced); })},
+      {"all_reduce", CollectiveKind::all_reduce, time_s(comm, repetitions, gap_s, [&] { comm.all_reduce_sum(mine); })},
   };
   if (env.rank != 0) return 0;
   std::printf("collective,ranks,MB_per_member,median_s,sent_per_rank_MB,link_GB_per_s\n");
@@ -85,8 +98,9 @@ int main(int argc, char** argv) {
   const double mb = argc > 1 ? std::atof(argv[1]) : 160;
   const int repetitions = argc > 2 ? std::atoi(argv[2]) : 7;
   const int ranks = argc > 3 ? std::atoi(argv[3]) : 2;
-  if (!(mb > 0 && mb <= 4096) || repetitions < 1 || repetitions > 1000 || ranks < 2 || ranks > 16) {
-    std::fprintf(stderr, "usage: gloo_collectives [MB per member, 0-4096] [repetitions, 1-1000] [ranks, 2-16]\n");
+  const double gap_ms = argc > 4 ? std::atof(argv[4]) : 0;
+  if (!(mb > 0 && mb <= 4096) || repetitions < 1 || repetitions > 1000 || ranks < 2 || ranks > 16 || !(gap_ms >= 0 && gap_ms <= 60000)) {
+    std::fprintf(stderr, "usage: gloo_collectives [MB per member, 0-4096] [repetitions, 1-1000] [ranks, 2-16] [compute gap ms, 0-60000]\n");
     return 2;
   }
   if (std::getenv("RANK") == nullptr) {
@@ -94,5 +108,5 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
     return starfish::exec::launch_local_ranks("/proc/self/exe", args, ranks);
   }
-  return run_rank(static_cast<int64_t>(mb * 1e6), repetitions);
+  return run_rank(static_cast<int64_t>(mb * 1e6), repetitions, gap_ms / 1e3);
 }
