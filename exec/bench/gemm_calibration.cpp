@@ -12,9 +12,14 @@
 // --threads N: intra-op threads on the CPU (default: every hardware thread). --clock cpu times
 // by process CPU time (with --threads 1 on a shared machine) instead of wall time. --shapes model
 // keeps the squares and the --model shapes only (a slow device need not time 12288-wide layers).
+// --caches cold evicts the caches before every timed repetition (writes a buffer larger than
+// them, untimed), as a training run meets its GEMMs: each layer's weights were pushed out by the
+// layers and the head between two uses of them. The default, warm, repeats a GEMM with its
+// operands in the caches: a standalone benchmark's figure, which a run does not reach.
 //
 // usage: gemm_calibration [--dtype bf16|fp16|fp32] [--max-flop 1e13] [--threads N] [--clock wall|cpu]
-//                         [--shapes all|model] [--model H,T[,V]]... [--attention S,D]... > measurements.csv
+//                         [--shapes all|model] [--caches warm|cold] [--model H,T[,V]]... [--attention S,D]...
+//                         > measurements.csv
 #include <time.h>
 
 #include <algorithm>
@@ -47,11 +52,21 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// --caches cold: a buffer written before each timed repetition, larger than the caches it must
+// empty (a CPU's last level, 32 MiB a CCD on this project's EPYC; an H100's or H200's 50 MiB
+// L2, a B200's 126 MiB), so that the GEMM reads its operands from DRAM or HBM as in a run.
+torch::Tensor cache_evictor;
+void evict_caches() {
+  if (cache_evictor.defined()) cache_evictor.fill_(1.0);
+}
+
 double median_seconds(const std::function<void()>& f, bool cuda, int reps) {
   f();  // warm-up
   if (cuda) torch::cuda::synchronize();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
+    evict_caches();
+    if (cuda) torch::cuda::synchronize();
     const double t0 = now_s();
     f();
     if (cuda) torch::cuda::synchronize();
@@ -113,6 +128,7 @@ struct Options {
   double max_flop = 1e13;
   int threads = 0;
   bool model_only = false;
+  bool cold_caches = false;
   std::vector<ModelGemm> model_shapes;
 };
 
@@ -124,6 +140,8 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (!std::strcmp(argv[i], "--threads")) o.threads = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--clock")) cpu_clock = !std::strcmp(argv[i + 1], "cpu");
     else if (!std::strcmp(argv[i], "--shapes")) o.model_only = !std::strcmp(argv[i + 1], "model");
+    else if (!std::strcmp(argv[i], "--caches") && (!std::strcmp(argv[i + 1], "cold") || !std::strcmp(argv[i + 1], "warm")))
+      o.cold_caches = !std::strcmp(argv[i + 1], "cold");
     else if (!std::strcmp(argv[i], "--model")) {
       try {
         for (const ModelGemm& g : model_gemms(argv[i + 1])) o.model_shapes.push_back(g);
@@ -217,9 +235,11 @@ int main(int argc, char** argv) {
   // Say on stderr which kernels ran (the CSV's columns are starfish calibrate's): a profile
   // measured on OpenBLAS's Prescott fallback describes the wrong machine.
   if (!cuda) std::fprintf(stderr, "gemm_calibration: BLAS kernels: %s\n", starfish::exec::blas_core_name().c_str());
+  if (o.cold_caches) cache_evictor = torch::empty({int64_t{256} << 20}, options.dtype(torch::kByte));  // 256 MiB
   std::printf("kind,dtype,m,n,k,bytes,seconds\n");
   measure_shapes(o, options, cuda);
   measure_model_shapes(o, options, cuda);
+  cache_evictor = torch::Tensor();  // a stream larger than any cache needs no eviction
   // Streaming: a large device-to-device copy reads and writes every byte once.
   const int64_t elements = cuda ? (int64_t{1} << 28) : (int64_t{1} << 25);
   const torch::Tensor src = torch::ones({elements}, options);

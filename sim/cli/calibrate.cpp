@@ -47,6 +47,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
   for (const auto& [flop, f] : cal.matmul_efficiency.points) std::printf(" [%s, %.3f]", units::format_flop_count(flop).c_str(), f);
   if (cal.stream_points > 0) std::printf("; hbm_efficiency %.3f from %d copies", cal.hbm_efficiency, cal.stream_points);
   std::printf("\n");
+  std::fflush(stdout);  // the summary, then the warning about it
   if (cal.stream_bytes_per_s > c.node.gpu.hbm_bandwidth_Bps * 1.05)
     std::fprintf(stderr, "calibrate: the copies ran at %.3g GB/s, above %s's hbm_bandwidth of %.3g GB/s (hbm_efficiency is capped at 1): raise its hbm_bandwidth\n",
                  cal.stream_bytes_per_s / 1e9, hw_path.c_str(), c.node.gpu.hbm_bandwidth_Bps / 1e9);

@@ -17,8 +17,8 @@ namespace {
 std::pair<const char*, std::string> check_file(const std::string& path) {
   char line[512];
   const YAML::Node root = load_yaml_file(path);
-  if (root["node"]) {
-    const Cluster c = parse_cluster(root, input_name(path));
+  if (root["node"] || root["base"]) {  // a hardware profile (one naming a base may add no node field)
+    const Cluster c = load_cluster(path);
     std::snprintf(line, sizeof line, "hardware '%s', %d node(s) x %d %s", c.name.c_str(), c.nodes, c.node.gpus,
                   c.node.gpu.name.c_str());
     return {"hardware", line};

@@ -267,6 +267,8 @@ Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
   Cluster c;
   c.provenance.file = file;
   MapReader r(root, c.provenance, "");
+  // load_cluster merges a profile's base in (and drops the key); text parsed apart cannot.
+  if (r.has("base")) r.fail("base", "a base profile is read only from a file (load the profile by its path)");
   c.name = r.text("name");
   if (r.has("description")) c.description = r.text("description");
   c.nodes = r.whole("nodes", 1, limits::kMaxGpus);
@@ -505,7 +507,62 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   return p;
 }
 
-Cluster load_cluster(const std::string& path) { return parse_cluster(load_yaml_file(path), input_name(path)); }
+namespace {
+
+// A profile's `base:`: the profile it starts from, whose fields it keeps unless it gives them
+// again. Maps merge key by key, so `node: {gpu: {memory: 6MiB}}` changes the GPU's memory and
+// keeps the rest of its GPU; any other value (a scalar, a list: `matmul_efficiency`) replaces
+// the base's whole. The merged nodes keep their own marks (inserted, never cloned).
+void overlay(YAML::Node target, const YAML::Node& over) {
+  for (const auto& kv : over) {
+    const std::string key = kv.first.Scalar();
+    if (key == "base") continue;
+    YAML::Node existing = target[key];
+    if (existing.IsMap() && kv.second.IsMap()) {
+      overlay(existing, kv.second);
+    } else {
+      // The derived file's own key and value nodes, so that an error names their line.
+      target.remove(key);
+      target.force_insert(kv.first, kv.second);
+    }
+  }
+}
+
+// Profiles named by `base:` chains at most this deep: deeper is a cycle or a mistake.
+constexpr int kMaxBaseDepth = 8;
+
+// The profile at `path` with its base chain merged in. Each base is parsed on its own first, so
+// an error in it names its own file; what the merge adds can only fail on the fields the
+// derived profile gives (named with its file).
+YAML::Node cluster_node(const std::string& path, int depth) {
+  YAML::Node root = load_yaml_file(path);
+  const YAML::Node base_field = root.IsMap() ? root["base"] : YAML::Node();
+  if (!base_field) return root;
+  Provenance provenance;
+  provenance.file = input_name(path);
+  const SourceLoc at = location(provenance, base_field);
+  if (!base_field.IsScalar() || base_field.Scalar().empty())
+    fail_at(at, "base", "expected the path of the hardware profile this one starts from");
+  if (path == "-") fail_at(at, "base", "a profile read from standard input cannot name a base (no folder to find it in)");
+  if (depth >= kMaxBaseDepth)
+    fail_at(at, "base", "profiles name bases more than " + std::to_string(kMaxBaseDepth) + " deep (a cycle?)");
+  namespace fs = std::filesystem;
+  const fs::path named(base_field.Scalar());
+  const std::string base_path = named.is_absolute() ? named.string() : (fs::path(path).parent_path() / named).lexically_normal().string();
+  YAML::Node base;
+  try {
+    base = cluster_node(base_path, depth + 1);
+  } catch (const InputFileError& e) {
+    fail_at(at, "base", e.what());
+  }
+  (void)parse_cluster(base, input_name(base_path));  // a base must be a whole profile by itself
+  overlay(base, root);
+  return base;
+}
+
+}  // namespace
+
+Cluster load_cluster(const std::string& path) { return parse_cluster(cluster_node(path, 0), input_name(path)); }
 Model load_model(const std::string& path) { return parse_model(load_yaml_file(path), input_name(path)); }
 PlanFile load_plan_file(const std::string& path) { return parse_plan_file(load_yaml_file(path), input_name(path)); }
 
