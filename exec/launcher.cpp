@@ -1,5 +1,7 @@
 #include "exec/launcher.h"
 
+#include <sched.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -7,10 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace starfish::exec {
 
@@ -31,6 +37,64 @@ int free_loopback_port() {
   return ntohs(a.sin_port);
 }
 
+namespace {
+
+std::vector<int> allowed_cpu_list() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// "0-3,6": runs of consecutive CPUs.
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string text;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!text.empty()) text += ",";
+    text += std::to_string(cpus[i]) + (j > i ? "-" + std::to_string(cpus[j]) : "");
+    i = j + 1;
+  }
+  return text;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 1 << 20) throw std::invalid_argument(std::string(name) + " must be a whole number, got '" + v + "'");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+std::string allowed_cpus() { return cpu_list_text(allowed_cpu_list()); }
+
+std::string bind_to_local_rank_cores() {
+  const int local_rank = env_int("LOCAL_RANK", -1);
+  if (local_rank < 0) throw std::invalid_argument("--bind-cores needs local ranks (--nproc N, or torchrun's LOCAL_RANK)");
+  const int local_world = std::max(env_int("LOCAL_WORLD_SIZE", local_rank + 1), local_rank + 1);
+  const std::vector<int> cpus = allowed_cpu_list();
+  const int n = static_cast<int>(cpus.size());
+  std::vector<int> mine;
+  if (local_world > n) {
+    mine.push_back(cpus[static_cast<size_t>(local_rank % n)]);
+  } else {
+    const int share = n / local_world;
+    for (int i = local_rank * share; i < (local_rank + 1) * share; ++i) mine.push_back(cpus[static_cast<size_t>(i)]);
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : mine) CPU_SET(c, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) throw std::runtime_error(std::string("--bind-cores: sched_setaffinity: ") + std::strerror(errno));
+  return cpu_list_text(mine);
+}
+
 int launch_local_ranks(const std::string& program, const std::vector<std::string>& args, int nproc) {
   if (nproc < 1) throw std::invalid_argument("launcher: --nproc must be at least 1");
   const std::string port = std::to_string(free_loopback_port());
@@ -45,6 +109,7 @@ int launch_local_ranks(const std::string& program, const std::vector<std::string
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", port.c_str(), 1);
       std::vector<char*> argv;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "exec/blas_kernels.h"
+#include "exec/launcher.h"
 #include "exec/checkpoint.h"
 #include "exec/chunk_store.h"
 #include "exec/data.h"
@@ -535,6 +536,7 @@ void write_report(const RunOptions& o, const Resolved& r, StoreTrainer& trainer,
     w.field("store", chunked ? "chunks" : "flat").field("dtype", to_string(r.training.dtype));
     w.field("recompute", to_string(r.pf.plan.recompute));
     w.field("blas", blas_core_name());  // OpenBLAS's kernel set ("" for another BLAS): exec/blas_kernels.h
+    w.field("cpus", allowed_cpus());    // where this rank could run ("0" when --bind-cores gave it one core)
     if (!chunked) return;
     w.key("copied_bytes").begin_object();  // totals over the run, by tier pair
     const Counters total = Counters::of(*s.backend, s.chunks->runtime());

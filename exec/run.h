@@ -38,6 +38,7 @@ struct RunOptions {
   std::string move_log_path;
   bool lru = false;                        // LRU eviction instead of farthest next use
   bool no_prefetch = false;
+  bool bind_cores = false;                 // main() binds the rank before it trains (exec/launcher.h)
   bool quiet = false;
   // c10d's timeout: a collective that waits longer for a rank (hung, or dead without closing
   // its connections) fails with an error instead of blocking the run forever.

@@ -36,7 +36,7 @@ cli::Args parse_args(const std::vector<std::string>& argv) {
                      {"model", "hw", "data", "iterations", "checkpoint-dir", "checkpoint-every", "report", "params-out",
                       "threads", "kill-in-save", "timeout", "gpu-budget", "cpu-budget", "nvme-budget", "non-model",
                       "scratch", "move-log"},
-                     {"resume", "quiet", "lru", "no-prefetch"});
+                     {"resume", "quiet", "lru", "no-prefetch", "bind-cores"});
   } catch (const cli::UsageError& e) {
     throw SpecError(std::string("starfish-run: ") + e.what() + "\n" + run_usage());
   }
@@ -48,9 +48,11 @@ const char* run_usage() {
   return "usage: starfish-run [--nproc N] [--model M.yaml] [--hw H.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
          "                    [--checkpoint-every N] [--resume] [--report FILE.json] [--params-out FILE] [--threads N]\n"
          "                    [--gpu-budget SIZE] [--cpu-budget SIZE] [--nvme-budget SIZE] [--non-model SIZE]\n"
-         "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--timeout SECONDS] [--quiet] plan.yaml\n"
+         "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--timeout SECONDS] [--bind-cores] [--quiet]\n"
+         "                    plan.yaml\n"
          "  --timeout: how long a rank waits for the others in a collective before it gives up with an error\n"
-         "             (c10d's timeout; default 300 s): a rank that dies or hangs stops the whole run";
+         "             (c10d's timeout; default 300 s): a rank that dies or hangs stops the whole run\n"
+         "  --bind-cores: each local rank runs on its own equal share of the CPUs (DeepSpeed's --bind_cores_to_rank)";
 }
 
 RunOptions parse_run_options(const std::vector<std::string>& argv) {
@@ -83,6 +85,7 @@ RunOptions parse_run_options(const std::vector<std::string>& argv) {
   o.quiet = args.flag("quiet");
   o.lru = args.flag("lru");
   o.no_prefetch = args.flag("no-prefetch");
+  o.bind_cores = args.flag("bind-cores");
   const auto& plans = args.positional();
   if (plans.empty()) throw SpecError(std::string("starfish-run: no plan file\n") + run_usage());
   if (plans.size() > 1)

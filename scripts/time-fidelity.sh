@@ -64,7 +64,7 @@ for entry in "${plans[@]}"; do
   load="$(cut -d' ' -f1 /proc/loadavg)"
   run_moves=()
   [ ${#moves_flag[@]} -gt 0 ] && run_moves=(--move-log "$d/run.jsonl")
-  (cd "$root" && "$run" --nproc "$ranks" "$plan" "${sim_flags[@]}" --threads 1 --iterations "$iterations" --report "$d/run.json" \
+  (cd "$root" && "$run" --nproc "$ranks" --bind-cores "$plan" "${sim_flags[@]}" --threads 1 --iterations "$iterations" --report "$d/run.json" \
      "${run_moves[@]}" --scratch "$d" --quiet) >"$d/run.log" 2>&1 || { echo "time-fidelity: $name: starfish-run failed (see $d/run.log)" >&2; exit 1; }
   cmp_moves=()
   if [ ${#moves_flag[@]} -gt 0 ]; then

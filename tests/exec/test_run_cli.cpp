@@ -71,6 +71,44 @@ TEST(RunCli, NprocTakesAWholeNumberOfRanks) {
   EXPECT_EQ(read_file(dir / "log"), "starfish-run: --nproc expects a whole number of ranks from 1 to 4096, got ''\n");
 }
 
+// The "cpus" field of a report.
+std::string cpus_of(const std::string& report_path) {
+  const std::string report = read_file(report_path);
+  const size_t at = report.find("\"cpus\": \"");
+  if (at == std::string::npos) return "(no cpus field)";
+  return report.substr(at + 9, report.find('"', at + 9) - at - 9);
+}
+
+TEST(RunCli, BindCoresGivesEachLocalRankItsOwnShareOfTheCpus) {
+  TempDir dir("run-bind-cores");
+  const std::string plan = testing::write_plan(dir, "plan.yaml", 4, 2, 1);  // 2 ranks x micro-batch 2
+  // One process has no local rank to bind: one line, nothing trained.
+  expect_refused_before_training(plan + " --bind-cores --threads 1", dir / "log",
+                                 "starfish-run: --bind-cores needs local ranks (--nproc N, or torchrun's LOCAL_RANK)");
+  const std::string unbound = (dir / "unbound.json");
+  ASSERT_EQ(run_starfish("--nproc 2 " + plan + " --threads 1 --iterations 1 --report " + unbound, dir / "log").code, 0)
+      << read_file(dir / "log");
+  const std::string all = cpus_of(unbound);
+  EXPECT_EQ(cpus_of(unbound + ".rank1"), all);  // unbound, every rank may run anywhere
+  const std::string bound = (dir / "bound.json");
+  ASSERT_EQ(run_starfish("--nproc 2 " + plan + " --bind-cores --threads 1 --iterations 1 --report " + bound, dir / "log").code, 0)
+      << read_file(dir / "log");
+  const std::string first = cpus_of(bound), second = cpus_of(bound + ".rank1");
+  if (all.find_first_of("-,") == std::string::npos) {  // one CPU: both ranks share it
+    EXPECT_EQ(first, all);
+    EXPECT_EQ(second, all);
+    return;
+  }
+  // Two different shares of what the run could use (on this project's 2-CPU machines "0", "1").
+  EXPECT_NE(first, second);
+  EXPECT_NE(first, all);
+  EXPECT_EQ(first.find_first_not_of("0123456789-,"), std::string::npos) << first;
+  if (all == "0-1") {
+    EXPECT_EQ(first, "0");
+    EXPECT_EQ(second, "1");
+  }
+}
+
 TEST(RunCli, TheBundledChunkedCpuPlanTrains) {
   // configs/plans/tiny-cpu.yaml passes `starfish check` and `simulate` (tests/sim/cli); the
   // executor agrees on what it holds: one micro-batch of the whole batch per iteration.
