@@ -38,6 +38,7 @@
 #include "sim/cost/flops.h"
 #include "sim/report/report.h"
 #include "sim/spec/error.h"
+#include "sim/spec/input_file.h"
 #include "sim/spec/job.h"
 #include "sim/spec/json_writer.h"
 #include "sim/spec/spec_io.h"
@@ -184,10 +185,7 @@ Resolved resolve(const RunOptions& o) {
   Resolved r;
   r.env = RankEnv::from_environment();
   r.pf = load_plan_file(o.plan_path);
-  auto relative_to_plan = [&](const std::string& ref) {
-    if (fs::path(ref).is_absolute()) return ref;
-    return (fs::path(o.plan_path).parent_path() / ref).lexically_normal().string();
-  };
+  auto relative_to_plan = [&](const std::string& ref) { return path_named_in(o.plan_path, ref); };
   std::string model_path;
   if (o.model_path) model_path = *o.model_path;
   else if (r.pf.model_path) model_path = relative_to_plan(*r.pf.model_path);

@@ -1,6 +1,5 @@
 #include "sim/cli/job_loader.h"
 
-#include <filesystem>
 
 #include "sim/cli/cli.h"
 #include "sim/spec/input_file.h"
@@ -20,14 +19,9 @@ Training default_training(const Cluster& cluster) {
 
 Job load_job(const std::optional<std::string>& model, const std::optional<std::string>& hardware,
              const std::optional<std::string>& plan, const std::optional<std::string>& nodes) {
-  namespace fs = std::filesystem;
   std::optional<PlanFile> pf;
   if (plan) pf = load_plan_file(*plan);
-  auto relative_to_plan = [&](const std::string& ref) {
-    const fs::path p(ref);
-    if (p.is_absolute()) return ref;
-    return (fs::path(*plan).parent_path() / p).lexically_normal().string();
-  };
+  auto relative_to_plan = [&](const std::string& ref) { return path_named_in(*plan, ref); };
   std::string model_path, hw_path;
   if (model) model_path = resolve_model(*model);
   else if (pf && pf->model_path) model_path = relative_to_plan(*pf->model_path);

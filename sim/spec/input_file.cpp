@@ -34,6 +34,12 @@ std::string read_stdin() {
 
 std::string input_name(const std::string& path) { return path == "-" ? kStdinName : path; }
 
+std::string path_named_in(const std::string& naming_file, const std::string& named) {
+  namespace fs = std::filesystem;
+  if (fs::path(named).is_absolute()) return named;
+  return (fs::path(naming_file).parent_path() / named).lexically_normal().string();
+}
+
 std::string read_input_file(const std::string& path) {
   if (path == "-") return read_stdin();
   namespace fs = std::filesystem;

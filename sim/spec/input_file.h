@@ -31,4 +31,8 @@ std::string read_input_file(const std::string& path);
 inline constexpr const char* kStdinName = "<stdin>";
 std::string input_name(const std::string& path);
 
+// A path one file names inside it (a plan's model and hardware, a profile's base): as given when
+// absolute, else relative to the folder of the file that names it, as a user reads it.
+std::string path_named_in(const std::string& naming_file, const std::string& named);
+
 }  // namespace starfish

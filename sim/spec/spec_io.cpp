@@ -546,9 +546,7 @@ YAML::Node cluster_node(const std::string& path, int depth) {
   if (path == "-") fail_at(at, "base", "a profile read from standard input cannot name a base (no folder to find it in)");
   if (depth >= kMaxBaseDepth)
     fail_at(at, "base", "profiles name bases more than " + std::to_string(kMaxBaseDepth) + " deep (a cycle?)");
-  namespace fs = std::filesystem;
-  const fs::path named(base_field.Scalar());
-  const std::string base_path = named.is_absolute() ? named.string() : (fs::path(path).parent_path() / named).lexically_normal().string();
+  const std::string base_path = path_named_in(path, base_field.Scalar());
   YAML::Node base;
   try {
     base = cluster_node(base_path, depth + 1);
