@@ -136,14 +136,15 @@ void exchange(c10d::ProcessGroup& pg, Comm::Impl& impl, at::Tensor out, int to, 
   impl.wait(sent);
 }
 
+// Member i of a ring of n, for any i (negative ones count back from the end).
+int ring_slot(int i, int n) { return (i % n + n) % n; }
+
 // Ring all-gather over n members: at step k member r passes piece (r - k) mod n to r + 1 and
 // takes piece (r - k - 1) mod n from r - 1; each member sends (n - 1) pieces, as NCCL's ring.
 void ring_all_gather(c10d::ProcessGroup& pg, Comm::Impl& impl, std::vector<at::Tensor>& pieces, int own) {
   const int n = static_cast<int>(pieces.size());
-  for (int k = 0; k + 1 < n; ++k) {
-    const int out = ((own - k) % n + n) % n, in = ((own - k - 1) % n + n) % n;
-    exchange(pg, impl, pieces[static_cast<size_t>(out)], (own + 1) % n, pieces[static_cast<size_t>(in)], (own + n - 1) % n, k);
-  }
+  for (int k = 0; k + 1 < n; ++k)
+    exchange(pg, impl, pieces[ring_slot(own - k, n)], ring_slot(own + 1, n), pieces[ring_slot(own - k - 1, n)], ring_slot(own - 1, n), k);
 }
 
 // Ring reduce-scatter: at step k member r sends its partial sum of piece (r - k - 1) mod n to
@@ -151,13 +152,12 @@ void ring_all_gather(c10d::ProcessGroup& pg, Comm::Impl& impl, std::vector<at::T
 // after n - 1 steps the partial it holds is its own piece's, summed over every member.
 void ring_reduce_scatter(c10d::ProcessGroup& pg, Comm::Impl& impl, const std::vector<at::Tensor>& inputs, at::Tensor& output, int own) {
   const int n = static_cast<int>(inputs.size());
-  at::Tensor partial = inputs[static_cast<size_t>(((own - 1) % n + n) % n)];
+  at::Tensor partial = inputs[ring_slot(own - 1, n)];
   at::Tensor received = at::empty_like(output);
   for (int k = 0; k + 1 < n; ++k) {
-    const int in = ((own - k - 2) % n + n) % n;
-    exchange(pg, impl, partial, (own + 1) % n, received, (own + n - 1) % n, k);
+    exchange(pg, impl, partial, ring_slot(own + 1, n), received, ring_slot(own - 1, n), k);
     at::Tensor sum = k + 2 < n ? at::empty_like(output) : output;
-    at::add_out(sum, received, inputs[static_cast<size_t>(in)]);
+    at::add_out(sum, received, inputs[ring_slot(own - k - 2, n)]);
     partial = sum;
   }
 }

@@ -49,7 +49,6 @@ int main(int argc, char** argv) {
         break;
       }
     }
-    const bool bind_cores = std::find(args.begin(), args.end(), "--bind-cores") != args.end();
     if (nproc > 0) {
       starfish::exec::check_run_outputs(starfish::exec::parse_run_options(args));  // fail before starting ranks
       char self[4096];
@@ -59,7 +58,7 @@ int main(int argc, char** argv) {
       return starfish::exec::launch_local_ranks(self, args, nproc);
     }
     const starfish::exec::RunOptions options = starfish::exec::parse_run_options(args);
-    if (bind_cores) starfish::exec::bind_to_local_rank_cores();  // before LibTorch starts its threads
+    if (options.bind_cores) starfish::exec::bind_to_local_rank_cores();  // before LibTorch starts its threads
     return starfish::exec::run_rank(options);
   } catch (const std::exception& e) {
     // One prefix: the option parser's messages carry it already.

@@ -140,8 +140,13 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (!std::strcmp(argv[i], "--threads")) o.threads = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--clock")) cpu_clock = !std::strcmp(argv[i + 1], "cpu");
     else if (!std::strcmp(argv[i], "--shapes")) o.model_only = !std::strcmp(argv[i + 1], "model");
-    else if (!std::strcmp(argv[i], "--caches") && (!std::strcmp(argv[i + 1], "cold") || !std::strcmp(argv[i + 1], "warm")))
+    else if (!std::strcmp(argv[i], "--caches")) {
+      if (std::strcmp(argv[i + 1], "cold") && std::strcmp(argv[i + 1], "warm")) {
+        std::fprintf(stderr, "gemm_calibration: --caches must be warm or cold, got '%s'\n", argv[i + 1]);
+        return false;
+      }
       o.cold_caches = !std::strcmp(argv[i + 1], "cold");
+    }
     else if (!std::strcmp(argv[i], "--model")) {
       try {
         for (const ModelGemm& g : model_gemms(argv[i + 1])) o.model_shapes.push_back(g);

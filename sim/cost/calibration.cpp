@@ -144,8 +144,9 @@ Calibration fit_calibration(const GpuSpec& gpu, const std::vector<Measurement>& 
     if (r.kind == Measurement::Kind::stream) stream.push_back(r.bytes / r.seconds / gpu.hbm_bandwidth_Bps);
   out.stream_points = static_cast<int>(stream.size());
   if (!stream.empty()) {
-    out.stream_bytes_per_s = median(stream) * gpu.hbm_bandwidth_Bps;
-    out.hbm_efficiency = std::clamp(three_significant_digits(median(stream)), 0.01, 1.0);
+    const double achieved_fraction = median(stream);
+    out.stream_bytes_per_s = achieved_fraction * gpu.hbm_bandwidth_Bps;
+    out.hbm_efficiency = std::clamp(three_significant_digits(achieved_fraction), 0.01, 1.0);
   }
   return out;
 }

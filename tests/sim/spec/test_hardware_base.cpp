@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/spec/spec_io.h"
+#include "support/cluster_yaml.h"
 #include "support/error_of.h"
 
 namespace starfish {
@@ -15,23 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::starfish::testing::error_of;
 
-const char* kBase = R"(name: box
-nodes: 1
-node:
-  gpus: 8
-  gpu:
-    name: G
-    memory: 80GiB
-    hbm_bandwidth: 2TB/s
-    peak: {bf16: 312TFLOPS}
-    matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]
-  host:
-    memory: 1TiB
-    memory_bandwidth: 200GB/s
-    cpu_cores: 64
-    cpu_adam_params_per_s: 1e9
-  pcie: {generation: 4, lanes: 16}
-)";
+// The base every test starts from: a whole profile by itself.
+const std::string& kBase = ::starfish::testing::kCluster;
 
 // A folder of its own per test, removed after.
 class HardwareBase : public ::testing::Test {
@@ -68,8 +54,7 @@ TEST_F(HardwareBase, FieldsGivenAgainReplaceTheBasesAndTheRestAreKept) {
   expected.node.gpus = 2;
   expected.node.gpu.memory_bytes = int64_t{6} << 20;
   expected.node.gpu.matmul_efficiency.points = {{2e9, 0.4}};  // a list replaces the base's whole
-  expected.node.nvlink = NvlinkSpec{};
-  expected.node.nvlink->bandwidth_Bps = 1.5e9;
+  expected.node.nvlink->bandwidth_Bps = 1.5e9;  // a map merges: the base's other nvlink fields stay
   expected.provenance = c.provenance;  // where each field was read differs, not what
   EXPECT_EQ(c, expected);
   // The merged profile saves as one whole profile, which loads back equal.
@@ -90,7 +75,7 @@ TEST_F(HardwareBase, BasesChainAndAFieldOfTheDerivedProfileIsCheckedWithItsOwnLi
 }
 
 TEST_F(HardwareBase, AnErrorInTheBaseNamesTheBaseFile) {
-  const std::string broken = write("broken.yaml", std::string(kBase).replace(std::string(kBase).find("80GiB"), 5, "eighty"));
+  const std::string broken = write("broken.yaml", std::string(kBase).replace(kBase.find("80GiB"), 5, "eighty"));
   const std::string path = write("derived.yaml", "base: broken.yaml\nname: d\n");
   EXPECT_EQ(error_of([&] { load_cluster(path); }).rfind(broken + ":7:", 0), 0u) << error_of([&] { load_cluster(path); });
 }

@@ -13,6 +13,7 @@
 #include "sim/spec/limits.h"
 #include "sim/spec/spec_io.h"
 #include "sim/spec/yaml_reader.h"
+#include "support/cluster_yaml.h"
 #include "support/error_of.h"
 
 namespace starfish {
@@ -21,25 +22,8 @@ namespace {
 using ::starfish::testing::error_of;
 
 const std::string kModel = "name: m\nlayers: 24\nhidden: 1024\nheads: 16\nseq_len: 1024\nvocab: 50257\n";
-const std::string kCluster = R"(name: box
-nodes: 1
-node:
-  gpus: 8
-  gpu:
-    name: G
-    memory: 80GiB
-    hbm_bandwidth: 2TB/s
-    peak: {bf16: 312TFLOPS}
-    matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]
-  host:
-    memory: 1TiB
-    memory_bandwidth: 200GB/s
-    cpu_cores: 64
-    cpu_adam_params_per_s: 1e9
-  pcie: {generation: 4, lanes: 16}
-  nvlink: {bandwidth: 300GB/s}
-  nic: {count: 8, bandwidth: 200Gb/s}
-)";
+// The shared profile with a NIC (some limits below are the fabric's).
+const std::string kCluster = ::starfish::testing::kCluster + "  nic: {count: 8, bandwidth: 200Gb/s}\n";
 const std::string kPlan = "training:\n  global_batch: 64\nplan:\n  tensor_parallel: 2\n  micro_batch: 2\n";
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {

@@ -5,6 +5,7 @@
 
 #include "sim/spec/job.h"
 #include "sim/spec/spec_io.h"
+#include "support/cluster_yaml.h"
 #include "support/error_of.h"
 
 namespace starfish {
@@ -18,24 +19,7 @@ seq_len: 1024
 vocab: 50257
 )";
 
-const char* kCluster = R"(name: box
-nodes: 1
-node:
-  gpus: 8
-  gpu:
-    name: G
-    memory: 80GiB
-    hbm_bandwidth: 2TB/s
-    peak: {bf16: 312TFLOPS}
-    matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]
-  host:
-    memory: 1TiB
-    memory_bandwidth: 200GB/s
-    cpu_cores: 64
-    cpu_adam_params_per_s: 1e9
-  pcie: {generation: 4, lanes: 16}
-  nvlink: {bandwidth: 300GB/s}
-)";
+using ::starfish::testing::kCluster;
 
 using ::starfish::testing::error_of;
 
