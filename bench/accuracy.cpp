@@ -326,6 +326,14 @@ void mosaicml(const std::string& dir, Summary& sum) {
     p.zero_stage = t.at(r, "Sharding Strategy") == "FULL_SHARD" ? 3 : 2;
     p.overlap_grad_reduce = true;  // FSDP reduce-scatters each unit's gradients during backward
     p.recompute = t.at(r, "Activation Checkpointing") == "True" ? Recompute::full : Recompute::none;
+    // Composer's FSDP mixed precision (MP Mode): DEFAULT reduces gradients in fp32 (FSDP's
+    // default here), PURE in bf16.
+    const std::string mp_mode = t.at(r, "MP Mode");
+    if (mp_mode == "PURE") p.grad_reduce = GradReduce::training;
+    else if (mp_mode != "DEFAULT") {
+      sum.not_expressed.push_back("MosaicML line " + t.at(r, "md_line") + ": MP Mode " + mp_mode);
+      continue;
+    }
     Job job;
     try {
       job = make_job(m, cl, tr, p);

@@ -41,6 +41,7 @@ const FrameworkTraits& framework_traits(Framework f) {
   static const FrameworkTraits fsdp = [] {
     FrameworkTraits t;
     t.loss = Loss::pytorch;
+    t.reduce_grads_in_fp32 = true;
     // MosaicML llm-foundry (attn_impl: flash / triton) and torchtitan (SDPA flash backend).
     t.attention = Attention::flash;
     t.pipeline_scatter_gather = false;  // torchtitan's pipelining sends whole tensors
@@ -76,11 +77,27 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan) {
   GradBuffers g;
   g.low_precision_bytes = low;
   g.reduce_bytes = low;
-  if (training.dtype == DType::bf16 && !plan.chunked() && f.fp32_grads_replace_low_precision) {
-    g.low_precision_bytes = 0;
-    g.fp32_bytes = 4;
-    g.reduce_bytes = 4;
+  // The chunk runtime reduces each gradient chunk in the chunk's dtype (job.cpp refuses fp32).
+  if (plan.chunked()) return g;
+  const bool sixteen_bit = training.dtype == DType::bf16 || training.dtype == DType::fp16;
+  if (f.fp32_grads_replace_low_precision) {
+    // Megatron: an fp32 main_grad buffer, reduced as it is, under bf16 by default
+    // (--accumulate-allreduce-grads-in-fp32, forced for bf16); --grad-reduce-in-bf16 keeps the
+    // buffer in bf16 (Megatron-core's DistributedDataParallelConfig.grad_reduce_in_fp32).
+    const bool fp32 = plan.grad_reduce == GradReduce::fp32 ||
+                      (plan.grad_reduce == GradReduce::framework_default && training.dtype == DType::bf16);
+    if (fp32 && sixteen_bit) {
+      g.low_precision_bytes = 0;
+      g.fp32_bytes = 4;
+      g.reduce_bytes = 4;
+    }
+    return g;
   }
+  // Others cast the 16-bit gradients up for the collective only (FSDP's reduce_dtype,
+  // DeepSpeed's communication_data_type): the buffers keep their precision.
+  const bool fp32 = plan.grad_reduce == GradReduce::fp32 ||
+                    (plan.grad_reduce == GradReduce::framework_default && f.reduce_grads_in_fp32);
+  if (fp32) g.reduce_bytes = 4;
   return g;
 }
 

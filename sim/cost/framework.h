@@ -19,6 +19,11 @@ struct FrameworkTraits {
   // deepspeed/runtime/bf16_optimizer.py, keeps a full fp32 accumulator *beside* the bf16 .grad,
   // but only without ZeRO, which no plan expresses yet; ZeRO-1/2 keep 16-bit grads.)
   bool fp32_grads_replace_low_precision = false;
+  // The DP reduction moves fp32 gradients (plan.grad_reduce_dtype: default): FSDP's
+  // MixedPrecision(reduce_dtype=torch.float32), torchtitan's default (mixed_precision_reduce:
+  // float32, torchtitan/config/job_config.py) and Composer's DEFAULT mixed precision
+  // (composer/distributed/mosaic_parallelism.py: param bf16, reduce fp32, buffers fp32).
+  bool reduce_grads_in_fp32 = false;
   // PyTorch's caching allocator reserves more than tensors use (splitting and rounding leave
   // unusable holes). GMLake (Guo et al., ASPLOS 2024) measures the fragmentation of eight LLMs
   // trained with recomputation / ZeRO / offload on A100-80GB at 15% on average (what GMLake
@@ -39,7 +44,9 @@ struct FrameworkTraits {
   bool pipeline_scatter_gather = true;
   // A stage waits for its send to complete before it computes on: Megatron-LM 2021-22's
   // p2p_communication waits on every batch_isend_irecv pair (send_forward_recv_backward ...),
-  // and DeepSpeed's engine executes SendActivation / SendGrad as blocking instructions.
+  // and DeepSpeed's engine executes SendActivation / SendGrad as blocking instructions. A
+  // blocking NCCL send also meets its receive: the transfer starts only once the receiving stage
+  // has posted it, i.e. finished the op it runs before the one that consumes the data.
   bool blocking_p2p = true;
   // The loss a plan gets when it names none: Megatron's vocab-parallel cross-entropy
   // (Megatron-LM, Megatron-core, and Megatron-DeepSpeed's GPT), PyTorch's cross_entropy on fp32
@@ -69,6 +76,7 @@ Attention attention_kernel(const Plan& plan);
 
 // Bytes per parameter of the gradient state backward writes and DP reduces: the 16-bit .grad
 // (training dtype), an fp32 buffer instead (Megatron bf16), or both (DeepSpeed BF16_Optimizer).
+// The reduction's precision is the plan's grad_reduce_dtype, else its framework's.
 struct GradBuffers {
   double low_precision_bytes = 0;  // per parameter; 0 when the fp32 buffer replaces it
   double fp32_bytes = 0;           // per parameter

@@ -190,9 +190,10 @@ class LayerOpsBuilder {
   // FlashAttention (Dao 2022; FlashAttention-2, Dao 2023): one kernel per (sequence, head) tile
   // that keeps scores in on-chip memory. Causal masking skips the blocks above the diagonal, so
   // it does half the full product's work; backward recomputes the scores and runs five GEMMs to
-  // the forward's two (2.5x its FLOPs). Its efficiency is that of one head's GEMM work, capped
-  // at what the kernel's generation is measured to reach on this GPU (the hwprofile's
-  // attention_efficiency: the online softmax and the tiles' bookkeeping are not GEMM work).
+  // the forward's two (2.5x its FLOPs). Each pass's efficiency is that of one head's GEMM work
+  // in it, capped at what the kernel's generation is measured to reach in that pass on this GPU
+  // (the hwprofile's attention_efficiency: the online softmax, the tiles' bookkeeping and, in
+  // backward, dQ's accumulation across key blocks are not GEMM work).
   //
   // Context parallelism (TransformerEngine's ring attention, load-balanced): a rank holds chunks
   // r and 2cp-1-r of 2cp, and in each of cp ring steps meets one rank's keys. Step 0 is causal
@@ -203,10 +204,12 @@ class LayerOpsBuilder {
     // Per head: scores over the query/key width, context over the value width (MLA's differ).
     const double s = m_.seq_len / shape_.cp, d = m_.qk_head_dim() + m_.v_head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
-    const double cap = shape_.attention == Attention::flash1 ? gpu_.attention_efficiency.flash1
-                                                             : gpu_.attention_efficiency.flash2;
-    const double fwd = shape_.cp * batched_matmul_time_s(0.5 * 2 * s * s * d, heads, cap);
-    add("flash attention", fwd, 2.5 * fwd, true, true);
+    const bool v1 = shape_.attention == Attention::flash1;
+    const double flop_each = 0.5 * 2 * s * s * d;
+    const double fwd = shape_.cp * batched_matmul_time_s(flop_each, heads, gpu_.attention_efficiency.forward(v1));
+    // Backward's five GEMMs are each of the forward's shape: the curve at one of them.
+    const double bwd = 2.5 * shape_.cp * batched_matmul_time_s(flop_each, heads, gpu_.attention_efficiency.backward(v1));
+    add("flash attention", fwd, bwd, true, true);
   }
 
   // `count` independent GEMMs of `flop_each` run as one batched kernel: the efficiency is that

@@ -64,6 +64,8 @@ class StaticIterationBuilder {
     last_b_ = first_f_;
     next_f_ = first_f_;
     next_b_ = first_f_;
+    before_f_ = first_f_;
+    before_b_ = first_f_;
     out_.stages.resize(static_cast<size_t>(P));
     for (int s = 0; s < P; ++s) build_stage(s);
     connect_pipeline();
@@ -198,7 +200,10 @@ class StaticIterationBuilder {
     const size_t i = at(gv, mb);
     // The stage's previous op is followed by this one: a blocking send of the previous op
     // holds this one back (connect_pipeline).
-    if (prev.first != kNone) (prev.forward ? next_f_ : next_b_)[prev.index] = op_first_;
+    if (prev.first != kNone) {
+      (prev.forward ? next_f_ : next_b_)[prev.index] = op_first_;
+      (op.forward ? before_f_ : before_b_)[i] = (prev.forward ? last_f_ : last_b_)[prev.index];
+    }
     (op.forward ? first_f_ : first_b_)[i] = op_first_;
     (op.forward ? last_f_ : last_b_)[i] = chain_last_;
     if (!op.forward) last_backward_of_[{s, op.virtual_stage}] = chain_last_;
@@ -493,46 +498,59 @@ class StaticIterationBuilder {
   void connect_pipeline() {
     const Plan& p = job_.plan;
     const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
-    const des::Topology& topo = eng_.topology();
-    // Each TP rank sends its share of the boundary tensor to its peer of the next stage, and the
-    // receiving TP group all-gathers the pieces where the framework scatters them
-    // (sim/cost/framework.h, pipeline_send). Only the leads are simulated: across nodes, the
-    // lead's flow carries the sends of the TP peers that share its NIC, as they all send at once.
+    for (const StageInfo& st : out_.stages) tp_group_ids_.push_back(eng_.group(st.tp_group));
+    for (int gv = 1; gv < P * V; ++gv)
+      for (int mb = 0; mb < M; ++mb) link_stages(true, gv - 1, gv, mb);
+    for (int gv = P * V - 2; gv >= 0; --gv)
+      for (int mb = 0; mb < M; ++mb) link_stages(false, gv + 1, gv, mb);
+  }
+
+  // Virtual stage `from`'s output of micro-batch `mb` (its activation when `forward`, else its
+  // input gradient) travels to virtual stage `to`: each TP rank sends its share of the boundary
+  // tensor to its peer, and the receiving TP group all-gathers the pieces where the framework
+  // scatters them (sim/cost/framework.h, pipeline_send). Only the leads are simulated: across
+  // nodes, the lead's flow carries the sends of the TP peers that share its NIC, as they all send
+  // at once. Blocking p2p: the sender's next op waits for the transfer; without interleaving the
+  // transfer also meets the receive that the receiving stage posts once the op before the
+  // consuming one is done (Megatron-LM's 1F1B: recv_forward / send_backward_recv_forward after
+  // that op; DeepSpeed's steps). Megatron's interleaved schedule posts its receives one op
+  // earlier, batched with the previous exchange (send_forward_backward_recv_forward_backward):
+  // it is left to the send's blocking alone.
+  void link_stages(bool forward, int from, int to, int mb) {
+    const Plan& p = job_.plan;
+    const int P = p.pp;
+    const size_t src = at(from, mb), dst = at(to, mb);
+    const TaskId from_last = (forward ? last_f_ : last_b_)[src];
+    const TaskId sender_next = (forward ? next_f_ : next_b_)[src];
+    const TaskId to_first = (forward ? first_f_ : first_b_)[dst];
+    const int from_stage = from % P, to_stage = to % P;
+    if (from_stage == to_stage) {
+      eng_.depends(to_first, from_last);
+      return;
+    }
     const FrameworkTraits& fw = framework_traits(p.framework);
     const PipelineSend send = pipeline_send(p, boundary_bytes_);
-    const double per_rank = send.bytes_per_rank;
-    const Cluster& c = job_.cluster;
-    std::vector<des::GroupId> tp_groups;
-    for (const StageInfo& st : out_.stages) tp_groups.push_back(eng_.group(st.tp_group));
-    auto link = [&](TaskId from_last, TaskId sender_next, TaskId to_first, int from_stage, int to_stage, const char* what,
-                    int mb, int gv) {
-      if (from_stage == to_stage) {
-        eng_.depends(to_first, from_last);
-        return;
-      }
-      const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
-      const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
-      const bool across_nodes = a / c.node.gpus != b / c.node.gpus;
-      const double bytes = per_rank * (across_nodes ? nic_sharers() : 1);
-      TaskId arrived = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, gv, mb));
-      eng_.depends(arrived, from_last);
-      if (fw.blocking_p2p && sender_next != kNone) eng_.depends(sender_next, arrived);
-      if (send.receiver_all_gathers) {
-        const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_groups[static_cast<size_t>(to_stage)],
-                                              boundary_bytes_, label(out_.pp, what, gv, mb));
-        eng_.depends(gather, arrived);
-        arrived = gather;
-      }
-      eng_.depends(to_first, arrived);
-    };
-    for (int gv = 1; gv < P * V; ++gv)
-      for (int mb = 0; mb < M; ++mb)
-        link(last_f_[at(gv - 1, mb)], next_f_[at(gv - 1, mb)], first_f_[at(gv, mb)], (gv - 1) % P, gv % P, "act v%d mb%d",
-             mb, gv);
-    for (int gv = P * V - 2; gv >= 0; --gv)
-      for (int mb = 0; mb < M; ++mb)
-        link(last_b_[at(gv + 1, mb)], next_b_[at(gv + 1, mb)], first_b_[at(gv, mb)], (gv + 1) % P, gv % P,
-             "grad v%d mb%d", mb, gv);
+    const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
+    const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
+    const int node_gpus = job_.cluster.node.gpus;
+    const double bytes = send.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers() : 1);
+    const des::Topology& topo = eng_.topology();
+    const TaskId transfer =
+        eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, forward ? "act v%d mb%d" : "grad v%d mb%d", to, mb));
+    eng_.depends(transfer, from_last);
+    TaskId arrived = transfer;
+    if (fw.blocking_p2p) {
+      if (sender_next != kNone) eng_.depends(sender_next, transfer);
+      const TaskId receiver_ready = (forward ? before_f_ : before_b_)[dst];
+      if (p.virtual_stages == 1 && receiver_ready != kNone) eng_.depends(transfer, receiver_ready);
+    }
+    if (send.receiver_all_gathers) {
+      const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_group_ids_[static_cast<size_t>(to_stage)],
+                                            boundary_bytes_, label(out_.pp, forward ? "act v%d mb%d" : "grad v%d mb%d", to, mb));
+      eng_.depends(gather, transfer);
+      arrived = gather;
+    }
+    eng_.depends(to_first, arrived);
   }
 
   // After the stage's backward: its gradients reduced over DP, the optimizer step, and ZeRO-1/2's
@@ -683,6 +701,8 @@ class StaticIterationBuilder {
   std::map<int, std::vector<TaskId>> expert_reductions_;  // per stage: per-micro-batch expert reductions
   std::vector<TaskId> first_f_, last_f_, first_b_, last_b_;
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
+  std::vector<TaskId> before_f_, before_b_;    // last task of the op before, on the same stage
+  std::vector<des::GroupId> tp_group_ids_;     // per stage
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made

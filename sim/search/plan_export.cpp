@@ -109,6 +109,9 @@ Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refu
     return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
   if (!p.stage_layers.even())
     return refuse("plan.stage_layers", "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout");
+  if (p.grad_reduce == GradReduce::fp32)
+    return refuse("plan.grad_reduce_dtype", "Starfish writes DeepSpeed configs that reduce gradients in the training dtype "
+                                           "(its configuration schema has no fp32 communication type)");
   if (model) return deepspeed_model_refusal(*model);
   return {};
 }
@@ -157,6 +160,8 @@ Refusal torchtitan_plan_refusal(const Plan& p, const Training& t) {
                                         to_string(t.dtype));
   if (t.optimizer == Optimizer::sgd)
     return refuse("training.optimizer", "torchtitan's optimizers are Adam, AdamW and DistMuon (OptimizersContainer)");
+  if (p.grad_reduce == GradReduce::training && t.dtype != DType::fp32)
+    return refuse("plan.grad_reduce_dtype", "torchtitan reduces gradients in float32 only (training.mixed_precision_reduce)");
   return {};
 }
 
@@ -271,6 +276,10 @@ void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) 
   // gradients) and scaling recipe.
   if (t.dtype == DType::bf16) add("--bf16");
   if (t.dtype == DType::fp16) add("--fp16");
+  // The gradient buffer's and reduction's precision (grad_buffers): fp32 is forced under bf16
+  // (arguments.py) unless --grad-reduce-in-bf16; under fp16 it takes the flag.
+  if (t.dtype == DType::bf16 && p.grad_reduce == GradReduce::training) add("--grad-reduce-in-bf16");
+  if (t.dtype == DType::fp16 && p.grad_reduce == GradReduce::fp32) add("--accumulate-allreduce-grads-in-fp32");
   if (p.fp8 != Fp8::none) {
     add("--fp8-format", to_string(p.fp8));
     add("--fp8-recipe", to_string(p.fp8_recipe));
@@ -464,6 +473,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
     return set("model.gated_linear_unit", "true");
   }
   if (arg == "--untie-embeddings-and-output-weights") return set("model.share_embeddings_and_output_weights", "false");
+  if (arg == "--grad-reduce-in-bf16") return set("ddp.grad_reduce_in_fp32", "false");
+  if (arg == "--accumulate-allreduce-grads-in-fp32") return set("ddp.grad_reduce_in_fp32", "true");
   if (arg == "--disable-bias-linear") return set("model.add_bias_linear", "false");
   if (arg == "--moe-layer-freq") return set("model.moe_layer_freq", value.substr(1, value.size() - 2));  // unquoted
   if (arg == "--weight-decay") {  // the recipe's scheduler sets the weight decay each step
@@ -721,7 +732,8 @@ std::vector<std::pair<std::string, std::string>> torchtitan_training(const Job& 
       {"max_context_length", whole(m.seq_len)},
       // clip_grads_with_norm_ scales by max_norm / norm: 0 would zero the gradients.
       {"max_norm", t.grad_clip > 0 ? units::format_number(t.grad_clip) : "float(\"inf\")"},
-      {"mixed_precision_param", py_str(t.dtype == DType::bf16 ? "bfloat16" : "float32")}};
+      {"mixed_precision_param", py_str(t.dtype == DType::bf16 ? "bfloat16" : "float32")},
+      {"mixed_precision_reduce", py_str("float32")}};
   if (p.offload.params == Tier::cpu) training.emplace_back("enable_cpu_offload", "True");
   // Trainer.Config refuses CUDA graphs with PP; Starfish costs no graph replay anyway.
   if (p.pp > 1) training.emplace_back("disable_cuda_graphs", "True");

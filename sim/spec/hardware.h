@@ -22,11 +22,21 @@ struct EfficiencyCurve {
   bool operator==(const EfficiencyCurve&) const = default;
 };
 
-// The fraction of peak a fused attention kernel reaches at best, by generation, as measured on
-// the GPU (0: not measured; the kernel is then costed at the GEMM curve alone).
+// The fraction of peak a fused attention kernel reaches at best, by generation and pass, as
+// measured on the GPU (0: not measured; the kernel is then costed at the GEMM curve alone). The
+// backward pass has its own figure: it recomputes the scores and reduces dQ across key blocks,
+// and reaches less of peak than the forward (FlashAttention-2 paper: 73% forward, 63%
+// backward on A100); a backward left 0 takes the forward's.
 struct AttentionEfficiency {
-  double flash1 = 0;  // FlashAttention (v1) and its Triton port
-  double flash2 = 0;  // FlashAttention-2 class (FA2, cuDNN / TransformerEngine fused attention)
+  double flash1 = 0;  // FlashAttention (v1) and its Triton port, forward
+  double flash2 = 0;  // FlashAttention-2 class (FA2, cuDNN / TransformerEngine fused attention), forward
+  double flash1_backward = 0;
+  double flash2_backward = 0;
+  double forward(bool v1) const { return v1 ? flash1 : flash2; }
+  double backward(bool v1) const {
+    const double b = v1 ? flash1_backward : flash2_backward;
+    return b > 0 ? b : forward(v1);
+  }
   bool operator==(const AttentionEfficiency&) const = default;
 };
 

@@ -262,6 +262,9 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   check_chunk_runtime(training, plan, m);
   check_cpu_embedding(model, plan);
   check_fp8(cluster, training, plan, of_cluster);
+  if (plan.chunked() && plan.grad_reduce == GradReduce::fp32 && training.dtype != DType::fp32)
+    pp.fail("plan.grad_reduce_dtype", std::string("the chunk runtime reduces gradients in their chunks' dtype (") +
+                                          to_string(training.dtype) + "), not fp32");
   if (!cluster.node.gpu.peak_flops.count(training.dtype))
     training.provenance.fail("training.dtype", std::string("GPU ") + cluster.node.gpu.name + " has no peak for " +
                                                    to_string(training.dtype) + of_cluster);

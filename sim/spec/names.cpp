@@ -101,6 +101,15 @@ const char* to_string(Attention a) {
   return "?";
 }
 
+const char* to_string(GradReduce g) {
+  switch (g) {
+    case GradReduce::framework_default: return "default";
+    case GradReduce::fp32: return "fp32";
+    case GradReduce::training: return "training";
+  }
+  return "?";
+}
+
 const char* to_string(Loss l) {
   switch (l) {
     case Loss::framework_default: return "default";

@@ -37,6 +37,13 @@ enum class Fp8 { none, hybrid, e4m3 };
 // earlier iterations (TE's DelayedScaling, Megatron's default), `tensorwise` from the tensor's own
 // amax before each cast (TE's Float8CurrentScaling; Megatron-Bridge's "FP8-CS").
 enum class Fp8Recipe { delayed, tensorwise };
+// The precision the data-parallel gradient reduction moves: `fp32`, or the `training` dtype
+// (16-bit under bf16/fp16 mixed precision). Each framework has its default (framework.h's
+// grad_buffers): Megatron's fp32 main grads under bf16 (--grad-reduce-in-bf16 turns it to bf16,
+// buffer included), FSDP's MixedPrecision(reduce_dtype=float32) as torchtitan
+// (mixed_precision_reduce: float32) and Composer's DEFAULT set it (Composer's PURE: bf16),
+// DeepSpeed's 16-bit grads.
+enum class GradReduce { framework_default, fp32, training };
 
 struct Offload {
   Tier params = Tier::gpu;     // fp16/bf16 params (and their grads, which reuse them in chunks)
@@ -104,6 +111,7 @@ struct Plan {
   Loss loss = Loss::framework_default;                 // resolved by loss_kernel()
   Fp8 fp8 = Fp8::none;                                 // fp8 GEMMs (TransformerEngine), none = training dtype
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  GradReduce grad_reduce = GradReduce::framework_default;  // resolved by grad_buffers()
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }
@@ -124,5 +132,6 @@ const char* to_string(Attention a);
 const char* to_string(Loss l);
 const char* to_string(Fp8 f);
 const char* to_string(Fp8Recipe r);
+const char* to_string(GradReduce g);
 
 }  // namespace starfish

@@ -100,6 +100,8 @@ GpuSpec read_gpu(MapReader r) {
     MapReader a = r.map("attention_efficiency");
     if (a.has("flash1")) g.attention_efficiency.flash1 = a.real("flash1", 0.01, 1.0);
     if (a.has("flash2")) g.attention_efficiency.flash2 = a.real("flash2", 0.01, 1.0);
+    if (a.has("flash1_backward")) g.attention_efficiency.flash1_backward = a.real("flash1_backward", 0.01, 1.0);
+    if (a.has("flash2_backward")) g.attention_efficiency.flash2_backward = a.real("flash2_backward", 0.01, 1.0);
     a.finish();
   }
   if (r.has("elementwise")) g.elementwise = read_elementwise(r.map("elementwise"));
@@ -479,6 +481,10 @@ void read_plan_kernels(MapReader& q, Plan& pl) {
     pl.fp8 = q.choice<Fp8>("fp8", {{"none", Fp8::none}, {"hybrid", Fp8::hybrid}, {"e4m3", Fp8::e4m3}});
   if (q.has("fp8_recipe"))
     pl.fp8_recipe = q.choice<Fp8Recipe>("fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}});
+  if (q.has("grad_reduce_dtype"))
+    pl.grad_reduce = q.choice<GradReduce>(
+        "grad_reduce_dtype",
+        {{"default", GradReduce::framework_default}, {"fp32", GradReduce::fp32}, {"training", GradReduce::training}});
 }
 
 }  // namespace
@@ -599,10 +605,12 @@ void emit_gpu(YAML::Emitter& e, const NodeSpec& n) {
   }
   e << YAML::EndSeq;
   const AttentionEfficiency& ae = n.gpu.attention_efficiency;
-  if (ae.flash1 > 0 || ae.flash2 > 0) {
+  if (ae.flash1 > 0 || ae.flash2 > 0 || ae.flash1_backward > 0 || ae.flash2_backward > 0) {
     e << YAML::Key << "attention_efficiency" << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (ae.flash1 > 0) emit_num(e, "flash1", ae.flash1);
     if (ae.flash2 > 0) emit_num(e, "flash2", ae.flash2);
+    if (ae.flash1_backward > 0) emit_num(e, "flash1_backward", ae.flash1_backward);
+    if (ae.flash2_backward > 0) emit_num(e, "flash2_backward", ae.flash2_backward);
     e << YAML::EndMap;
   }
   emit_elementwise(e, n.gpu.elementwise);
@@ -795,6 +803,7 @@ std::string to_yaml(const PlanFile& p) {
     emit_kv(e, "fp8", to_string(q.fp8));
     emit_kv(e, "fp8_recipe", to_string(q.fp8_recipe));
   }
+  if (q.grad_reduce != GradReduce::framework_default) emit_kv(e, "grad_reduce_dtype", to_string(q.grad_reduce));
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -164,7 +164,7 @@ TEST(BundledConfigs, The128NodeA100ProfileKeepsTheOneNodeProfilesNode) {
   const Cluster one = load_cluster((kSourceDir / "hwprofiles" / "dgx-a100-80gb.yaml").string());
   const Cluster many = load_cluster((kSourceDir / "hwprofiles" / "dgx-a100-80gb-128nodes.yaml").string());
   EXPECT_EQ(many.nodes, 128);
-  EXPECT_EQ(many.node, one.node) << "edit the DGX A100 node in both files";
+  EXPECT_EQ(many.node, one.node) << "the 128-node profile takes its node from dgx-a100-80gb.yaml (base:)";
   EXPECT_EQ(many.price_per_gpu_hour, one.price_per_gpu_hour);
 }
 

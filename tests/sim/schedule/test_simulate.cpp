@@ -69,6 +69,40 @@ TEST(Simulate, BlockingPipelineSendsHoldTheSenderBack) {
   EXPECT_LT(b.iteration_s, n.iteration_s + 8 * send_s) << b.iteration_s << " vs " << n.iteration_s;
 }
 
+TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
+  // A blocking NCCL send completes only against the matching receive, which Megatron-LM's 1F1B
+  // posts on the last stage after the op before the forward that consumes it (B of the
+  // previous micro-batch). Megatron-core's posted sends flow as soon as the sender is done.
+  const Model m = gpt(8, 1024, 16, 1024);
+  Cluster c = ideal_node(2);
+  c.node.nvlink = NvlinkSpec{4e9, 0, true};
+  auto latest_backward_end_before_receive = [&](Framework f) {
+    Plan p;
+    p.pp = 2;
+    p.framework = f;
+    p.attention = Attention::unfused;
+    SimOptions o;
+    o.keep_spans = true;
+    const SimReport r = simulate(job(m, c, 8, p), o);
+    double slack = 1e30;  // least (act transfer start - end of the last stage's previous backward)
+    for (int mb = 1; mb < 8; ++mb) {
+      double act_start = -1, prev_backward_end = -1;
+      const std::string act = "act v1 mb" + std::to_string(mb);
+      const std::string bwd = "B s1 c0 mb" + std::to_string(mb - 1) + " ";
+      for (const TaskSpan& t : r.spans) {
+        if (t.name == act) act_start = t.start_s;
+        if (t.name.rfind(bwd, 0) == 0) prev_backward_end = std::max(prev_backward_end, t.end_s);
+      }
+      EXPECT_GE(act_start, 0) << act;
+      EXPECT_GE(prev_backward_end, 0) << bwd;
+      slack = std::min(slack, act_start - prev_backward_end);
+    }
+    return slack;
+  };
+  EXPECT_GE(latest_backward_end_before_receive(Framework::megatron_lm), -1e-12);
+  EXPECT_LT(latest_backward_end_before_receive(Framework::megatron_core), 0);
+}
+
 TEST(Simulate, OneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
   const Model m = gpt(8, 1024, 16, 1024);
   for (int p : {2, 4, 8})

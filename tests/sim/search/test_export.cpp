@@ -452,6 +452,23 @@ TEST(Export, MegatronRefusalsNameTheField) {
   }
 }
 
+TEST(Export, MegatronAndBridgeCarryTheGradientReductionsPrecision) {
+  Plan p;
+  p.framework = Framework::megatron_core;
+  Job job = job_with(p);
+  job.training.dtype = DType::bf16;
+  EXPECT_FALSE(has_argument(job, "--grad-reduce-in-bf16"));  // fp32, forced under bf16
+  job.plan.grad_reduce = GradReduce::training;
+  EXPECT_TRUE(has_argument(job, "--grad-reduce-in-bf16"));
+  expect_megatron_accepts(job);
+  EXPECT_EQ(bridge_value(job, "ddp.grad_reduce_in_fp32"), "false");
+  expect_bridge_accepts(job);
+  job.training.dtype = DType::fp16;
+  job.plan.grad_reduce = GradReduce::fp32;
+  EXPECT_TRUE(has_argument(job, "--accumulate-allreduce-grads-in-fp32"));
+  expect_megatron_accepts(job);
+}
+
 TEST(Export, MegatronFusesTheLossWhenThePlanDoes) {
   Plan p;
   p.loss = Loss::fused;
@@ -509,6 +526,7 @@ TEST(Export, DeepSpeedRefusalsNameTheField) {
   add("plan.offload.optimizer", [](Plan& p) { p.zero_stage = 2, p.offload.optimizer = Tier::nvme; });
   add("plan.offload.grads", [](Plan& p) { p.zero_stage = 3, p.offload = {Tier::gpu, Tier::cpu, Tier::nvme}; });
   add("plan.framework", [](Plan& p) { p.framework = Framework::megatron_lm; });
+  add("plan.grad_reduce_dtype", [](Plan& p) { p.grad_reduce = GradReduce::fp32; });
   for (const auto& [field, plan] : cases) {
     const std::string why = deepspeed_unsupported(job_with(plan));
     EXPECT_EQ(why.rfind(std::string("field '") + field + "': ", 0), 0u) << field << ": " << why;
@@ -838,6 +856,7 @@ TEST(Export, TorchtitanRefusalsNameTheField) {
   add("plan.loss", [](Job& j) { j.plan.loss = Loss::fused; });
   add("training.dtype", [](Job& j) { j.training.dtype = DType::fp16; });
   add("training.optimizer", [](Job& j) { j.training.optimizer = Optimizer::sgd; });
+  add("plan.grad_reduce_dtype", [](Job& j) { j.plan.grad_reduce = GradReduce::training; });
   add("model.norm", [](Job& j) { j.model.norm = Norm::layernorm; });
   add("model.activation", [](Job& j) { j.model.activation = Activation::gelu; });
   add("model.position", [](Job& j) { j.model.position = PositionEmbedding::learned; });

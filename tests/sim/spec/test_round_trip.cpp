@@ -85,6 +85,11 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.cp = 4;
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
   EXPECT_NE(to_yaml(p).find("context_parallel: 4"), std::string::npos) << to_yaml(p);
+  for (GradReduce g : {GradReduce::fp32, GradReduce::training}) {
+    p.plan.grad_reduce = g;
+    EXPECT_NE(to_yaml(p).find(std::string("grad_reduce_dtype: ") + to_string(g)), std::string::npos) << to_yaml(p);
+    EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  }
 }
 
 TEST(RoundTrip, SaveRefusesToOverwriteAndWritesAtomically) {

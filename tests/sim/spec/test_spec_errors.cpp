@@ -91,12 +91,16 @@ TEST(SpecErrors, LinkEfficiencyIsAFractionOfTheRatedRate) {
             "hw.yaml:17:32: field 'node.nvlink.efficiency': must be within [0.05, 1], got 1.2");
 }
 
-TEST(SpecErrors, AttentionEfficiencyIsAMeasuredFractionPerKernelGeneration) {
+TEST(SpecErrors, AttentionEfficiencyIsAMeasuredFractionPerKernelGenerationAndPass) {
   const std::string curve = "matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]";
-  const Cluster c = parse_cluster_text(replace(kCluster, curve, curve + "\n    attention_efficiency: {flash1: 0.4, flash2: 0.73}"),
-                                       "hw.yaml");
-  EXPECT_DOUBLE_EQ(c.node.gpu.attention_efficiency.flash1, 0.4);
-  EXPECT_DOUBLE_EQ(c.node.gpu.attention_efficiency.flash2, 0.73);
+  const Cluster c = parse_cluster_text(
+      replace(kCluster, curve, curve + "\n    attention_efficiency: {flash1: 0.4, flash1_backward: 0.26, flash2: 0.73}"),
+      "hw.yaml");
+  const AttentionEfficiency& a = c.node.gpu.attention_efficiency;
+  EXPECT_DOUBLE_EQ(a.forward(true), 0.4);
+  EXPECT_DOUBLE_EQ(a.backward(true), 0.26);
+  EXPECT_DOUBLE_EQ(a.forward(false), 0.73);
+  EXPECT_DOUBLE_EQ(a.backward(false), 0.73);  // no backward figure: the forward's
   EXPECT_EQ(parse_cluster_text(to_yaml(c), "again.yaml"), c);  // written and read back exactly
   EXPECT_DOUBLE_EQ(parse_cluster_text(kCluster, "hw.yaml").node.gpu.attention_efficiency.flash2, 0);  // absent: not measured
   EXPECT_EQ(error_of([&] {
@@ -296,6 +300,15 @@ TEST(SpecErrors, TheCpuEmbeddingNeedsChunksNoTensorParallelismAndAnUntiedHead) {
   EXPECT_TRUE(make_job(untied.model, untied.cluster, p.training, p.plan).plan.cpu_embedding);
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, cpu_embedding: maybe}\n"),
             "plan.yaml:2:42: field 'plan.cpu_embedding': expected true or false, got 'maybe'");
+}
+
+TEST(SpecErrors, GradReduceDtypeIsFp32OrTheTrainingDtype) {
+  EXPECT_EQ(job_error("training: {global_batch: 8, dtype: bf16}\nplan: {grad_reduce_dtype: bf16}\n"),
+            "plan.yaml:2:8: field 'plan.grad_reduce_dtype': 'bf16' is not one of: default, fp32, training");
+  EXPECT_EQ(job_error("training: {global_batch: 8, dtype: fp16}\nplan: {chunk_size: 64Mi, micro_batch: 1, "
+                      "grad_reduce_dtype: fp32}\n"),
+            "plan.yaml:2:42: field 'plan.grad_reduce_dtype': the chunk runtime reduces gradients in their chunks' "
+            "dtype (fp16), not fp32");
 }
 
 TEST(SpecErrors, DataParallelIsDerived) {
