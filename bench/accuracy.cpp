@@ -144,7 +144,9 @@ void korthikanti_table4(const std::string& dir, Summary& sum) {
     const Recompute rc = what.find("Selective") != std::string::npos ? Recompute::selective
                          : what == "Baseline with recompute"      ? Recompute::full
                                                                   : Recompute::none;
-    const LayerTime lt = layer_time(cl.node.gpu, DType::fp16, m, b, tp, sp, rc, Attention::unfused);
+    LayerShape shape{b, tp, sp, Attention::unfused};
+    shape.bias = framework_traits(Framework::megatron_lm).linear_bias;  // Megatron-LM's bias kernels
+    const LayerTime lt = layer_time(cl.node.gpu, DType::fp16, m, shape, rc);
     // Two TP collectives of the layer's hidden states per pass (all-reduce; with SP an
     // all-gather and a reduce-scatter, together the same ring volume); full recompute repeats
     // the forward's two.

@@ -28,6 +28,9 @@ const FrameworkTraits& framework_traits(Framework f) {
     // needed (p2p_communication with overlap_p2p_comm for the interleaved schedule).
     t.blocking_p2p = false;
     t.pipeline_scatter_gather = false;
+    // TransformerEngine's Linear / LayerNormLinear add the bias in the GEMM's epilogue and find
+    // its gradient in the weight-gradient GEMM's (cuBLASLt's BIAS and BGRADB epilogues).
+    t.linear_bias = LinearBias::in_gemm;
     return t;
   }();
   static const FrameworkTraits deepspeed = [] {
@@ -45,6 +48,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     // MosaicML llm-foundry (attn_impl: flash / triton) and torchtitan (SDPA flash backend).
     t.attention = Attention::flash;
     t.pipeline_scatter_gather = false;  // torchtitan's pipelining sends whole tensors
+    t.linear_bias = LinearBias::summed;
     return t;
   }();
   static const FrameworkTraits starfish = [] {
@@ -54,7 +58,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     t.allocator_fragmentation = 0;
     t.loss = Loss::pytorch;
     t.attention_head_copies = true;
-    t.linear_bias_copy = true;
+    t.linear_bias = LinearBias::copied;
     return t;
   }();
   switch (f) {

@@ -10,6 +10,15 @@
 
 namespace starfish {
 
+// How a framework's linear layers add their biases and find the biases' gradients; the HBM
+// traffic each adds beyond the GEMMs is costed in op_time.cpp (LayerOpsBuilder::biases).
+enum class LinearBias {
+  in_gemm,   // added in the GEMM's epilogue, the gradient in the wgrad GEMM's (TransformerEngine): free
+  summed,    // PyTorch nn.Linear: added in addmm's epilogue; backward sums each output gradient over the tokens
+  megatron,  // Megatron-LM: fused kernels, QKV's by a separate add; backward sums each output gradient
+  copied,    // LibTorch 1.13 addmm: the bias copied into each output first; backward sums (Starfish's executor)
+};
+
 struct FrameworkTraits {
   Attention attention = Attention::unfused;  // the kernel a plan gets when it names none
   // Gradients accumulate over micro-batches and are reduced over DP in fp32 when the model
@@ -58,11 +67,10 @@ struct FrameworkTraits {
   // operand into bmm's 3-d batch copies q, k^T and v, and the context back to [tokens, hidden].
   // Megatron's kernels run baddbmm on strided views of its [s, b, heads, d] layout instead.
   bool attention_head_copies = false;
-  // Linear layers as LibTorch's addmm runs them (CPU and CUDA, 1.13): the broadcast bias copied
-  // into the output, the GEMM accumulating onto it (beta = 1); backward sums the output's
-  // gradient over the tokens for the bias's. Megatron adds its biases inside fused kernels
-  // (bias-GELU, bias-dropout-add) instead. Starfish's executor calls at::linear.
-  bool linear_bias_copy = false;
+  // How the linear layers' biases are added and their gradients found (op_time.h LinearBias):
+  // Megatron-LM's kernels by default; TransformerEngine's GEMM epilogues under Megatron-core;
+  // PyTorch's nn.Linear under FSDP; LibTorch 1.13's addmm copies in Starfish's executor.
+  LinearBias linear_bias = LinearBias::megatron;
 };
 
 const FrameworkTraits& framework_traits(Framework f);

@@ -92,7 +92,7 @@ class LayerOpsBuilder {
         elementwise_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes, ffn_elements, act.backward_s));
     gemm("MLP-out GEMM", T_ * f * h / t_, T_ * f / t_, T_ * h);
     residual("MLP residual", hidden_bytes);
-    if (shape_.bias_copy && m_.bias) linear_biases(T_ * qkv / t_ + T_ * h + T_ * f * in / t_ + T_ * h);
+    if (m_.bias) biases(T_ * qkv / t_, T_ * f * in / t_, T_ * h / rep_);
     return std::move(ops_);
   }
 
@@ -116,14 +116,27 @@ class LayerOpsBuilder {
     add(name, fwd, 2 * fwd, false, true);
   }
 
-  // The biases of the layer's four linear layers, over their `output_elements`, where the
-  // framework copies each into its GEMM's output (FrameworkTraits::linear_bias_copy): forward
-  // writes every output element (the broadcast bias is read from cache); backward reads every
-  // output gradient element for the bias's sum.
-  void linear_biases(double output_elements) {
+  // The biases of the layer's four linear layers as the framework adds them and finds their
+  // gradients (LinearBias), over the outputs of QKV (`qkv_elements`), MLP-in (`ffn_elements`) and
+  // the two row-parallel layers (`hidden_elements` each).
+  //  - copied (LibTorch 1.13 addmm): forward writes every output element (the broadcast bias is
+  //    read from cache) before the GEMM accumulates onto it, over the full row-parallel outputs;
+  //  - megatron: fc1's bias rides in bias-GELU and the row-parallel ones in bias-dropout-add,
+  //    QKV's is a separate `output + bias` (LinearWithGradAccumulationAndAsyncCommunication):
+  //    read and write its output;
+  //  - summed, megatron, copied: backward sums each output's gradient over the tokens for the
+  //    bias's (grad_output.sum(0); autograd's reduction of the fused kernels' full-size bias
+  //    gradients): one read of every output gradient.
+  void biases(double qkv_elements, double ffn_elements, double hidden_elements) {
+    if (shape_.bias == LinearBias::in_gemm) return;
     const PassTime& t = gpu_.elementwise.bias;
-    add("linear biases", elementwise_time_s(gpu_, B_ * output_elements, output_elements, t.forward_s),
-        elementwise_time_s(gpu_, B_ * output_elements, output_elements, t.backward_s));
+    const bool copied = shape_.bias == LinearBias::copied;
+    const double outputs = qkv_elements + ffn_elements + 2 * (copied ? T_ * m_.hidden : hidden_elements);
+    double forward_s = 0;
+    if (copied) forward_s = elementwise_time_s(gpu_, B_ * outputs, outputs, t.forward_s);
+    if (shape_.bias == LinearBias::megatron)
+      forward_s = elementwise_time_s(gpu_, 2 * B_ * qkv_elements, qkv_elements, t.forward_s);
+    add("linear biases", forward_s, elementwise_time_s(gpu_, B_ * outputs, outputs, t.backward_s));
   }
 
   // LayerNorm / RMSNorm: forward reads x, writes y; backward reads x and dy, writes dx (the
@@ -275,7 +288,7 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
   return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr, p.fp8,
                     p.fp8_recipe, p.cp, framework_traits(running_framework(p)).attention_head_copies,
-                    framework_traits(running_framework(p)).linear_bias_copy};
+                    framework_traits(running_framework(p)).linear_bias};
 }
 
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {

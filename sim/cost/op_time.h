@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/cost/framework.h"
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
@@ -41,7 +42,7 @@ struct LayerShape {
   // attention runs as cp blocks of ring attention (sim/cost/context_parallel.h).
   int cp = 1;
   bool head_copies = false;   // unfused attention copies its heads' layout (FrameworkTraits)
-  bool bias_copy = false;     // linear layers copy their bias into the output (FrameworkTraits)
+  LinearBias bias = LinearBias::in_gemm;  // the framework's bias kernels (FrameworkTraits), for biased models
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).

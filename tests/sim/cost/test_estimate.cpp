@@ -25,7 +25,7 @@ TEST(Estimate, SingleGpuIterationIsComputePlusOptimizer) {
   c.node.gpus = 1;
   const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
   const Estimate e = estimate(job_of(m, c, 4, Plan{}));
-  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(Plan{}), Recompute::none);
   const double per_mb = 4 * (lt.forward_s + lt.backward_s) + output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1, 52 /* Megatron loss */);
   // Micro-batches 2 to 4 add their bf16 weight gradients into the buffer: 3 x 2 bytes per parameter.
   const double accumulate = 3 * 2.0 * e.params_per_gpu / (c.node.gpu.hbm_bandwidth_Bps * c.node.gpu.hbm_efficiency);
@@ -45,7 +45,7 @@ struct HandPipeline {
   double slowest_layers = 0, slowest_accumulate_s = 0, bubble_s = 0;
 };
 HandPipeline hand_pipeline(const Model& m, const Plan& p, const Estimate& e, const Cluster& c) {
-  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(p), Recompute::none);
   const double mb = static_cast<double>(e.micro_batches);
   const double pp_comm = e.time.pp_comm_s / mb;
   const double out = output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1, 52 /* Megatron loss */);
@@ -125,7 +125,7 @@ TEST(Estimate, UnevenStagesArePacedByTheHeaviestAndHoldTheirOwnLayers) {
   const Estimate e = estimate(job_of(m, c, 32, p));
   const HandPipeline h = hand_pipeline(m, p, e, c);
   EXPECT_EQ(h.slowest_layers, 5);
-  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(p), Recompute::none);
   EXPECT_NEAR(e.time.compute_s, 16 * 5 * (lt.forward_s + lt.backward_s) + 15 * h.slowest_accumulate_s, 1e-12);
   EXPECT_NEAR(e.time.bubble_s, h.bubble_s, 1e-12);
   // Activations in flight under 1F1B: p - s micro-batches of the stage's layers. Stage 0: 4 x 2

@@ -352,12 +352,26 @@ TEST_F(LayerOpsTest, TheExecutorsAttentionCopiesItsHeadsBetweenLayouts) {
   const double outputs = 1024.0 * (3072 + 1024 + 4096 + 1024);
   EXPECT_DOUBLE_EQ(op(one, "linear biases").forward_s, hbm_s(2 * outputs));
   EXPECT_DOUBLE_EQ(op(one, "linear biases").backward_s, hbm_s(2 * outputs));
-  // Megatron's baddbmm reads the strided views in place, and its biases are fused.
+  // Megatron's baddbmm reads the strided views in place. Its fused kernels take fc1's and the
+  // row-parallel layers' biases; QKV's is one separate add (read and write its 3072-wide
+  // output), and backward sums every output's gradient for the biases' (one read each).
   Plan megatron;
-  for (const LayerOp& o : layer_ops(gpu, DType::bf16, m, plan_layer_shape(megatron))) {
-    EXPECT_NE(std::string(o.name), "attention head copies");
-    EXPECT_NE(std::string(o.name), "linear biases");
-  }
+  megatron.framework = Framework::megatron_lm;
+  const auto mops = layer_ops(gpu, DType::bf16, m, plan_layer_shape(megatron));
+  for (const LayerOp& o : mops) EXPECT_NE(std::string(o.name), "attention head copies");
+  EXPECT_DOUBLE_EQ(op(mops, "linear biases").forward_s, hbm_s(2 * 2 * 1024.0 * 3072));
+  EXPECT_DOUBLE_EQ(op(mops, "linear biases").backward_s, hbm_s(2 * outputs));
+  // TransformerEngine (Megatron-core) does both in its GEMMs' epilogues: nothing beside them.
+  Plan core;
+  core.framework = Framework::megatron_core;
+  for (const LayerOp& o : layer_ops(gpu, DType::bf16, m, plan_layer_shape(core))) EXPECT_NE(std::string(o.name), "linear biases");
+  // Sequence parallelism: the row-parallel layers' outputs (and their biases' gradients) are
+  // the rank's 1/t of the tokens.
+  megatron.tp = 8;
+  megatron.sequence_parallel = true;
+  const double sp_outputs = 1024.0 * (3072 + 4096) / 8 + 2 * 1024.0 * 1024 / 8;
+  EXPECT_DOUBLE_EQ(op(layer_ops(gpu, DType::bf16, m, plan_layer_shape(megatron)), "linear biases").backward_s,
+                   hbm_s(2 * sp_outputs));
 }
 
 TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBackward) {

@@ -292,7 +292,7 @@ TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
     EXPECT_DOUBLE_EQ(engine.run().makespan_s, sum);
     // And the compute itself is what the cost model says: 4 micro-batches of 4 layers + head,
     // then micro-batches 2 to 4 add their weight gradients into the buffer (3 x 2 bytes each).
-    const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, 1, 1, false, Recompute::none);
+    const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(Plan{}), Recompute::none);
     const double per_mb = 4 * (lt.forward_s + lt.backward_s) + output_layer_time_s(c.node.gpu, DType::bf16, m, 1, 1, 52 /* Megatron loss */);
     const double params = static_cast<double>(count_parameters(m).total);
     const double accumulate = 3 * 2.0 * params / (hbm * c.node.gpu.hbm_efficiency);
