@@ -469,7 +469,7 @@ const Target kDeepSpeed{"DeepSpeed", Framework::deepspeed,
 const Target kMegatronBridge{
     "Megatron-Bridge", Framework::megatron_core,
     [](const Plan& p, const Training& t, const Model&) { return search::megatron_bridge_unsupported(p, t); },
-    search::megatron_bridge_unsupported, [](const Model&) { return std::string(); }};
+    search::megatron_bridge_unsupported, search::megatron_bridge_model_unsupported};
 const Target kTorchtitan{"torchtitan", Framework::fsdp, search::torchtitan_unsupported, search::torchtitan_unsupported,
                          search::torchtitan_model_unsupported};
 

@@ -492,10 +492,25 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
 
 }  // namespace
 
+// What Megatron-Bridge's overrides cannot build of the model: multi-head latent attention needs
+// q_lora_rank, kv_lora_rank and the head widths, which the stored schema
+// (configs/frameworks/megatron-bridge-overrides.txt, GPTModelProvider's fields) does not have
+// beside model.multi_latent_attention.
+Refusal megatron_bridge_model_refusal(const Model& m) {
+  if (m.is_mla())
+    return refuse("model.mla", "Megatron-Bridge's GPT overrides have no MLA ranks (q_lora_rank, kv_lora_rank, head widths): "
+                               "Starfish writes no Megatron-Bridge run of a multi-head latent attention model");
+  return {};
+}
+
 std::string megatron_bridge_unsupported(const Plan& plan, const Training& training) {
   return megatron_bridge_refusal(plan, training).text();
 }
-std::string megatron_bridge_unsupported(const Job& job) { return located(job, megatron_bridge_refusal(job.plan, job.training)); }
+std::string megatron_bridge_unsupported(const Job& job) {
+  if (Refusal r = megatron_bridge_refusal(job.plan, job.training); r.field) return located(job, r);
+  return located(job, megatron_bridge_model_refusal(job.model));
+}
+std::string megatron_bridge_model_unsupported(const Model& model) { return megatron_bridge_model_refusal(model).text(); }
 
 std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const Job& job) {
   if (const std::string why = megatron_bridge_unsupported(job); !why.empty()) throw SpecError("--megatron-bridge: " + why);

@@ -67,6 +67,8 @@ std::string deepspeed_config(const Job& job, const ExportOptions& options = {});
 // configs/frameworks/megatron-bridge-overrides.txt.
 std::string megatron_bridge_unsupported(const Plan& plan, const Training& training);
 std::string megatron_bridge_unsupported(const Job& job);
+// What no plan changes: the model itself (multi-head latent attention).
+std::string megatron_bridge_model_unsupported(const Model& model);
 std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const Job& job);
 // The run_recipe.py command line, one override per line ending in " \".
 std::string megatron_bridge_command(const Job& job);
