@@ -11,6 +11,7 @@
 #include "exec/host_memory.h"
 #include "exec/launcher.h"
 #include "exec/run.h"
+#include "git_revision.h"  // generated: STARFISH_GIT_REVISION
 #include "sim/spec/error.h"
 
 namespace {
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end()) {
       std::cout << starfish::exec::run_usage() << "\n";
+      return 0;
+    }
+    if (std::find(args.begin(), args.end(), "--version") != args.end()) {
+      std::cout << "starfish-run " << STARFISH_VERSION << " (git " << STARFISH_GIT_REVISION << ")\n";
       return 0;
     }
     int nproc = 0;

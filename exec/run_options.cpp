@@ -38,14 +38,14 @@ cli::Args parse_args(const std::vector<std::string>& argv) {
                       "scratch", "move-log"},
                      {"resume", "quiet", "lru", "no-prefetch", "bind-cores"});
   } catch (const cli::UsageError& e) {
-    throw SpecError(std::string("starfish-run: ") + e.what() + "\n" + run_usage());
+    throw SpecError(std::string("starfish-run: ") + e.what() + "; see starfish-run --help");
   }
 }
 
 }  // namespace
 
 const char* run_usage() {
-  return "usage: starfish-run [--nproc N] [--model M.yaml] [--hw H.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
+  return "usage: starfish-run [--version] [--nproc N] [--model M.yaml] [--hw H.yaml] [--data FILE] [--iterations N] [--checkpoint-dir DIR]\n"
          "                    [--checkpoint-every N] [--resume] [--report FILE.json] [--params-out FILE] [--threads N]\n"
          "                    [--gpu-budget SIZE] [--cpu-budget SIZE] [--nvme-budget SIZE] [--non-model SIZE]\n"
          "                    [--scratch DIR] [--move-log FILE] [--lru] [--no-prefetch] [--timeout SECONDS] [--bind-cores] [--quiet]\n"
@@ -87,9 +87,10 @@ RunOptions parse_run_options(const std::vector<std::string>& argv) {
   o.no_prefetch = args.flag("no-prefetch");
   o.bind_cores = args.flag("bind-cores");
   const auto& plans = args.positional();
-  if (plans.empty()) throw SpecError(std::string("starfish-run: no plan file\n") + run_usage());
+  // One line each (SpecError), pointing at --help for the usage.
+  if (plans.empty()) throw SpecError("starfish-run: no plan file; see starfish-run --help");
   if (plans.size() > 1)
-    throw SpecError("starfish-run: more than one plan file ('" + plans[0] + "', '" + plans[1] + "')\n" + run_usage());
+    throw SpecError("starfish-run: more than one plan file ('" + plans[0] + "', '" + plans[1] + "'); see starfish-run --help");
   o.plan_path = plans.front();
   if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
     throw SpecError("starfish-run: --resume and --checkpoint-every need --checkpoint-dir");

@@ -71,6 +71,22 @@ TEST(RunCli, NprocTakesAWholeNumberOfRanks) {
   EXPECT_EQ(read_file(dir / "log"), "starfish-run: --nproc expects a whole number of ranks from 1 to 4096, got ''\n");
 }
 
+TEST(RunCli, BadArgumentsGetOneLineAndVersionNamesTheRevision) {
+  TempDir dir("run-args");
+  const std::string plan = small_plan(dir);
+  EXPECT_EQ(run_starfish("--frobnicate " + plan, dir / "log").code, 1);
+  const std::string text = read_file(dir / "log");
+  EXPECT_EQ(text.rfind("starfish-run: unknown option --frobnicate (known: ", 0), 0u) << text;
+  EXPECT_NE(text.find("; see starfish-run --help\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\\n"), std::string::npos) << text;  // no escaped usage text
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_EQ(run_starfish("--threads 1", dir / "log").code, 1);
+  EXPECT_EQ(read_file(dir / "log"), "starfish-run: no plan file; see starfish-run --help\n");
+  EXPECT_EQ(run_starfish("--version", dir / "log").code, 0);
+  EXPECT_EQ(read_file(dir / "log").rfind("starfish-run ", 0), 0u) << read_file(dir / "log");
+  EXPECT_NE(read_file(dir / "log").find(" (git "), std::string::npos) << read_file(dir / "log");
+}
+
 // The "cpus" field of a report.
 std::string cpus_of(const std::string& report_path) {
   const std::string report = read_file(report_path);
