@@ -83,25 +83,23 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan) {
   g.reduce_bytes = low;
   // The chunk runtime reduces each gradient chunk in the chunk's dtype (job.cpp refuses fp32).
   if (plan.chunked()) return g;
+  // The framework's own precision: Megatron's fp32 main_grad under bf16 (--accumulate-allreduce-
+  // grads-in-fp32, forced for bf16), FSDP's reduce_dtype; the plan's grad_reduce_dtype overrides it.
+  const bool framework_fp32 =
+      f.fp32_grads_replace_low_precision ? training.dtype == DType::bf16 : f.reduce_grads_in_fp32;
+  const bool fp32 = plan.grad_reduce == GradReduce::fp32 || (plan.grad_reduce == GradReduce::framework_default && framework_fp32);
+  if (!fp32) return g;
+  g.reduce_bytes = 4;
+  // Megatron reduces its fp32 main_grad buffer as it is, in place of the 16-bit .grad
+  // (--grad-reduce-in-bf16 keeps the buffer in bf16: Megatron-core's
+  // DistributedDataParallelConfig.grad_reduce_in_fp32). Others cast the 16-bit gradients up for
+  // the collective only (FSDP's reduce_dtype, DeepSpeed's communication_data_type): their buffers
+  // keep their precision.
   const bool sixteen_bit = training.dtype == DType::bf16 || training.dtype == DType::fp16;
-  if (f.fp32_grads_replace_low_precision) {
-    // Megatron: an fp32 main_grad buffer, reduced as it is, under bf16 by default
-    // (--accumulate-allreduce-grads-in-fp32, forced for bf16); --grad-reduce-in-bf16 keeps the
-    // buffer in bf16 (Megatron-core's DistributedDataParallelConfig.grad_reduce_in_fp32).
-    const bool fp32 = plan.grad_reduce == GradReduce::fp32 ||
-                      (plan.grad_reduce == GradReduce::framework_default && training.dtype == DType::bf16);
-    if (fp32 && sixteen_bit) {
-      g.low_precision_bytes = 0;
-      g.fp32_bytes = 4;
-      g.reduce_bytes = 4;
-    }
-    return g;
+  if (f.fp32_grads_replace_low_precision && sixteen_bit) {
+    g.low_precision_bytes = 0;
+    g.fp32_bytes = 4;
   }
-  // Others cast the 16-bit gradients up for the collective only (FSDP's reduce_dtype,
-  // DeepSpeed's communication_data_type): the buffers keep their precision.
-  const bool fp32 = plan.grad_reduce == GradReduce::fp32 ||
-                    (plan.grad_reduce == GradReduce::framework_default && f.reduce_grads_in_fp32);
-  if (fp32) g.reduce_bytes = 4;
   return g;
 }
 

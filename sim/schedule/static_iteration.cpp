@@ -499,6 +499,8 @@ class StaticIterationBuilder {
     const Plan& p = job_.plan;
     const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
     for (const StageInfo& st : out_.stages) tp_group_ids_.push_back(eng_.group(st.tp_group));
+    send_ = pipeline_send(p, boundary_bytes_);
+    blocking_p2p_ = framework_traits(p.framework).blocking_p2p;
     for (int gv = 1; gv < P * V; ++gv)
       for (int mb = 0; mb < M; ++mb) link_stages(true, gv - 1, gv, mb);
     for (int gv = P * V - 2; gv >= 0; --gv)
@@ -528,25 +530,23 @@ class StaticIterationBuilder {
       eng_.depends(to_first, from_last);
       return;
     }
-    const FrameworkTraits& fw = framework_traits(p.framework);
-    const PipelineSend send = pipeline_send(p, boundary_bytes_);
     const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
     const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
     const int node_gpus = job_.cluster.node.gpus;
-    const double bytes = send.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers() : 1);
+    const double bytes = send_.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers() : 1);
     const des::Topology& topo = eng_.topology();
-    const TaskId transfer =
-        eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, forward ? "act v%d mb%d" : "grad v%d mb%d", to, mb));
+    const char* what = forward ? "act v%d mb%d" : "grad v%d mb%d";
+    const TaskId transfer = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, to, mb));
     eng_.depends(transfer, from_last);
     TaskId arrived = transfer;
-    if (fw.blocking_p2p) {
+    if (blocking_p2p_) {
       if (sender_next != kNone) eng_.depends(sender_next, transfer);
       const TaskId receiver_ready = (forward ? before_f_ : before_b_)[dst];
       if (p.virtual_stages == 1 && receiver_ready != kNone) eng_.depends(transfer, receiver_ready);
     }
-    if (send.receiver_all_gathers) {
+    if (send_.receiver_all_gathers) {
       const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_group_ids_[static_cast<size_t>(to_stage)],
-                                            boundary_bytes_, label(out_.pp, forward ? "act v%d mb%d" : "grad v%d mb%d", to, mb));
+                                            boundary_bytes_, label(out_.pp, what, to, mb));
       eng_.depends(gather, transfer);
       arrived = gather;
     }
@@ -703,6 +703,8 @@ class StaticIterationBuilder {
   std::vector<TaskId> next_f_, next_b_;  // first task of the op that follows, on the same stage
   std::vector<TaskId> before_f_, before_b_;    // last task of the op before, on the same stage
   std::vector<des::GroupId> tp_group_ids_;     // per stage
+  PipelineSend send_;                          // how a stage boundary crosses (the plan's framework)
+  bool blocking_p2p_ = true;                   // the framework's sends block (FrameworkTraits)
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made
