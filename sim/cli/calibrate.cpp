@@ -3,6 +3,8 @@
 // a new hwprofile; the original is never touched.
 #include <cstdio>
 
+#include <fmt/core.h>
+
 #include "sim/cli/cli.h"
 #include "sim/cost/calibration.h"
 #include "sim/spec/json_writer.h"
@@ -14,7 +16,7 @@ namespace starfish::cli {
 int run_calibrate(const std::vector<std::string>& argv) {
   Args args(argv, {"hw", "measurements", "out"}, {"force", "json", "help"});
   if (args.flag("help")) {
-    std::printf(
+    fmt::print(
         "usage: starfish calibrate --hw H --measurements M.csv --out NEW.yaml [--force] [--json]\n"
         "  M.csv: kind,dtype,m,n,k,bytes,seconds rows (exec/bench/gemm_calibration writes them)\n"
         "  Fits matmul_efficiency (monotone, piecewise linear in log FLOP) and hbm_efficiency,\n"
@@ -43,14 +45,14 @@ int run_calibrate(const std::vector<std::string>& argv) {
     std::fputs((w.str() + "\n").c_str(), stdout);
     return 0;
   }
-  std::printf("%s: matmul_efficiency from %d GEMMs:", out.c_str(), cal.gemm_points);
-  for (const auto& [flop, f] : cal.matmul_efficiency.points) std::printf(" [%s, %.3f]", units::format_flop_count(flop).c_str(), f);
-  if (cal.stream_points > 0) std::printf("; hbm_efficiency %.3f from %d copies", cal.hbm_efficiency, cal.stream_points);
-  std::printf("\n");
+  fmt::print("{}: matmul_efficiency from {} GEMMs:", out, cal.gemm_points);
+  for (const auto& [flop, f] : cal.matmul_efficiency.points) fmt::print(" [{}, {:.3f}]", units::format_flop_count(flop), f);
+  if (cal.stream_points > 0) fmt::print("; hbm_efficiency {:.3f} from {} copies", cal.hbm_efficiency, cal.stream_points);
+  fmt::print("\n");
   std::fflush(stdout);  // the summary, then the warning about it
   if (cal.stream_bytes_per_s > c.node.gpu.hbm_bandwidth_Bps * 1.05)
-    std::fprintf(stderr, "calibrate: the copies ran at %.3g GB/s, above %s's hbm_bandwidth of %.3g GB/s (hbm_efficiency is capped at 1): raise its hbm_bandwidth\n",
-                 cal.stream_bytes_per_s / 1e9, hw_path.c_str(), c.node.gpu.hbm_bandwidth_Bps / 1e9);
+    fmt::print(stderr, "calibrate: the copies ran at {:.3g} GB/s, above {}'s hbm_bandwidth of {:.3g} GB/s (hbm_efficiency is capped at 1): raise its hbm_bandwidth\n",
+               cal.stream_bytes_per_s / 1e9, hw_path, c.node.gpu.hbm_bandwidth_Bps / 1e9);
   return 0;
 }
 

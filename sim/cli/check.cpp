@@ -1,6 +1,6 @@
 // starfish check FILE... [--json]: validates hwprofiles, models and plans (a plan naming its model and
 // hardware is also checked against them). Prints one line per file; exits 1 on the first error.
-#include <cstdio>
+#include <fmt/core.h>
 
 #include "sim/cli/cli.h"
 #include "sim/cli/job_loader.h"
@@ -15,30 +15,23 @@ namespace {
 
 // One file's verdict: its kind ("hardware", "model", "plan") and a one-line summary.
 std::pair<const char*, std::string> check_file(const std::string& path) {
-  char line[512];
   const YAML::Node root = load_yaml_file(path);
   if (root["node"] || root["base"]) {  // a hardware profile (one naming a base may add no node field)
     const Cluster c = load_cluster(path);
-    std::snprintf(line, sizeof line, "hardware '%s', %d node(s) x %d %s", c.name.c_str(), c.nodes, c.node.gpus,
-                  c.node.gpu.name.c_str());
-    return {"hardware", line};
+    return {"hardware", fmt::format("hardware '{}', {} node(s) x {} {}", c.name, c.nodes, c.node.gpus, c.node.gpu.name)};
   }
   if (root["layers"]) {
     const Model m = parse_model(root, input_name(path));
-    std::snprintf(line, sizeof line, "model '%s', %d layers, hidden %d", m.name.c_str(), m.layers, m.hidden);
-    return {"model", line};
+    return {"model", fmt::format("model '{}', {} layers, hidden {}", m.name, m.layers, m.hidden)};
   }
   if (root["training"]) {
     const PlanFile p = parse_plan_file(root, input_name(path));
     if (p.model_path && p.hardware_path) {
       const Job job = load_job({}, {}, path, {});
-      std::snprintf(line, sizeof line, "plan TP%d PP%d DP%d for %s on %s", job.plan.tp, job.plan.pp, job.plan.dp,
-                    job.model.name.c_str(), job.cluster.name.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "plan TP%d PP%d (model and hardware not named; cross-checks skipped)", p.plan.tp,
-                    p.plan.pp);
+      return {"plan", fmt::format("plan TP{} PP{} DP{} for {} on {}", job.plan.tp, job.plan.pp, job.plan.dp, job.model.name,
+                                  job.cluster.name)};
     }
-    return {"plan", line};
+    return {"plan", fmt::format("plan TP{} PP{} (model and hardware not named; cross-checks skipped)", p.plan.tp, p.plan.pp)};
   }
   throw SpecError(input_name(path) + ":1:1: not a hwprofile (no 'node'), model (no 'layers') or plan (no 'training')");
 }
@@ -48,8 +41,8 @@ std::pair<const char*, std::string> check_file(const std::string& path) {
 int run_check(const std::vector<std::string>& argv) {
   Args args(argv, {}, {"json", "help"});
   if (args.flag("help") || args.positional().empty()) {
-    std::printf("usage: starfish check FILE... [--json]\n  Validates hwprofile, model and plan YAML files ('-': stdin);\n"
-                "  --json: one object per file (file, kind, summary).\n");
+    fmt::print("usage: starfish check FILE... [--json]\n  Validates hwprofile, model and plan YAML files ('-': stdin);\n"
+               "  --json: one object per file (file, kind, summary).\n");
     return args.flag("help") ? 0 : 2;
   }
   JsonWriter w(true);
@@ -57,10 +50,10 @@ int run_check(const std::vector<std::string>& argv) {
   for (const std::string& path : args.positional()) {
     const auto [kind, summary] = check_file(path);
     if (args.flag("json")) w.begin_object().field("file", input_name(path)).field("kind", kind).field("summary", summary).end_object();
-    else std::printf("%s: %s\n", input_name(path).c_str(), summary.c_str());
+    else fmt::print("{}: {}\n", input_name(path), summary);
   }
   w.end_array();
-  if (args.flag("json")) std::printf("%s\n", w.str().c_str());
+  if (args.flag("json")) fmt::print("{}\n", w.str());
   return 0;
 }
 

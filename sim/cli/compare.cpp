@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <functional>
 
+#include <fmt/core.h>
+
 #include "sim/chunk/move_log.h"
 #include "sim/cli/cli.h"
 #include "sim/report/report.h"
@@ -59,40 +61,35 @@ std::string show(std::optional<double> v, Unit unit) {
 
 std::string ratio(std::optional<double> predicted, std::optional<double> measured) {
   if (!predicted || !measured || *predicted == 0) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", *measured / *predicted);
-  return buf;
+  return fmt::format("{:.3f}", *measured / *predicted);
 }
 
 void row(const char* name, std::optional<double> predicted, std::optional<double> measured, Unit unit) {
-  std::printf("%-28s %14s %14s %10s\n", name, show(predicted, unit).c_str(), show(measured, unit).c_str(),
-              ratio(predicted, measured).c_str());
+  fmt::print("{:<28} {:>14} {:>14} {:>10}\n", name, show(predicted, unit), show(measured, unit), ratio(predicted, measured));
 }
 
 // How the measured side was taken: a prediction is for a dedicated machine, so a run that shared
 // its cores with other work is compared on CPU time (per intra-op thread) as well.
 void measurement_notes(const Report& predicted, const Report& measured) {
   if (measured.kind != report::kRunKind) return;
-  std::printf("\nmeasured: median of %lld steady iteration(s) from iteration %lld, %d rank(s) x %d intra-op thread(s)\n",
-              static_cast<long long>(measured.steady_iterations), static_cast<long long>(measured.steady_from_iteration),
-              measured.gpus, measured.threads_per_rank);
+  fmt::print("\nmeasured: median of {} steady iteration(s) from iteration {}, {} rank(s) x {} intra-op thread(s)\n",
+             measured.steady_iterations, measured.steady_from_iteration, measured.gpus, measured.threads_per_rank);
   if (measured.cpu_s && measured.threads_per_rank > 0) {
     const double per_thread = *measured.cpu_s / measured.threads_per_rank;
-    std::printf("  CPU time          %s per iteration (rank 0, all threads); per thread %s, %s of the prediction\n",
-                units::human_seconds(*measured.cpu_s).c_str(), units::human_seconds(per_thread).c_str(),
-                ratio(predicted.iteration_s, per_thread).c_str());
+    fmt::print("  CPU time          {} per iteration (rank 0, all threads); per thread {}, {} of the prediction\n",
+               units::human_seconds(*measured.cpu_s), units::human_seconds(per_thread), ratio(predicted.iteration_s, per_thread));
   }
   if (const auto& l = measured.load) {
     const bool shared = l->shared(measured.iteration_s);
-    std::printf("  machine           %d CPUs, load average %.2f -> %.2f; other processes used %s of CPU per iteration (%.0f%% of a core)\n",
-                l->cpus, l->load_average_start, l->load_average_end, units::human_seconds(l->others_cpu_s).c_str(),
-                measured.iteration_s > 0 ? 100 * l->others_cpu_s / measured.iteration_s : 0.0);
+    fmt::print("  machine           {} CPUs, load average {:.2f} -> {:.2f}; other processes used {} of CPU per iteration ({:.0f}% of a core)\n",
+               l->cpus, l->load_average_start, l->load_average_end, units::human_seconds(l->others_cpu_s),
+               measured.iteration_s > 0 ? 100 * l->others_cpu_s / measured.iteration_s : 0.0);
     if (shared)
-      std::printf("  SHARED: other work ran on this machine during the measurement; the prediction is for a dedicated one,\n"
-                  "          so the wall time above is inflated: compare the CPU time per thread instead\n");
+      fmt::print("  SHARED: other work ran on this machine during the measurement; the prediction is for a dedicated one,\n"
+                 "          so the wall time above is inflated: compare the CPU time per thread instead\n");
     else
-      std::printf("  dedicated: nothing else took more than %.0f%% of a core; wall time is what the prediction means\n",
-                  100 * report::MachineLoad::kSharedCoreFraction);
+      fmt::print("  dedicated: nothing else took more than {:.0f}% of a core; wall time is what the prediction means\n",
+                 100 * report::MachineLoad::kSharedCoreFraction);
   }
 }
 
@@ -100,21 +97,21 @@ void measurement_notes(const Report& predicted, const Report& measured) {
 void phase_table(const Report& predicted, const Report& measured) {
   if (!predicted.phases || !measured.phases) return;
   const bool cpu = measured.cpu_phases.has_value();
-  std::printf("\n%-28s %14s %14s %10s%s\n", "time per iteration in", "predicted", "measured", "meas/pred",
-              cpu ? "   measured CPU  CPU/pred" : "");
+  fmt::print("\n{:<28} {:>14} {:>14} {:>10}{}\n", "time per iteration in", "predicted", "measured", "meas/pred",
+             cpu ? "   measured CPU  CPU/pred" : "");
   // A phase the prediction has none of (the run's own bookkeeping in `other`) has no ratio.
   auto phase_ratio = [](double a, double b) { return a > 0 ? ratio(a, b) : std::string("n/a"); };
   for (report::PhaseId p : report::kPhases) {
     const double a = report::seconds(*predicted.phases, p), b = report::seconds(*measured.phases, p);
     const double c = cpu ? report::seconds(*measured.cpu_phases, p) : 0;
     if (a == 0 && b == 0) continue;
-    std::printf("%-28s %14s %14s %10s", report::to_string(p), show(a, Unit::seconds).c_str(), show(b, Unit::seconds).c_str(),
-                phase_ratio(a, b).c_str());
-    if (cpu) std::printf(" %14s %9s", show(c, Unit::seconds).c_str(), phase_ratio(a, c).c_str());
-    std::printf("\n");
+    fmt::print("{:<28} {:>14} {:>14} {:>10}", report::to_string(p), show(a, Unit::seconds), show(b, Unit::seconds),
+               phase_ratio(a, b));
+    if (cpu) fmt::print(" {:>14} {:>9}", show(c, Unit::seconds), phase_ratio(a, c));
+    fmt::print("\n");
   }
-  std::printf("(predicted: each phase's busy time, overlaps counted in each; measured: exclusive wall time, medians;\n"
-              " measured CPU: the same in the training thread's CPU time)\n");
+  fmt::print("(predicted: each phase's busy time, overlaps counted in each; measured: exclusive wall time, medians;\n"
+             " measured CPU: the same in the training thread's CPU time)\n");
 }
 
 // A run may train longer than the simulator's iterations: the moves of its first
@@ -184,7 +181,7 @@ void write_json(const Report& a, const Report& b, const std::optional<MoveDiff>&
 int run_compare(const std::vector<std::string>& argv) {
   Args args(argv, {}, {"moves", "json", "help"});
   if (args.flag("help")) {
-    std::printf(
+    fmt::print(
         "usage: starfish compare PREDICTED.json MEASURED.json [--moves PREDICTED.jsonl MEASURED.jsonl] [--json]\n"
         "  PREDICTED: `starfish simulate --json` output; MEASURED: `starfish-run --report` output.\n"
         "  Shows each quantity predicted and measured, where the iteration's time goes on each side\n"
@@ -215,18 +212,18 @@ int run_compare(const std::vector<std::string>& argv) {
     write_json(a, b, moves);
     return moves && !moves->same ? 3 : 0;
   }
-  std::printf("%-28s %14s %14s %10s\n", "", "predicted", "measured", "meas/pred");
+  fmt::print("{:<28} {:>14} {:>14} {:>10}\n", "", "predicted", "measured", "meas/pred");
   for (const Quantity& q : quantities()) {
     const auto pa = q.get(a), pb = q.get(b);
     if (pa || pb) row(q.name, pa, pb, q.unit);
   }
   if (prefix)
-    std::printf("(chunk moves and the move log: the run's first %lld of %lld iterations, the ones the simulator walks)\n",
-                static_cast<long long>(*a.move_log_iterations), static_cast<long long>(*b.move_log_iterations));
+    fmt::print("(chunk moves and the move log: the run's first {} of {} iterations, the ones the simulator walks)\n",
+               *a.move_log_iterations, *b.move_log_iterations);
   measurement_notes(a, b);
   phase_table(a, b);
   if (moves) {
-    std::printf("\nmove logs: %s\n", moves->describe().c_str());
+    fmt::print("\nmove logs: {}\n", moves->describe());
     return moves->same ? 0 : 3;
   }
   return 0;

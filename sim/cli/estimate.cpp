@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include <fmt/core.h>
+
 #include "sim/cli/cli.h"
 #include "sim/cli/job_loader.h"
 #include "sim/cli/plan_text.h"
@@ -65,20 +67,19 @@ void table(const Job& job, const Estimate& e) {
   using units::human_bytes;
   using units::human_count;
   using units::human_seconds;
-  std::printf("%s on %d x %s (%d GPUs)\n", job.model.name.c_str(), job.cluster.nodes, job.cluster.name.c_str(),
-              job.cluster.total_gpus());
-  std::printf("plan: %s\n\n", plan_summary(job).c_str());
+  fmt::print("{} on {} x {} ({} GPUs)\n", job.model.name, job.cluster.nodes, job.cluster.name, job.cluster.total_gpus());
+  fmt::print("plan: {}\n\n", plan_summary(job));
   if (job.model.is_moe())
-    std::printf("parameters   %s, %s active (%d layers, %d of them MoE x %s, embedding %s)\n",
-                human_count(e.params.total).c_str(), human_count(e.params.active).c_str(), job.model.layers,
-                e.params.moe_layers, human_count(e.params.per_moe_layer).c_str(), human_count(e.params.word_embedding).c_str());
+    fmt::print("parameters   {}, {} active ({} layers, {} of them MoE x {}, embedding {})\n", human_count(e.params.total),
+               human_count(e.params.active), job.model.layers, e.params.moe_layers, human_count(e.params.per_moe_layer),
+               human_count(e.params.word_embedding));
   else
-    std::printf("parameters   %s (%d layers x %s, embedding %s)\n", human_count(e.params.total).c_str(), job.model.layers,
-                human_count(e.params.per_layer).c_str(), human_count(e.params.word_embedding).c_str());
-  std::printf("FLOPs/iter   %.3g model, %.3g with recompute\n\n", e.model_flops, e.hardware_flops);
-  std::printf("memory       %14s %14s %14s\n", "GPU (each)", "CPU (node)", "NVMe (node)");
+    fmt::print("parameters   {} ({} layers x {}, embedding {})\n", human_count(e.params.total), job.model.layers,
+               human_count(e.params.per_layer), human_count(e.params.word_embedding));
+  fmt::print("FLOPs/iter   {:.3g} model, {:.3g} with recompute\n\n", e.model_flops, e.hardware_flops);
+  fmt::print("memory       {:>14} {:>14} {:>14}\n", "GPU (each)", "CPU (node)", "NVMe (node)");
   auto row = [&](const char* name, double g, double c, double n) {
-    std::printf("  %-10s %14s %14s %14s\n", name, human_bytes(g).c_str(), human_bytes(c).c_str(), human_bytes(n).c_str());
+    fmt::print("  {:<10} {:>14} {:>14} {:>14}\n", name, human_bytes(g), human_bytes(c), human_bytes(n));
   };
   row("params", e.gpu.params_bytes, e.cpu.params_bytes, e.nvme.params_bytes);
   row("grads", e.gpu.grads_bytes, e.cpu.grads_bytes, e.nvme.grads_bytes);
@@ -89,12 +90,12 @@ void table(const Job& job, const Estimate& e) {
   if (e.gpu.communicator_bytes > 0) row("NCCL", e.gpu.communicator_bytes, 0, 0);
   row("total", e.gpu.total(), e.cpu.total(), e.nvme.total());
   row("capacity", e.gpu.capacity_bytes, e.cpu.capacity_bytes, e.nvme.capacity_bytes);
-  std::printf("  (GPU column: pipeline stage %d, the most loaded)\n", e.peak_stage);
-  if (e.fits) std::printf("fits         yes\n\n");
-  else std::printf("fits         NO: %s\n\n", e.why_not.c_str());
-  std::printf("time/iter    (analytic: no overlap of communication with compute)\n");
+  fmt::print("  (GPU column: pipeline stage {}, the most loaded)\n", e.peak_stage);
+  if (e.fits) fmt::print("fits         yes\n\n");
+  else fmt::print("fits         NO: {}\n\n", e.why_not);
+  fmt::print("time/iter    (analytic: no overlap of communication with compute)\n");
   auto trow = [&](const char* name, double s) {
-    std::printf("  %-10s %12s %5.1f%%\n", name, human_seconds(s).c_str(), 100 * s / e.time.iteration_s);
+    fmt::print("  {:<10} {:>12} {:>5.1f}%\n", name, human_seconds(s), 100 * s / e.time.iteration_s);
   };
   trow("compute", e.time.compute_s);
   trow("bubble", e.time.bubble_s);
@@ -104,9 +105,9 @@ void table(const Job& job, const Estimate& e) {
   trow("dp comm", e.time.dp_comm_s);
   trow("optimizer", e.time.optimizer_s);
   trow("offload", e.time.offload_s);
-  std::printf("  %-10s %12s\n", "iteration", human_seconds(e.time.iteration_s).c_str());
-  std::printf("\nthroughput   %s tokens/s, %.1f TFLOP/s per GPU, MFU %.1f%%\n", human_count(e.tokens_per_s).c_str(),
-              e.tflops_per_gpu, 100 * e.mfu);
+  fmt::print("  {:<10} {:>12}\n", "iteration", human_seconds(e.time.iteration_s));
+  fmt::print("\nthroughput   {} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}%\n", human_count(e.tokens_per_s), e.tflops_per_gpu,
+             100 * e.mfu);
 }
 
 }  // namespace
@@ -114,7 +115,7 @@ void table(const Job& job, const Estimate& e) {
 int run_estimate(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "hw", "plan", "nodes"}, {"json", "help"});
   if (args.flag("help")) {
-    std::printf(
+    fmt::print(
         "usage: starfish estimate --model M --hw H [--plan P] [--nodes N] [--json]\n"
         "  M, H: a YAML file or a bundled name (configs/models/M.yaml, hwprofiles/H.yaml)\n"
         "  P: a plan file (training + plan); without one, pure data parallelism over all GPUs\n"

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "git_revision.h"  // generated: STARFISH_GIT_REVISION
 #include "sim/cli/cli.h"
 #include "sim/spec/error.h"
@@ -33,9 +35,9 @@ const std::map<std::string, Verb>& verbs() {
 }
 
 void usage(std::FILE* out) {
-  std::fprintf(out, "usage: starfish <verb> [options]\n\nverbs:\n");
-  for (const auto& [name, verb] : verbs()) std::fprintf(out, "  %-10s %s\n", name.c_str(), verb.summary);
-  std::fprintf(out, "\nRun 'starfish <verb> --help' (or -h) for a verb's options; 'starfish --version' for the build.\n");
+  fmt::print(out, "usage: starfish <verb> [options]\n\nverbs:\n");
+  for (const auto& [name, verb] : verbs()) fmt::print(out, "  {:<10} {}\n", name, verb.summary);
+  fmt::print(out, "\nRun 'starfish <verb> --help' (or -h) for a verb's options; 'starfish --version' for the build.\n");
 }
 
 }  // namespace
@@ -51,12 +53,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (verb == "--version") {
-    std::printf("starfish %s (git %s)\n", STARFISH_VERSION, STARFISH_GIT_REVISION);
+    fmt::print("starfish {} (git {})\n", STARFISH_VERSION, STARFISH_GIT_REVISION);
     return 0;
   }
   auto it = verbs().find(verb);
   if (it == verbs().end()) {
-    std::fprintf(stderr, "starfish: unknown verb '%s'\n", verb.c_str());
+    fmt::print(stderr, "starfish: unknown verb '{}'\n", verb);
     usage(stderr);
     return 2;
   }
@@ -66,13 +68,13 @@ int main(int argc, char** argv) {
       if (a == "-h") a = "--help";  // every verb's --help, by its short name
     return it->second.run(args);
   } catch (const starfish::cli::UsageError& e) {
-    std::fprintf(stderr, "starfish %s: %s\n", verb.c_str(), e.what());
+    fmt::print(stderr, "starfish {}: {}\n", verb, e.what());
     return 2;
   } catch (const starfish::SpecError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fmt::print(stderr, "{}\n", e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "starfish %s: %s\n", verb.c_str(), e.what());
+    fmt::print(stderr, "starfish {}: {}\n", verb, e.what());
     return 1;
   }
 }

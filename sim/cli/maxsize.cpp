@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "sim/cli/cli.h"
 #include "sim/cli/cost_options.h"
 #include "sim/cli/plan_export.h"
@@ -104,10 +106,8 @@ void emit_variants(const std::string& dir, const std::vector<Variant>& variants,
 
 // "12.5 d", "3.4 y": days, in years past a thousand days.
 std::string human_days(double days) {
-  char buf[32];
-  if (days >= 1000) std::snprintf(buf, sizeof buf, "%.1f y", days / 365.25);
-  else std::snprintf(buf, sizeof buf, "%.1f d", days);
-  return buf;
+  if (days >= 1000) return fmt::format("{:.1f} y", days / 365.25);
+  return fmt::format("{:.1f} d", days);
 }
 
 const Variant& variant_of(const std::vector<Variant>& variants, search::VariantKind kind) {
@@ -124,56 +124,53 @@ void print_ratio_line(const std::vector<Variant>& variants, bool memory_bound, b
   const search::MaxSizeResult& a = memory_bound ? ps.capacity : ps.result;
   const search::MaxSizeResult& b = memory_bound ? zo.capacity : zo.result;
   if (a.found && b.found)
-    std::printf("%s vs %s: %.2fx the model size (same hardware, batch and %s; each in its own plan space)\n",
-                ps.system.name, zo.system.name, static_cast<double>(a.parameters) / static_cast<double>(b.parameters),
-                memory_bound || !budgeted ? "memory" : "budget");
+    fmt::print("{} vs {}: {:.2f}x the model size (same hardware, batch and {}; each in its own plan space)\n",
+               ps.system.name, zo.system.name, static_cast<double>(a.parameters) / static_cast<double>(b.parameters),
+               memory_bound || !budgeted ? "memory" : "budget");
 }
 
 void print_answer_row(const char* name, const search::MaxSizeResult& r) {
   if (!r.found) {
-    std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", name, "none", "-", "-", "-", "-", "-", constraint_name(r.binding),
-                ("even " + r.next_model.name + " does not fit").c_str());
+    fmt::print("{:<24} {:>10} {:>7} {:>7} {:>12} {:>7} {:>10}  {:<16} {}\n", name, "none", "-", "-", "-", "-", "-",
+               constraint_name(r.binding), "even " + r.next_model.name + " does not fit");
     return;
   }
-  std::printf("%-24s %10s %7d %7d %12s %6.1f%% %10s  %-16s %s\n", name, units::human_count(r.parameters).c_str(),
-              r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s).c_str(),
-              100 * simulated(r).mfu, human_days(r.days_to_train).c_str(), constraint_name(r.binding),
-              r.best.rows.front().label().c_str());
+  fmt::print("{:<24} {:>10} {:7} {:7} {:>12} {:>6.1f}% {:>10}  {:<16} {}\n", name, units::human_count(r.parameters),
+             r.model.layers, r.model.hidden, units::human_count(simulated(r).tokens_per_s), 100 * simulated(r).mfu,
+             human_days(r.days_to_train), constraint_name(r.binding), r.best.rows.front().label());
 }
 
 void print_table(const std::vector<Variant>& variants, bool memory_bound, bool budgeted) {
-  std::printf("%-24s %10s %7s %7s %12s %7s %10s  %-16s %s\n", "variant", "params", "layers", "hidden", "tokens/s", "MFU",
-              "train", "binding", "plan");
+  fmt::print("{:<24} {:>10} {:>7} {:>7} {:>12} {:>7} {:>10}  {:<16} {}\n", "variant", "params", "layers", "hidden", "tokens/s",
+             "MFU", "train", "binding", "plan");
   for (const Variant& v : variants) print_answer_row(v.system.name, memory_bound ? v.capacity : v.result);
   print_ratio_line(variants, memory_bound, budgeted);
 }
 
 void print_costs(const std::vector<Variant>& variants, const CostInputs& costs) {
-  std::printf("\ncost to train each answer within the budget (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n",
-              costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
+  fmt::print("\ncost to train each answer within the budget (energy: GPU TDP x {:g} + node share, PUE {:g}, {:g} kgCO2e/kWh)\n",
+             costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
   for (const Variant& v : variants)
-    if (v.result.found) std::printf("  %-24s %s\n", v.system.name, describe(costs.of(v.result)).c_str());
-  if (costs.price_per_gpu_hour <= 0) std::printf("  (no price: the profile has no price_per_gpu_hour; --price sets one)\n");
+    if (v.result.found) fmt::print("  {:<24} {}\n", v.system.name, describe(costs.of(v.result)));
+  if (costs.price_per_gpu_hour <= 0) fmt::print("  (no price: the profile has no price_per_gpu_hour; --price sets one)\n");
 }
 
 void print_text(const std::vector<Variant>& variants, const Cluster& cluster, const search::MaxSizeOptions& base,
                 bool budget_given, const CostInputs& costs) {
-  std::printf("largest %s model on %d x %s (%d GPUs)\n", base.family.c_str(), cluster.nodes, cluster.name.c_str(),
-              cluster.total_gpus());
-  std::printf("rule: hidden = 128 x heads, layers = heads (heads in steps of %d), then extra layers\n",
-              cluster.node.gpus);
-  std::printf("global batch: %lld sequences%s; every answer simulated\n",
-              static_cast<long long>(base.global_batch > 0 ? base.global_batch : cluster.total_gpus()),
-              base.global_batch > 0 ? "" : " (one per GPU)");
-  std::printf("budget: %s%s\n", search::describe(base.budget).c_str(),
-              budget_given ? "" : " (default; --tokens/--days/--min-tokens-per-s/--max-iteration set it, --no-budget drops it)");
-  std::printf("train: days to train each answer on %s at its simulated throughput\n\n",
-              base.budget.tokens > 0 ? (units::human_count(static_cast<double>(base.budget.tokens)) + " tokens").c_str()
-                                     : "20 tokens per parameter");
+  fmt::print("largest {} model on {} x {} ({} GPUs)\n", base.family, cluster.nodes, cluster.name, cluster.total_gpus());
+  fmt::print("rule: hidden = 128 x heads, layers = heads (heads in steps of {}), then extra layers\n", cluster.node.gpus);
+  fmt::print("global batch: {} sequences{}; every answer simulated\n",
+             base.global_batch > 0 ? base.global_batch : int64_t{cluster.total_gpus()},
+             base.global_batch > 0 ? "" : " (one per GPU)");
+  fmt::print("budget: {}{}\n", search::describe(base.budget),
+             budget_given ? "" : " (default; --tokens/--days/--min-tokens-per-s/--max-iteration set it, --no-budget drops it)");
+  fmt::print("train: days to train each answer on {} at its simulated throughput\n\n",
+             base.budget.tokens > 0 ? units::human_count(static_cast<double>(base.budget.tokens)) + " tokens"
+                                    : std::string("20 tokens per parameter"));
   if (base.budget.time_limited) {
-    std::printf("within the budget\n");
+    fmt::print("within the budget\n");
     print_table(variants, false, true);
-    std::printf("\nmemory alone (what fits, however long it takes)\n");
+    fmt::print("\nmemory alone (what fits, however long it takes)\n");
     print_table(variants, true, true);
   } else {
     print_table(variants, false, false);
@@ -181,14 +178,14 @@ void print_text(const std::vector<Variant>& variants, const Cluster& cluster, co
   print_costs(variants, costs);
   const search::MaxSizeResult& any = variants[0].result;
   if (any.found) {
-    std::printf("\nbest plan at %s: %s\n", any.model.name.c_str(), plan_summary(any.best.job(any.best.rows.front())).c_str());
-    std::printf("next size %s fails: %s\n", any.next_model.name.c_str(),
-                any.binding_detail.empty() ? constraint_name(any.binding) : any.binding_detail.c_str());
+    fmt::print("\nbest plan at {}: {}\n", any.model.name, plan_summary(any.best.job(any.best.rows.front())));
+    fmt::print("next size {} fails: {}\n", any.next_model.name,
+               any.binding_detail.empty() ? constraint_name(any.binding) : any.binding_detail.c_str());
   }
   if (!variant_of(variants, search::VariantKind::patrickstar).result.found)
-    std::printf("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"
-                " accumulation; %s suits them)\n",
-                base.global_batch > 0 ? "a smaller --batch" : "a --batch smaller than the default ~4Mi tokens");
+    fmt::print("(chunked plans run each rank's whole batch as one micro-batch: the chunk runtime has no gradient\n"
+               " accumulation; {} suits them)\n",
+               base.global_batch > 0 ? "a smaller --batch" : "a --batch smaller than the default ~4Mi tokens");
 }
 
 search::TrainingBudget parse_budget(const Args& args) {
@@ -224,7 +221,7 @@ search::TrainingBudget parse_budget(const Args& args) {
 }
 
 void print_help() {
-  std::printf(
+  fmt::print(
       "usage: starfish maxsize --hw H [--family gpt|llama] [--nodes N | --gpus N] [--seq S]\n"
       "                        [--batch B] [--tokens N] [--days D] [--min-tokens-per-s R]\n"
       "                        [--max-iteration T] [--no-budget] [--chunk-nvme]\n"

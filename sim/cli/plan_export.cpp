@@ -38,9 +38,7 @@ Handler& previous_handler() {
 }
 
 std::string pct(double f) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.0f%%", 100 * f);
-  return b;
+  return fmt::format("{:.0f}%", 100 * f);
 }
 
 void write_tier(JsonWriter& w, const char* name, const TierUse& u) {
@@ -89,7 +87,7 @@ void print_wrapped(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     const std::string word = text.substr(start, end - start);
     if (column > 0 && column + 1 + word.size() > 100) {
-      std::printf("%s\n", line.c_str());
+      fmt::print("{}\n", line);
       line = "  ";
       column = 2;
     } else if (column > 0) {
@@ -100,7 +98,7 @@ void print_wrapped(const std::string& text) {
     column += word.size();
     start = end + 1;
   }
-  if (!line.empty()) std::printf("%s\n", line.c_str());
+  if (!line.empty()) fmt::print("{}\n", line);
 }
 
 // The abbreviations of the plan labels shown, each explained once.
@@ -134,7 +132,7 @@ void print_legend(const search::SearchResult& r, int limit) {
   if (cpu_embedding) s += " cpu-emb embeddings on the CPU (PatrickStar's use_cpu_embedding);";
   s += " free: memory headroom per GPU (CPU, NVMe: per node)";
   if (r.refined > 0) s += "; tier: des = the event simulator's numbers, analytic = the analytic model's";
-  std::printf("\n");
+  fmt::print("\n");
   print_wrapped(s);
 }
 
@@ -144,29 +142,23 @@ void print_why(const search::SearchResult& r, int limit) {
   const size_t n = std::min(r.rows.size(), static_cast<size_t>(std::max(limit, 0)));
   if (n == 0) return;
   const search::Row& first = r.rows.front();
-  std::printf("\nwhy (binding: the tier with the least headroom):\n");
+  fmt::print("\nwhy (binding: the tier with the least headroom):\n");
   for (size_t k = 0; k < n; ++k) {
     const search::Row& row = r.rows[k];
     const Binding b = binding_tier(row.analytic);
-    char head[96];
-    if (k == 0) std::snprintf(head, sizeof head, "fastest, %s tokens/s", units::human_count(row.tokens_per_s).c_str());
-    else
-      std::snprintf(head, sizeof head, "%.1f%% slower than #1", 100 * (1 - row.tokens_per_s / first.tokens_per_s));
-    std::string line = std::string(head) + "; binding: " + b.tier + ", " + units::human_bytes(b.free_bytes) + " free (" +
-                       pct(b.free_fraction) + ")";
-    if (k > 0 && safer_than_winner(row, first)) {
-      char more[64];
-      std::snprintf(more, sizeof more, ": %.1fx the headroom of #1", b.free_fraction / binding_tier(first.analytic).free_fraction);
-      line += more;
-    }
-    std::printf("  #%-3zu %s\n", k + 1, line.c_str());
+    std::string line = k == 0 ? fmt::format("fastest, {} tokens/s", units::human_count(row.tokens_per_s))
+                              : fmt::format("{:.1f}% slower than #1", 100 * (1 - row.tokens_per_s / first.tokens_per_s));
+    line += "; binding: " + std::string(b.tier) + ", " + units::human_bytes(b.free_bytes) + " free (" + pct(b.free_fraction) + ")";
+    if (k > 0 && safer_than_winner(row, first))
+      line += fmt::format(": {:.1f}x the headroom of #1", b.free_fraction / binding_tier(first.analytic).free_fraction);
+    fmt::print("  #{:<3} {}\n", k + 1, line);
   }
   for (size_t k = 1; k < n; ++k) {
     if (!safer_than_winner(r.rows[k], first)) continue;
     const Binding a = binding_tier(first.analytic), b = binding_tier(r.rows[k].analytic);
-    std::printf("advice: #%zu is %.1f%% slower than #1 with %.1fx its headroom (%s vs %s %s free): the safer choice\n",
-                k + 1, 100 * (1 - r.rows[k].tokens_per_s / first.tokens_per_s), b.free_fraction / a.free_fraction,
-                pct(b.free_fraction).c_str(), pct(a.free_fraction).c_str(), a.tier);
+    fmt::print("advice: #{} is {:.1f}% slower than #1 with {:.1f}x its headroom ({} vs {} {} free): the safer choice\n", k + 1,
+               100 * (1 - r.rows[k].tokens_per_s / first.tokens_per_s), b.free_fraction / a.free_fraction, pct(b.free_fraction),
+               pct(a.free_fraction), a.tier);
     break;
   }
 }
@@ -202,13 +194,13 @@ void ProgressBar::draw(const std::string& text) {
   if (drawn_ && now - last_drawn_ < std::chrono::milliseconds(100)) return;  // ten redraws a second at most
   last_drawn_ = now;
   const std::string shown = context_.empty() ? text : context_ + "  " + text;
-  std::fprintf(stderr, "\r%-140.140s", shown.c_str());
+  fmt::print(stderr, "\r{:<140.140}", shown);
   std::fflush(stderr);
   drawn_ = true;
 }
 
 void ProgressBar::finish() {
-  if (drawn_) std::fprintf(stderr, "\r%140s\r", "");
+  if (drawn_) fmt::print(stderr, "\r{:>140}\r", "");
   drawn_ = false;
 }
 
@@ -278,8 +270,8 @@ void print_search_rows(const search::SearchResult& r, int limit) {
   int width = 40;
   for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k)
     width = std::max(width, static_cast<int>(r.rows[k].label().size()));
-  std::printf("%-4s %-*s %11s %6s %6s %9s %17s %8s %8s%s%s\n", "#", width, "plan", "tokens/s", "MFU", "bubble", "iteration",
-              "GPU mem (free)", "CPU free", "NVMe free", price ? "   $/Mtok" : "", refined ? "  tier" : "");
+  fmt::print("{:<4} {:<{}} {:>11} {:>6} {:>6} {:>9} {:>17} {:>8} {:>8}{}{}\n", "#", "plan", width, "tokens/s", "MFU", "bubble",
+             "iteration", "GPU mem (free)", "CPU free", "NVMe free", price ? "   $/Mtok" : "", refined ? "  tier" : "");
   int i = 0;
   for (const search::Row& row : r.rows) {
     if (i >= limit) break;
@@ -291,11 +283,10 @@ void print_search_rows(const search::SearchResult& r, int limit) {
     std::string gpu = human_bytes(e.gpu.total()) + " (" + pct(search::headroom_fraction(e.gpu)) + ")";
     std::string cpu = e.cpu.capacity_bytes > 0 ? pct(search::headroom_fraction(e.cpu)) : "-";
     std::string nvme = e.nvme.capacity_bytes > 0 ? pct(search::headroom_fraction(e.nvme)) : "-";
-    char cost[32] = "";
-    if (price) std::snprintf(cost, sizeof cost, " %9.3f", row.cost_per_million_tokens);
-    std::printf("%-4d %-*s %11s %5.1f%% %5.1f%% %9s %17s %8s %8s%s%s\n", ++i, width, row.label().c_str(),
-                human_count(row.tokens_per_s).c_str(), 100 * mfu, 100 * bubble, units::human_seconds(iter).c_str(),
-                gpu.c_str(), cpu.c_str(), nvme.c_str(), cost, refined ? (des ? "  des" : "  analytic") : "");
+    const std::string cost = price ? fmt::format(" {:>9.3f}", row.cost_per_million_tokens) : "";
+    fmt::print("{:<4} {:<{}} {:>11} {:>5.1f}% {:>5.1f}% {:>9} {:>17} {:>8} {:>8}{}{}\n", ++i, row.label(), width,
+               human_count(row.tokens_per_s), 100 * mfu, 100 * bubble, units::human_seconds(iter), gpu, cpu, nvme, cost,
+               refined ? (des ? "  des" : "  analytic") : "");
   }
   print_legend(r, limit);
   print_why(r, limit);
@@ -312,26 +303,24 @@ void print_shortfall(const search::SearchResult& r, int asked) {
                        : "only " + std::to_string(r.fitting) + " plans fit the analytic model");
   if (!r.simulator_rejected.empty())
     add("the event simulator rejected " + std::to_string(r.simulator_rejected.size()) + " of those it simulated (below)");
-  std::printf("\n%zu of the %d rows asked for%s%s\n", shown, asked, why.empty() ? "" : ": ", why.c_str());
+  fmt::print("\n{} of the {} rows asked for{}{}\n", shown, asked, why.empty() ? "" : ": ", why);
 }
 
 void print_rejections(const search::SearchResult& r, int limit) {
   if (r.chunked_accumulation_left_out > 0)
-    std::printf("\nleft out: %lld chunked plans with several micro-batches per rank (the chunk runtime has no gradient\n"
-                "  accumulation, PatrickStar's grads overwrite the fp16 param chunks: a chunked plan runs each rank's\n"
-                "  whole batch, here at least %lld sequences, as one micro-batch; a smaller --batch suits them)\n",
-                static_cast<long long>(r.chunked_accumulation_left_out),
-                static_cast<long long>(r.training.global_batch / std::max(1, r.cluster.total_gpus())));
+    fmt::print("\nleft out: {} chunked plans with several micro-batches per rank (the chunk runtime has no gradient\n"
+               "  accumulation, PatrickStar's grads overwrite the fp16 param chunks: a chunked plan runs each rank's\n"
+               "  whole batch, here at least {} sequences, as one micro-batch; a smaller --batch suits them)\n",
+               r.chunked_accumulation_left_out, r.training.global_batch / std::max(1, r.cluster.total_gpus()));
   if (r.rejected.empty()) return;
-  std::printf("\nrejected (%lld plans; %lld by the model-state bound before evaluation):\n",
-              static_cast<long long>(r.enumerated - r.fitting), static_cast<long long>(r.pruned));
+  fmt::print("\nrejected ({} plans; {} by the model-state bound before evaluation):\n", r.enumerated - r.fitting, r.pruned);
   int i = 0;
   for (const auto& f : r.rejected) {
     if (i++ >= limit) {
-      std::printf("  ... %zu more families\n", r.rejected.size() - limit);
+      fmt::print("  ... {} more families\n", r.rejected.size() - limit);
       break;
     }
-    std::printf("  %s\n", f.text().c_str());
+    fmt::print("  {}\n", f.text());
   }
 }
 
@@ -445,7 +434,7 @@ void emit_answers(const std::string& dir, const std::vector<EmittedAnswer>& answ
   for (const auto& [name, text] : files) {
     const std::string path = (fs::path(dir) / name).string();
     save_text_file(path, text, true);
-    std::fprintf(stderr, "wrote %s\n", path.c_str());
+    fmt::print(stderr, "wrote {}\n", path);
   }
 }
 
@@ -532,14 +521,14 @@ Exports make_exports(const search::SearchResult& r, const Args& args, const sear
 void print_exports(const search::SearchResult& r, const Exports& e) {
   for (const auto& [kind, x] : asked(e)) {
     if (!x->model_refused.empty()) {
-      std::printf("\n%s: cannot export this model: %s\n", x->framework.c_str(), x->model_refused.c_str());
+      fmt::print("\n{}: cannot export this model: {}\n", x->framework, x->model_refused);
       continue;
     }
     if (!x->row) {
-      std::printf("\n%s: no plan it runs fits (plan #1: %s)\n", x->framework.c_str(), x->why_not_first.c_str());
+      fmt::print("\n{}: no plan it runs fits (plan #1: {})\n", x->framework, x->why_not_first);
       continue;
     }
-    if (x->rank != 1 && !x->why_not_first.empty()) std::printf("\n(%s cannot run plan #1: %s)", x->framework.c_str(), x->why_not_first.c_str());
+    if (x->rank != 1 && !x->why_not_first.empty()) fmt::print("\n({} cannot run plan #1: {})", x->framework, x->why_not_first);
     std::string which = x->rank > 0 ? "plan #" + std::to_string(x->rank) + ", " + x->row->label()
                                     : "the best plan it runs, simulated as it runs it: " + x->row->label() + ", " +
                                           units::human_count(x->row->tokens_per_s) + " tokens/s";
@@ -547,19 +536,18 @@ void print_exports(const search::SearchResult& r, const Exports& e) {
     const Plan& p = job.plan;
     switch (kind) {
       case Kind::megatron:
-        std::printf("\nMegatron-LM arguments (%s):\n%s", which.c_str(), search::megatron_arguments(job).c_str());
+        fmt::print("\nMegatron-LM arguments ({}):\n{}", which, search::megatron_arguments(job));
         break;
       case Kind::megatron_bridge:
-        std::printf("\nMegatron-Bridge command (%s):\n%s", which.c_str(), search::megatron_bridge_command(job).c_str());
+        fmt::print("\nMegatron-Bridge command ({}):\n{}", which, search::megatron_bridge_command(job));
         break;
       case Kind::deepspeed:
-        std::printf("\nDeepSpeed config (%s; the launcher sets TP %d, PP %d%s%s):\n%s", which.c_str(), p.tp, p.pp,
-                    p.sequence_parallel ? ", sequence parallelism" : "",
-                    p.recompute == Recompute::selective ? ", selective recompute" : "",
-                    search::deepspeed_config(job, e.options).c_str());
+        fmt::print("\nDeepSpeed config ({}; the launcher sets TP {}, PP {}{}{}):\n{}", which, p.tp, p.pp,
+                   p.sequence_parallel ? ", sequence parallelism" : "",
+                   p.recompute == Recompute::selective ? ", selective recompute" : "", search::deepspeed_config(job, e.options));
         break;
       case Kind::torchtitan:
-        std::printf("\ntorchtitan recipe, starfish_plan.py (%s):\n%s", which.c_str(), search::torchtitan_recipe(job).text.c_str());
+        fmt::print("\ntorchtitan recipe, starfish_plan.py ({}):\n{}", which, search::torchtitan_recipe(job).text);
         break;
     }
   }
@@ -620,7 +608,7 @@ void emit_winner(const search::SearchResult& r, const Args& args, const std::str
   if (r.cluster.nodes != 1) text += "; run with --nodes " + std::to_string(r.cluster.nodes);
   text += "\n" + search::plan_file_yaml(r.job(r.rows.front()), rel(model_path), rel(hw_path));
   save_text_file(path, text, args.flag("force"));
-  std::fprintf(stderr, "wrote %s\n", path.c_str());
+  fmt::print(stderr, "wrote {}\n", path);
 }
 
 }  // namespace starfish::cli

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include <fmt/core.h>
+
 #include "sim/cli/cli.h"
 #include "sim/cli/plan_export.h"
 #include "sim/search/des_refiner.h"
@@ -18,7 +20,7 @@ namespace starfish::cli {
 namespace {
 
 void print_search_help() {
-  std::printf(
+  fmt::print(
       "usage: starfish search --model M --hw H [--gpus N | --nodes N] [--batch B] [--top K]\n"
       "                       [--emit plan.yaml [--force]] [--megatron] [--deepspeed [--nvme-path P]]\n"
       "                       [--megatron-bridge] [--torchtitan] [--json]\n"
@@ -85,17 +87,16 @@ int run_search(const std::vector<std::string>& argv) {
     write_search_json(w, r, &exports);
     std::fputs((w.str() + "\n").c_str(), stdout);
   } else {
-    std::printf("%s on %d x %s (%d GPUs), global batch %lld (%s tokens)\n", model.name.c_str(), cluster.nodes,
-                cluster.name.c_str(), cluster.total_gpus(), static_cast<long long>(training.global_batch),
-                units::human_count(static_cast<double>(training.global_batch) * model.seq_len).c_str());
-    std::printf("%lld plans, %lld fit; %.2f s on %d threads%s\n\n", static_cast<long long>(r.enumerated),
-                static_cast<long long>(r.fitting), r.elapsed_s, r.threads,
-                r.cancelled ? " (interrupted: best found so far)" : "");
-    if (r.rows.empty()) std::printf("no plan fits.\n");
+    fmt::print("{} on {} x {} ({} GPUs), global batch {} ({} tokens)\n", model.name, cluster.nodes, cluster.name,
+               cluster.total_gpus(), training.global_batch,
+               units::human_count(static_cast<double>(training.global_batch) * model.seq_len));
+    fmt::print("{} plans, {} fit; {:.2f} s on {} threads{}\n\n", r.enumerated, r.fitting, r.elapsed_s, r.threads,
+               r.cancelled ? " (interrupted: best found so far)" : "");
+    if (r.rows.empty()) fmt::print("no plan fits.\n");
     else print_search_rows(r, shown);
     print_shortfall(r, shown);
     print_rejections(r, 12);
-    for (const auto& [label, why] : r.simulator_rejected) std::printf("  rejected by the simulator: %s: %s\n", label.c_str(), why.c_str());
+    for (const auto& [label, why] : r.simulator_rejected) fmt::print("  rejected by the simulator: {}: {}\n", label, why);
   }
   if (!args.flag("json")) print_exports(r, exports);
   emit_winner(r, args, model_path, hw_path);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/core.h>
+
 #include "sim/cli/cli.h"
 #include "sim/cli/job_loader.h"
 #include "sim/cli/plan_export.h"  // ProgressBar
@@ -18,38 +20,34 @@ void table(const Job& job, const schedule::SimReport& r, const std::string& trac
   using units::human_bytes;
   using units::human_count;
   using units::human_seconds;
-  std::printf("%s on %d x %s (%d GPUs)\n", job.model.name.c_str(), job.cluster.nodes, job.cluster.name.c_str(), r.gpus);
-  std::printf("plan: %s\n\n", plan_summary(job).c_str());
-  std::printf("iteration    %s (simulated)\n", human_seconds(r.iteration_s).c_str());
-  std::printf("throughput   %s tokens/s, %.1f TFLOP/s per GPU, MFU %.1f%%\n", human_count(r.tokens_per_s).c_str(),
-              r.tflops_per_gpu, 100 * r.mfu);
-  std::printf("bubble       %.1f%% of the iteration\n\n", 100 * r.bubble_fraction);
-  std::printf("communication (per stage, mean)   busy       exposed    compute/comm\n");
+  fmt::print("{} on {} x {} ({} GPUs)\n", job.model.name, job.cluster.nodes, job.cluster.name, r.gpus);
+  fmt::print("plan: {}\n\n", plan_summary(job));
+  fmt::print("iteration    {} (simulated)\n", human_seconds(r.iteration_s));
+  fmt::print("throughput   {} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}%\n", human_count(r.tokens_per_s), r.tflops_per_gpu,
+             100 * r.mfu);
+  fmt::print("bubble       {:.1f}% of the iteration\n\n", 100 * r.bubble_fraction);
+  fmt::print("communication (per stage, mean)   busy       exposed    compute/comm\n");
   for (const auto& g : r.comm) {
     if (g.comm_s == 0) continue;
-    std::printf("  %-8s %24s %10s %10.1f\n", g.group.c_str(), human_seconds(g.comm_s).c_str(),
-                human_seconds(g.exposed_s).c_str(), g.ratio);
+    fmt::print("  {:<8} {:>24} {:>10} {:>10.1f}\n", g.group, human_seconds(g.comm_s), human_seconds(g.exposed_s), g.ratio);
   }
-  std::printf("\nmemory       peak per GPU %s of %s", human_bytes(r.peak_gpu_bytes).c_str(),
-              human_bytes(r.gpu_capacity_bytes).c_str());
-  if (r.cpu_bytes_per_node > 0) std::printf(", CPU per node %s of %s", human_bytes(r.cpu_bytes_per_node).c_str(),
-                                            human_bytes(r.cpu_capacity_bytes).c_str());
-  if (r.nvme_bytes_per_node > 0) std::printf(", NVMe per node %s of %s", human_bytes(r.nvme_bytes_per_node).c_str(),
-                                             human_bytes(r.nvme_capacity_bytes).c_str());
-  std::printf("\n");
-  if (!r.memory_verdict.fits)
-    std::printf("  DOES NOT FIT: %s (shown for --allow-oom)\n", r.memory_verdict.text().c_str());
+  fmt::print("\nmemory       peak per GPU {} of {}", human_bytes(r.peak_gpu_bytes), human_bytes(r.gpu_capacity_bytes));
+  if (r.cpu_bytes_per_node > 0)
+    fmt::print(", CPU per node {} of {}", human_bytes(r.cpu_bytes_per_node), human_bytes(r.cpu_capacity_bytes));
+  if (r.nvme_bytes_per_node > 0)
+    fmt::print(", NVMe per node {} of {}", human_bytes(r.nvme_bytes_per_node), human_bytes(r.nvme_capacity_bytes));
+  fmt::print("\n");
+  if (!r.memory_verdict.fits) fmt::print("  DOES NOT FIT: {} (shown for --allow-oom)\n", r.memory_verdict.text());
   for (const auto& s : r.memory)
-    std::printf("  stage %-3d  gpu %-5d peak %10s (states %s) at %s\n", s.stage, s.gpu, human_bytes(s.peak_bytes).c_str(),
-                human_bytes(s.model_state_bytes).c_str(), human_seconds(s.peak_time_s).c_str());
-  std::printf("\nbusiest links (bytes in the iteration, utilisation)\n");
+    fmt::print("  stage {:<3}  gpu {:<5} peak {:>10} (states {}) at {}\n", s.stage, s.gpu, human_bytes(s.peak_bytes),
+               human_bytes(s.model_state_bytes), human_seconds(s.peak_time_s));
+  fmt::print("\nbusiest links (bytes in the iteration, utilisation)\n");
   for (size_t i = 0; i < r.links.size() && i < 8; ++i)
-    std::printf("  %-32s %-8s %10s %5.1f%%\n", r.links[i].name.c_str(), r.links[i].kind.c_str(),
-                human_bytes(r.links[i].bytes).c_str(), 100 * r.links[i].utilisation);
-  std::printf("\nsimulator    %zu tasks, %llu events, %zu links run as %zu classes, built in %s, ran in %s\n",
-              r.tasks, static_cast<unsigned long long>(r.events), r.used_links, r.link_classes,
-              human_seconds(r.build_wall_s).c_str(), human_seconds(r.run_wall_s).c_str());
-  if (!trace.empty()) std::printf("trace        %s (open in ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
+    fmt::print("  {:<32} {:<8} {:>10} {:>5.1f}%\n", r.links[i].name, r.links[i].kind, human_bytes(r.links[i].bytes),
+               100 * r.links[i].utilisation);
+  fmt::print("\nsimulator    {} tasks, {} events, {} links run as {} classes, built in {}, ran in {}\n", r.tasks, r.events,
+             r.used_links, r.link_classes, human_seconds(r.build_wall_s), human_seconds(r.run_wall_s));
+  if (!trace.empty()) fmt::print("trace        {} (open in ui.perfetto.dev or chrome://tracing)\n", trace);
 }
 
 // A plan whose simulated peak overflows a tier is refused (exit 1), as `estimate` and the search
@@ -69,7 +67,7 @@ int run_simulate(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "hw", "plan", "nodes", "trace", "trace-detail", "moves", "non-model"},
             {"json", "allow-oom", "help"});
   if (args.flag("help")) {
-    std::printf(
+    fmt::print(
         "usage: starfish simulate --model M --hw H [--plan P] [--nodes N] [--trace out.json [--trace-detail stage|rank]]\n"
         "                         [--json] [--allow-oom]\n"
         "  Simulates one training iteration with the discrete-event simulator.\n"

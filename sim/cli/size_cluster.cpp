@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/core.h>
+
 #include "sim/cli/cli.h"
 #include "sim/cli/cost_options.h"
 #include "sim/cli/plan_export.h"
@@ -26,17 +28,17 @@ void print_options(const search::SizeClusterResult& r, const Cluster& hw, double
   auto row = [&](size_t i) {
     const search::SizeClusterOption& o = r.options[i];
     const TrainingCost c = training_cost(hw.node, o.gpus, o.days_needed, price, energy);
-    std::printf("  %6d %7lld %7.1f %10s  %s  %s\n", o.nodes, static_cast<long long>(o.gpus), o.days_needed,
-                units::human_count(o.tokens_per_s).c_str(), describe(c).c_str(), o.plan_label.c_str());
+    fmt::print("  {:6} {:7} {:>7.1f} {:>10}  {}  {}\n", o.nodes, o.gpus, o.days_needed, units::human_count(o.tokens_per_s),
+               describe(c), o.plan_label);
   };
   for (const auto& [title, order] : {std::pair{"by time", r.by_time()}, std::pair{"by cost", r.by_cost()}}) {
-    std::printf("\nnode counts that meet the deadline, %s (each simulated):\n  %6s %7s %7s %10s  %s\n", title, "nodes", "GPUs",
-                "days", "tokens/s", "cost, plan");
+    fmt::print("\nnode counts that meet the deadline, {} (each simulated):\n  {:>6} {:>7} {:>7} {:>10}  {}\n", title, "nodes",
+               "GPUs", "days", "tokens/s", "cost, plan");
     for (size_t i : order) row(i);
   }
   const search::SizeClusterOption& cheapest = r.options[r.by_cost().front()];
-  std::printf("cheapest that meets the deadline: %d nodes, %.1f days, %s\n", cheapest.nodes, cheapest.days_needed,
-              describe(training_cost(hw.node, cheapest.gpus, cheapest.days_needed, price, energy)).c_str());
+  fmt::print("cheapest that meets the deadline: {} nodes, {:.1f} days, {}\n", cheapest.nodes, cheapest.days_needed,
+             describe(training_cost(hw.node, cheapest.gpus, cheapest.days_needed, price, energy)));
 }
 
 void write_options_json(JsonWriter& w, const search::SizeClusterResult& r, const Cluster& hw, double price,
@@ -58,7 +60,7 @@ void write_options_json(JsonWriter& w, const search::SizeClusterResult& r, const
 }
 
 void print_help() {
-  std::printf(
+  fmt::print(
       "usage: starfish size-cluster --model M --tokens T --days D --hw H [--batch B] [--max-nodes N]\n"
       "                             [--price USD] [--gpu-utilisation U] [--pue P] [--grid KG]\n"
       "                             [--emit DIR [--force]] [--json]\n"
@@ -153,21 +155,19 @@ void write_json(const Request& q, const search::SizeClusterResult& r, const Cost
 void print_text(const Request& q, const search::SizeClusterResult& r, const CostOptions& costs, const TrainingCost& cost) {
   const search::SizeClusterOptions& o = q.options;
   if (!r.found) {
-    std::printf("%s cannot train on %s tokens within %g days on up to %d nodes of %s: %s\n", q.model.name.c_str(),
-                units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, o.max_nodes, q.hw.name.c_str(),
-                r.why_not.c_str());
+    fmt::print("{} cannot train on {} tokens within {:g} days on up to {} nodes of {}: {}\n", q.model.name,
+               units::human_count(static_cast<double>(o.tokens)), o.days, o.max_nodes, q.hw.name, r.why_not);
     return;
   }
   const search::Row& best = r.best.rows.front();
-  std::printf("%s on %s tokens within %g days: %d nodes of %s (%d GPUs), %.1f days\n", q.model.name.c_str(),
-              units::human_count(static_cast<double>(o.tokens)).c_str(), o.days, r.nodes, q.hw.name.c_str(),
-              r.cluster.total_gpus(), r.days_needed);
-  std::printf("plan: %s\n", plan_summary(r.best.job(best)).c_str());
-  std::printf("throughput %s tokens/s, MFU %.1f%% (simulated)", units::human_count(best.tokens_per_s).c_str(),
-              100 * best.refined->mfu);
-  std::printf("  (%d searches)\n", r.probes);
-  std::printf("cost: %s (energy: GPU TDP x %g + node share, PUE %g, %g kgCO2e/kWh)\n", describe(cost).c_str(),
-              costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
+  fmt::print("{} on {} tokens within {:g} days: {} nodes of {} ({} GPUs), {:.1f} days\n", q.model.name,
+             units::human_count(static_cast<double>(o.tokens)), o.days, r.nodes, q.hw.name, r.cluster.total_gpus(),
+             r.days_needed);
+  fmt::print("plan: {}\n", plan_summary(r.best.job(best)));
+  fmt::print("throughput {} tokens/s, MFU {:.1f}% (simulated)", units::human_count(best.tokens_per_s), 100 * best.refined->mfu);
+  fmt::print("  ({} searches)\n", r.probes);
+  fmt::print("cost: {} (energy: GPU TDP x {:g} + node share, PUE {:g}, {:g} kgCO2e/kWh)\n", describe(cost),
+             costs.energy.gpu_utilisation, costs.energy.pue, costs.energy.grid_kg_co2e_per_kwh);
   print_options(r, q.hw, costs.price_per_gpu_hour, costs.energy);
 }
 
