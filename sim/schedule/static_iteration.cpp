@@ -1,8 +1,11 @@
 #include "sim/schedule/static_iteration.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "sim/cost/activations.h"
 #include "sim/cost/context_parallel.h"
@@ -91,11 +94,11 @@ class StaticIterationBuilder {
 
   size_t at(int gv, int mb) const { return static_cast<size_t>(gv) * static_cast<size_t>(job_.micro_batches()) + mb; }
 
-  // A task label; the name is formatted into a scratch buffer the engine copies.
+  // A task label; the name is formatted into a scratch buffer the engine copies (cut at its size).
   template <typename... Args>
-  des::Label label(des::CategoryId c, const char* fmt, Args... args) {
-    std::snprintf(name_, sizeof name_, fmt, args...);
-    return des::Label{c, name_};
+  des::Label label(des::CategoryId c, fmt::format_string<Args...> format, Args&&... args) {
+    const auto written = fmt::format_to_n(name_, sizeof name_ - 1, format, std::forward<Args>(args)...);
+    return des::Label{c, std::string_view(name_, std::min(written.size, sizeof name_ - 1))};
   }
 
   // Appends `t` to the stage's chain: it runs after the previous task of the chain.
@@ -111,7 +114,7 @@ class StaticIterationBuilder {
     des::CollectiveOptions o;
     o.algo = opt_.tp_algo;
     chain(eng_.collective(CollectiveKind::all_reduce, tp_group_, costs_.tp_bytes,
-                          label(c, "tp s%d mb%d L%d", s, mb, layer), o));
+                          label(c, "tp s{} mb{} L{}", s, mb, layer), o));
   }
 
   // One pipeline stage: its lead and TP group, the states it keeps resident, its streams, then
@@ -192,7 +195,7 @@ class StaticIterationBuilder {
       if (mb > 0)
         chain(eng_.compute(st.lead_gpu,
                            grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
-                           label(out_.bwd, "grad acc s%d c%d mb%d", s, op.virtual_stage, mb)));
+                           label(out_.bwd, "grad acc s{} c{} mb{}", s, op.virtual_stage, mb)));
       if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
     }
     if (prefetch != kNone) eng_.depends(op_first_, prefetch);
@@ -215,7 +218,7 @@ class StaticIterationBuilder {
   TaskId prefetch_params(int lead, int s, const PipelineOp& op, double params, const PreviousOp& prev) {
     if (!fetch_params_) return kNone;
     const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * act_bytes_,
-                                      label(out_.offload, "fetch params s%d c%d mb%d", s, op.virtual_stage, op.micro_batch));
+                                      label(out_.offload, "fetch params s{} c{} mb{}", s, op.virtual_stage, op.micro_batch));
     if (prev.first != kNone) eng_.depends(prefetch, prev.first);
     if (prev.prefetch != kNone) eng_.depends(prefetch, prev.prefetch);
     return prefetch;
@@ -233,7 +236,7 @@ class StaticIterationBuilder {
   void forward_op(StageInfo& st, const StageOp& o) {
     for (int l = 0; l < o.layers; ++l) forward_layer(st, o, l);
     if (o.last_virtual) {
-      const TaskId x = eng_.compute(st.lead_gpu, output_forward_s(output_s_), label(out_.fwd, "F s%d head mb%d", o.stage, o.mb));
+      const TaskId x = eng_.compute(st.lead_gpu, output_forward_s(output_s_), label(out_.fwd, "F s{} head mb{}", o.stage, o.mb));
       chain(x);
       st.memory.push_back({x, output_bytes_});
     }
@@ -246,7 +249,7 @@ class StaticIterationBuilder {
     const bool moe = job_.model.moe_layer(o.first_layer + l);
     const LayerTime& time = moe ? costs_.moe_layer : layer_;
     const TaskId x = eng_.compute(st.lead_gpu, time.forward_s - ring_core_s(time.core_forward_s),
-                                  label(out_.fwd, "F s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+                                  label(out_.fwd, "F s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
     if (g != kNone) eng_.depends(x, g);
     chain(x);
     computed(x);
@@ -259,7 +262,7 @@ class StaticIterationBuilder {
 
   void backward_op(StageInfo& st, const StageOp& o) {
     if (o.last_virtual) {
-      const TaskId x = eng_.compute(st.lead_gpu, output_backward_s(output_s_), label(out_.bwd, "B s%d head mb%d", o.stage, o.mb));
+      const TaskId x = eng_.compute(st.lead_gpu, output_backward_s(output_s_), label(out_.bwd, "B s{} head mb{}", o.stage, o.mb));
       chain(x);
       st.memory.push_back({x, -output_bytes_});
     }
@@ -280,7 +283,7 @@ class StaticIterationBuilder {
     if (p.recompute != Recompute::none) {
       const bool full_ring = p.recompute == Recompute::full;  // the whole forward again, its ring included
       first = eng_.compute(lead, time.recompute_s - (full_ring ? ring_core_s(time.core_forward_s) : 0),
-                           label(out_.recompute, "R s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+                           label(out_.recompute, "R s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
       chain(first);
       st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
       if (full_ring) cp_ring_pass(st, o, l, ring_.forward, out_.recompute);
@@ -290,7 +293,7 @@ class StaticIterationBuilder {
       }
     }
     const TaskId b = eng_.compute(lead, time.backward_s - ring_core_s(time.core_backward_s),
-                                  label(out_.bwd, "B s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+                                  label(out_.bwd, "B s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
     if (first == kNone) first = b;
     if (g != kNone) eng_.depends(first, g);
     chain(b);
@@ -324,19 +327,19 @@ class StaticIterationBuilder {
     for (size_t k = 0; k < pass.send_bytes.size(); ++k) {
       const TaskId before = chain_last_, before_sent = sent;
       const TaskId block = eng_.compute(lead, pass.block_s,
-                                        label(compute, "attn s%d c%d mb%d L%d cp%zu", o.stage, o.virtual_stage, o.mb, l, k));
+                                        label(compute, "attn s{} c{} mb{} L{} cp{}", o.stage, o.virtual_stage, o.mb, l, k));
       chain(block);
       if (before_sent != kNone) eng_.depends(block, before_sent);
       sent = kNone;
       if (pass.send_bytes[k] <= 0) continue;
       sent = eng_.transfer(topo.gpu(from), topo.gpu(lead), pass.send_bytes[k] * sharers,
-                           label(out_.cp, "kv s%d c%d mb%d L%d cp%zu", o.stage, o.virtual_stage, o.mb, l, k));
+                           label(out_.cp, "kv s{} c{} mb{} L{} cp{}", o.stage, o.virtual_stage, o.mb, l, k));
       if (before != kNone) eng_.depends(sent, before);
       if (before_sent != kNone) eng_.depends(sent, before_sent);
     }
     if (sent == kNone) return;
     // The last send (dK, dV home) ends the pass too.
-    const TaskId done = eng_.delay(0, label(out_.cp, "kv done s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l));
+    const TaskId done = eng_.delay(0, label(out_.cp, "kv done s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
     eng_.depends(done, sent);
     chain(done);
   }
@@ -359,7 +362,7 @@ class StaticIterationBuilder {
       const des::GroupId ep = eng_.group(std::move(ep_members));
       for (const char* what : {"dispatch", "combine"})
         chain(eng_.collective(CollectiveKind::all_to_all, ep, costs_.dispatch_bytes,
-                              label(out_.ep, "%s s%d mb%d L%d", what, o.stage, o.mb, o.first_layer + l)));
+                              label(out_.ep, "{} s{} mb{} L{}", what, o.stage, o.mb, o.first_layer + l)));
     }
     if (etp > 1) {
       std::vector<int> etp_members;
@@ -367,7 +370,7 @@ class StaticIterationBuilder {
       const des::GroupId g = eng_.group(std::move(etp_members));
       for (int k = 0; k < 2; ++k)
         chain(eng_.collective(CollectiveKind::all_gather, g, costs_.etp_gather_bytes,
-                              label(out_.ep, "etp gather s%d mb%d L%d", o.stage, o.mb, o.first_layer + l)));
+                              label(out_.ep, "etp gather s{} mb{} L{}", o.stage, o.mb, o.first_layer + l)));
     }
   }
 
@@ -392,7 +395,7 @@ class StaticIterationBuilder {
       const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
       if (!streams.empty() && r < p.tp) o.stream = streams[static_cast<size_t>(r)];
       const TaskId x = eng_.collective(kind, edp_group(r, s), params * grad_reduce_bytes_,
-                                       label(out_.dp, "%s s%d c%d mb%d e%d", what, s, ch, mb, r), o);
+                                       label(out_.dp, "{} s{} c{} mb{} e{}", what, s, ch, mb, r), o);
       if (after != kNone) eng_.depends(x, after);
       if (r == 0) lead_reduction = x;
     }
@@ -418,7 +421,7 @@ class StaticIterationBuilder {
     des::CollectiveOptions co;
     co.stream = zero_stream_;
     const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
-                                     label(out_.dp, "zero3 gather s%d c%d mb%d L%d", o.stage, o.virtual_stage, o.mb, l), co);
+                                     label(out_.dp, "zero3 gather s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), co);
     if (prev_gather_ != kNone) eng_.depends(g, prev_gather_);
     if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
     prev_gather_ = g;
@@ -439,7 +442,7 @@ class StaticIterationBuilder {
       co.algo = dp_algo();
       co.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, o.stage), o.layer_params * grad_reduce_bytes_,
-                                       label(out_.dp, "grads s%d c%d mb%d L%d t%d", o.stage, o.virtual_stage, o.mb, l, t), co);
+                                       label(out_.dp, "grads s{} c{} mb{} L{} t{}", o.stage, o.virtual_stage, o.mb, l, t), co);
       eng_.depends(x, after);
       if (t == 0) last_reduction_[{o.stage, o.virtual_stage}] = x;
     }
@@ -463,7 +466,7 @@ class StaticIterationBuilder {
       if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s),
                                        (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
-                                       label(out_.dp, "grads s%d c%d mb%d t%d", s, ch, mb, t), o);
+                                       label(out_.dp, "grads s{} c{} mb{} t{}", s, ch, mb, t), o);
       if (t == 0) lead_reduction = x;
       if (before != kNone) eng_.depends(x, before);
     }
@@ -535,8 +538,8 @@ class StaticIterationBuilder {
     const int node_gpus = job_.cluster.node.gpus;
     const double bytes = send_.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers() : 1);
     const des::Topology& topo = eng_.topology();
-    const char* what = forward ? "act v%d mb%d" : "grad v%d mb%d";
-    const TaskId transfer = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, what, to, mb));
+    const char* what = forward ? "act" : "grad";
+    const TaskId transfer = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, "{} v{} mb{}", what, to, mb));
     eng_.depends(transfer, from_last);
     TaskId arrived = transfer;
     if (blocking_p2p_) {
@@ -546,7 +549,7 @@ class StaticIterationBuilder {
     }
     if (send_.receiver_all_gathers) {
       const TaskId gather = eng_.collective(CollectiveKind::all_gather, tp_group_ids_[static_cast<size_t>(to_stage)],
-                                            boundary_bytes_, label(out_.pp, what, to, mb));
+                                            boundary_bytes_, label(out_.pp, "{} v{} mb{}", what, to, mb));
       eng_.depends(gather, transfer);
       arrived = gather;
     }
@@ -599,7 +602,7 @@ class StaticIterationBuilder {
         o.stream = streams[static_cast<size_t>(t)];
         const TaskId x = eng_.collective(kind, dp_group(t, s),
                                          (params[static_cast<size_t>(ch)] - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
-                                         label(out_.dp, "grads s%d c%d t%d", s, ch, t), o);
+                                         label(out_.dp, "grads s{} c{} t{}", s, ch, t), o);
         eng_.depends(x, after);
         if (t == 0) reduced.push_back(x);
       }
@@ -618,7 +621,7 @@ class StaticIterationBuilder {
       for (int t = 0; t < p.tp; ++t) {
         const des::GroupId pair = eng_.group({job_.global_rank(t, 0, 0), job_.global_rank(t, 0, p.pp - 1)});
         tied_reductions_.push_back(
-            eng_.collective(CollectiveKind::all_reduce, pair, bytes, label(out_.dp, "tied embedding grads t%d", t)));
+            eng_.collective(CollectiveKind::all_reduce, pair, bytes, label(out_.dp, "tied embedding grads t{}", t)));
       }
     }
     for (TaskId x : tied_reductions_)
@@ -643,23 +646,23 @@ class StaticIterationBuilder {
       last = x;
     };
     if (p.offload.optimizer == Tier::gpu) {
-      then(eng_.compute(lead, gpu_optimizer_step_time_s(c.node.gpu, tr, p, opt_params), label(out_.optimizer, "adam s%d", s)));
+      then(eng_.compute(lead, gpu_optimizer_step_time_s(c.node.gpu, tr, p, opt_params), label(out_.optimizer, "adam s{}", s)));
       if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
       return last;
     }
     if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
     if (cpu_adam_[static_cast<size_t>(node)] == kNone)
       cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
-    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_, label(out_.offload, "grads to host s%d", s)));
+    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_, label(out_.offload, "grads to host s{}", s)));
     const double node_params = opt_params * gpus_represented_on_node(job_, lead, s);
     if (p.offload.optimizer == Tier::nvme)
-      then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s%d", s)));
-    then(eng_.delay(cpu_adam_time_s(c.node.host, node_params), label(out_.optimizer, "cpu adam s%d", s),
+      then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s{}", s)));
+    then(eng_.delay(cpu_adam_time_s(c.node.host, node_params), label(out_.optimizer, "cpu adam s{}", s),
                     cpu_adam_[static_cast<size_t>(node)]));
     if (p.offload.optimizer == Tier::nvme)
-      then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s%d", s)));
+      then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s{}", s)));
     if (p.offload.params == Tier::gpu)
-      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s%d", s)));
+      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s{}", s)));
     if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
     return last;
   }
@@ -674,7 +677,7 @@ class StaticIterationBuilder {
       o.algo = dp_algo();
       o.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), (stage_params - stage_experts) * act_bytes_,
-                                       label(out_.dp, "params s%d t%d", s, t), o);
+                                       label(out_.dp, "params s{} t{}", s, t), o);
       eng_.depends(x, last);
     }
     reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
@@ -684,7 +687,7 @@ class StaticIterationBuilder {
   // optimizer step as the analytic tier does.
   TaskId fp8_weight_cast(int s, int lead) {
     const double t = fp8_weight_cast_time_s(job_.cluster.node.gpu, job_.model, job_.plan, s);
-    return eng_.compute(lead, t, label(out_.optimizer, "fp8 weight cast s%d", s));
+    return eng_.compute(lead, t, label(out_.optimizer, "fp8 weight cast s{}", s));
   }
 
   const Job& job_;

@@ -1,7 +1,8 @@
 #include "sim/search/budget.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include <fmt/core.h>
 
 #include "sim/spec/units.h"
 
@@ -10,11 +11,7 @@ namespace starfish::search {
 namespace {
 constexpr double kSecondsPerDay = 86400;
 
-std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
+std::string number(double x) { return fmt::format("{:g}", x); }
 }  // namespace
 
 double budget_tokens(const TrainingBudget& b, int64_t parameters) {

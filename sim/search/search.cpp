@@ -2,11 +2,11 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -363,14 +363,11 @@ Evaluation to_evaluation(const Estimate& e) {
 }
 
 std::string RejectedFamily::text() const {
-  char buf[96];
-  if (constraint == Constraint::time)
-    std::snprintf(buf, sizeof buf, "iteration %s over the limit %s", units::human_seconds(needed).c_str(),
-                  units::human_seconds(capacity).c_str());
-  else
-    std::snprintf(buf, sizeof buf, "needs %s of %s", units::human_bytes(needed).c_str(),
-                  units::human_bytes(capacity).c_str());
-  return family + ": " + constraint_name(constraint) + " (" + buf + ") x " + std::to_string(plans) + (plans == 1 ? " plan" : " plans");
+  const std::string what =
+      constraint == Constraint::time
+          ? fmt::format("iteration {} over the limit {}", units::human_seconds(needed), units::human_seconds(capacity))
+          : fmt::format("needs {} of {}", units::human_bytes(needed), units::human_bytes(capacity));
+  return fmt::format("{}: {} ({}) x {} {}", family, constraint_name(constraint), what, plans, plans == 1 ? "plan" : "plans");
 }
 
 bool has_simulated_answer(const SearchResult& r) {
