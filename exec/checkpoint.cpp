@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <fmt/core.h>
 
 #include "exec/dist.h"
 #include "sim/spec/error.h"
@@ -71,9 +72,8 @@ std::string header_of(const CheckpointInfo& info, const NamedTensors& tensors) {
   std::ostringstream h;
   h << kMagic << "steps " << info.steps << "\n";
   if (info.loss_scale) {
-    char scale[40];
-    std::snprintf(scale, sizeof scale, "%.17g", info.loss_scale->scale);  // round-trips exactly
-    h << "loss_scale " << scale << " " << info.loss_scale->good_steps << "\n";
+    h << "loss_scale " << fmt::format("{:.17g}", info.loss_scale->scale)  // round-trips exactly
+      << " " << info.loss_scale->good_steps << "\n";
   } else {
     h << "loss_scale none\n";
   }

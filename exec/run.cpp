@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/core.h>
 #include <torch/torch.h>
 
 #include <unistd.h>
@@ -310,12 +311,8 @@ void announce(const RunOptions& o, const Resolved& r, const Gpt& gpt, const Byte
 void resume(const RunOptions& o, StoreTrainer& trainer, Comm& comm, const CheckpointIdentity& identity, const Say& say) {
   const CheckpointInfo info = resume_trainer(o.checkpoint_dir, trainer, comm, identity);
   std::string scale;
-  if (info.loss_scale) {
-    char line[96];
-    std::snprintf(line, sizeof line, ", loss scale %g after %lld good steps", info.loss_scale->scale,
-                  static_cast<long long>(info.loss_scale->good_steps));
-    scale = line;
-  }
+  if (info.loss_scale)
+    scale = fmt::format(", loss scale {:g} after {} good steps", info.loss_scale->scale, info.loss_scale->good_steps);
   say("starfish-run: resumed from " + o.checkpoint_dir + " at iteration " + std::to_string(info.steps) + scale);
 }
 
@@ -378,14 +375,10 @@ report::IterationRecord record_of(const StepResult& r, int64_t iteration, const 
 }
 
 std::string progress_line(const StepResult& r, const StoreTrainer& trainer, int64_t iterations) {
-  char line[240];
-  std::snprintf(line, sizeof line, "iter %4lld/%lld  loss %.4f  grad_norm %.3f  %.3f s", static_cast<long long>(trainer.steps_done()),
-                static_cast<long long>(iterations), r.loss, r.grad_norm, r.seconds);
-  std::string text = line;
-  if (trainer.loss_scaling()) {
-    std::snprintf(line, sizeof line, "  loss_scale %g%s", r.loss_scale, r.skipped ? "  skipped (inf/NaN gradients): scale halved" : "");
-    text += line;
-  }
+  std::string text = fmt::format("iter {:4}/{}  loss {:.4f}  grad_norm {:.3f}  {:.3f} s", trainer.steps_done(), iterations,
+                                 r.loss, r.grad_norm, r.seconds);
+  if (trainer.loss_scaling())
+    text += fmt::format("  loss_scale {:g}{}", r.loss_scale, r.skipped ? "  skipped (inf/NaN gradients): scale halved" : "");
   return text;
 }
 

@@ -10,6 +10,8 @@
 #include <QTimer>
 #include <cstdio>
 
+#include <fmt/core.h>
+
 #include "gui/hardware_editor.h"
 #include "gui/main_window.h"
 #include "gui/whatif_panel.h"
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
 
   MainWindow w;
   auto fail = [&](const QString& what) {
-    std::fprintf(stderr, "starfish-gui: %s\n", qPrintable(what));
+    fmt::print(stderr, "starfish-gui: {}\n", qPrintable(what));
     return 1;
   };
   if (!w.loadHardware(cli.isSet(hw) ? cli.value(hw) : "dgx-a100-80gb")) return fail(w.lastError());
@@ -63,8 +65,8 @@ int main(int argc, char** argv) {
       show_tab();
       QTimer::singleShot(300, &w, [&] {
         const bool ok = w.grab().save(png);
-        if (!ok) std::fprintf(stderr, "starfish-gui: cannot write %s\n", qPrintable(png));
-        else std::printf("starfish-gui: wrote %s\n", qPrintable(png));
+        if (!ok) fmt::print(stderr, "starfish-gui: cannot write {}\n", qPrintable(png));
+        else fmt::print("starfish-gui: wrote {}\n", qPrintable(png));
         app.exit(ok ? 0 : 1);
       });
     });
