@@ -16,7 +16,7 @@ std::vector<int64_t> shape_of(const ParamTensor& t, const Model& m) {
   const std::string& n = t.name;
   auto ends = [&](const char* s) { return n.size() >= std::char_traits<char>::length(s) && n.ends_with(s); };
   if (n == "embed.word.weight" || n == "head.weight" || n == "head.word_embedding_copy") return {m.vocab, h};
-  if (n == "embed.position.weight") return {m.seq_len, h};
+  if (n == "embed.position.weight") return {m.position_rows(), h};
   if (ends("attn.qkv.weight")) return {h + 2 * kv, h};
   if (ends("attn.qkv.bias")) return {h + 2 * kv};
   if (ends("attn.out.weight")) return {h, h};

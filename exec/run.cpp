@@ -65,6 +65,13 @@ void check_plan_supported(const Plan& p, int world_size) {
 
 // Fails unless a new file can be made in `dir` (a probe file, removed at once): the permission
 // bits do not tell, for root or on /proc or a read-only mount.
+// The layer variants the executor's GPT layer (exec/gpt_model.cpp) does not build, refused by
+// field so a run never trains another model than the one planned.
+void refuse_layer_variants(const Model& m, const std::string& model_path) {
+  for (const LayerSwitch& v : kLayerSwitches)
+    if (m.*v.member) throw SpecError(model_path + ": field '" + v.field + "': starfish-run's GPT layer does not build it");
+}
+
 void probe_folder(const std::string& flag, const std::string& path, const fs::path& dir) {
   const std::string probe = (dir / (".starfish-run-probe-" + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -202,6 +209,7 @@ Resolved resolve(const RunOptions& o) {
   if (r.model.is_mla()) throw SpecError(model_path + ": field 'mla': starfish-run does not run multi-head latent attention");
   if (r.model.attention_head_dim > 0 && r.model.attention_head_dim * r.model.heads != r.model.hidden)
     throw SpecError(model_path + ": field 'head_dim': starfish-run runs heads of hidden / heads only");
+  refuse_layer_variants(r.model, model_path);
 
   // The chunk runtime's layout, ZeRO mode, DP group and budgets all come from the Job.
   r.hardware_path = o.hardware_path;

@@ -5,6 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
@@ -73,6 +74,12 @@ void ModelEditor::addShapeRows(QFormLayout* form) {
   bias_ = new QCheckBox("biases");
   dropout_ = new QCheckBox("dropout");
   form->addRow("", row_of({{nullptr, tied_}, {nullptr, bias_}, {nullptr, dropout_}}));
+  // The layer variants by their model-file names (qkv_bias, qk_norm, ...), as the README lists them.
+  QWidget* variants = new QWidget;
+  auto* box = new QHBoxLayout(variants);
+  box->setContentsMargins(0, 0, 0, 0);
+  for (size_t i = 0; i < kLayerSwitches.size(); ++i) box->addWidget(switches_[i] = new QCheckBox(kLayerSwitches[i].field));
+  form->addRow("Variants", variants);
 }
 
 // Mixture of experts: the experts of a MoE layer, which layers are MoE, and their capacity.
@@ -117,6 +124,7 @@ void ModelEditor::connectEdits() {
   connect(capacity_, &QDoubleSpinBox::valueChanged, this, edited);
   for (QComboBox* c : {family_, activation_, norm_, position_}) connect(c, &QComboBox::currentIndexChanged, this, edited);
   for (QCheckBox* b : {tied_, bias_, dropout_}) connect(b, &QCheckBox::toggled, this, edited);
+  for (QCheckBox* b : switches_) connect(b, &QCheckBox::toggled, this, edited);
   connect(name_, &QLineEdit::textEdited, this, edited);
 }
 
@@ -158,6 +166,7 @@ void ModelEditor::fill(const Model& m) {
   tied_->setChecked(m.tied_embeddings);
   bias_->setChecked(m.bias);
   dropout_->setChecked(m.dropout);
+  for (size_t i = 0; i < kLayerSwitches.size(); ++i) switches_[i]->setChecked(m.*kLayerSwitches[i].member);
   experts_->setValue(m.moe.experts);
   top_k_->setValue(m.moe.top_k);
   shared_experts_->setValue(m.moe.shared_experts);
@@ -186,6 +195,8 @@ Model ModelEditor::model() const {
   m.tied_embeddings = tied_->isChecked();
   m.bias = bias_->isChecked();
   m.dropout = dropout_->isChecked();
+  for (size_t i = 0; i < kLayerSwitches.size(); ++i) m.*kLayerSwitches[i].member = switches_[i]->isChecked();
+  if (m.position != PositionEmbedding::learned) m.max_positions = 0;  // a rotary model has no table
   m.moe = Moe{};
   if (experts_->value() > 0)
     m.moe = Moe{experts_->value(), top_k_->value(), shared_experts_->value(),
@@ -198,6 +209,14 @@ void ModelEditor::updateParams() {
   const Model m = model();
   if (m.heads <= 0 || (m.attention_head_dim == 0 && m.hidden % m.heads != 0) || m.heads % m.kv_heads != 0) {
     params_->setText(QString("heads %1 / kv %2 do not divide hidden %3").arg(m.heads).arg(m.kv_heads).arg(m.hidden));
+    return;
+  }
+  if (m.qkv_bias && m.bias) {
+    params_->setText("qkv_bias applies with biases off (biases already include q/k/v)");
+    return;
+  }
+  if (m.max_positions > 0 && m.max_positions < m.seq_len) {
+    params_->setText(QString("the learned positions end at %1 tokens, below seq %2").arg(m.max_positions).arg(m.seq_len));
     return;
   }
   if (m.is_moe() && (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts || m.moe.first_dense_layers >= m.layers)) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 // Picks a bundled model (configs/models), a model file or a Hugging Face config.json, and edits
 // its shape. Shows the parameter count as it changes.
 #include <QWidget>
@@ -32,6 +33,7 @@ class ModelEditor : public QWidget {
   QSpinBox* hiddenBox() const { return hidden_; }
   QSpinBox* headsBox() const { return heads_; }
   QSpinBox* expertsBox() const { return experts_; }
+  QCheckBox* switchBox(size_t i) const { return switches_[i]; }  // kLayerSwitches[i]
   QSpinBox* topKBox() const { return top_k_; }
   QLabel* paramsLabel() const { return params_; }
 
@@ -65,6 +67,7 @@ class ModelEditor : public QWidget {
   QCheckBox* tied_;
   QCheckBox* bias_;
   QCheckBox* dropout_;
+  std::array<QCheckBox*, kLayerSwitches.size()> switches_;  // the layer variants (kLayerSwitches)
   // Mixture of experts (Model::Moe): 0 experts = a dense model.
   QSpinBox* experts_;
   QSpinBox* top_k_;

@@ -18,8 +18,9 @@ namespace {
 void usage() {
   std::printf(
       "usage: starfish import-hf CONFIG.json [-o model.yaml [--force]] [--seq N] [--json]\n"
-      "  Converts a Hugging Face config.json (dense families: llama, mistral, qwen2, qwen3, gemma,\n"
-      "  phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode) into a Starfish model file.\n"
+      "  Converts a Hugging Face config.json into a Starfish model file: llama, mistral, qwen2,\n"
+      "  qwen3, gemma, gemma2, gemma3_text, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode,\n"
+      "  and the mixture-of-experts families mixtral, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss.\n"
       "  CONFIG.json '-' reads standard input. Without -o the model YAML goes to standard output.\n"
       "  --seq N: the training sequence length (default 4096, never the model's maximum context;\n"
       "  capped by learned position tables). -o never overwrites a file without --force.\n"

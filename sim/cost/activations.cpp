@@ -26,13 +26,18 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
 
   // Parts replicated across TP ranks without SP (divided by t with SP): the inputs of the two
   // norms and of the two TP regions (QKV and MLP-in GEMMs), and the two output dropout masks.
-  double replicated = 4 * B * sb * h + 2 * mask * sb * h;
+  // A parallel layer with one input norm (shared_input_norm) saves one norm input fewer (its two
+  // GEMMs' shared input is still counted twice: an upper bound); post-norms save their inputs,
+  // attention's and the MLP's outputs (Gemma 2).
+  const double norm_inputs = (m.shared_input_norm ? 1 : 2) + (m.post_norms ? 2 : 0);
+  double replicated = (norm_inputs + 2) * B * sb * h + 2 * mask * sb * h;
   // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
   // sequence-parallel gather, like every column-parallel GEMM's input).
   if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);
 
   // Parts split across TP ranks (heads and FFN columns are divided).
   double split = B * sb * (m.q_dim() + m.k_dim() + m.v_dim());  // Q, K, V kept for the score and context GEMMs
+  if (m.qk_norm) split += B * sb * (m.q_dim() + m.k_dim());       // the query/key norms' inputs
   split += B * sb * m.context_dim();  // attention output projection input (context)
   split += mlp_activation_bytes(m, micro_batch, o) * t;
   if (fused(o.attention)) {
@@ -64,10 +69,11 @@ ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, R
   return ActivationOptions{plan.tp, plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan), plan.cp};
 }
 
-double embedding_activation_bytes(const Model& m, const Plan& plan) {
-  if (!m.dropout) return 0;
+double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {
   const double sbh = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch * m.hidden;
-  return sbh / (plan.sequence_parallel ? plan.tp : 1.0);
+  // The embedding dropout's 1-byte mask, and the input of an embedding norm (BLOOM).
+  const double per_element = (m.dropout ? 1.0 : 0.0) + (m.embedding_norm ? static_cast<double>(act_bytes) : 0.0);
+  return per_element * sbh / (plan.sequence_parallel ? plan.tp : 1.0);
 }
 
 StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
@@ -102,7 +108,7 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   }
   const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
-  if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan);
+  if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);
   if (stage == p - 1) {
     // Final norm input and head input (act_bytes each), and the loss's logits at their most
     // (framework.h, loss_kernel).

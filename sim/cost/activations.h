@@ -53,8 +53,9 @@ struct StageActivations {
 };
 
 // Bytes the first stage keeps per micro-batch for the embedding's backward: the embedding
-// dropout's 1-byte mask (none without dropout; the lookup's backward needs only the indices).
-double embedding_activation_bytes(const Model& model, const Plan& plan);
+// dropout's 1-byte mask (none without dropout; the lookup's backward needs only the indices)
+// and an embedding norm's input at `act_bytes` an element (BLOOM).
+double embedding_activation_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 
 // One micro-batch's hidden states, seq_len / cp x micro_batch x hidden elements of `act_bytes`: the
 // tensor a pipeline stage sends its successor and each of a layer's TP all-reduces carries.

@@ -70,13 +70,18 @@ class LayerOpsBuilder {
     } else {
       gemm("QKV GEMM", T_ * a.split_in_macs / t_, T_ * h / rep_, T_ * qkv / t_, true);
     }
+    // Megatron-core's q_layernorm / k_layernorm (HF Qwen3's q_norm / k_norm): one norm over each
+    // head of this rank's queries and keys, before RoPE.
+    if (m_.qk_norm) norm("query/key norms", B_ * T_ * (m_.q_dim() + m_.k_dim()) / t_);
     if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
     gemm("attention output GEMM", T_ * a.out_macs / t_, T_ * m_.context_dim() / t_, T_ * h);
+    if (m_.post_norms) norm("attention post-norm", hidden_bytes);
     residual("attention residual", hidden_bytes);
-    norm("MLP norm", hidden_bytes);
+    if (!m_.shared_input_norm) norm("MLP norm", hidden_bytes);
     if (shape_.moe) {
       append_moe_mlp_ops(ops_, gpu_, dtype_, m_, *shape_.moe);
+      if (m_.post_norms) norm("MLP post-norm", hidden_bytes);
       residual("MLP residual", hidden_bytes);
       return std::move(ops_);
     }
@@ -91,8 +96,10 @@ class LayerOpsBuilder {
     add("MLP activation", elementwise_time_s(gpu_, (swiglu ? 3 : 2) * ffn_bytes, ffn_elements, act.forward_s),
         elementwise_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes, ffn_elements, act.backward_s));
     gemm("MLP-out GEMM", T_ * f * h / t_, T_ * f / t_, T_ * h);
+    if (m_.post_norms) norm("MLP post-norm", hidden_bytes);
     residual("MLP residual", hidden_bytes);
-    if (m_.bias) biases(T_ * qkv / t_, T_ * f * in / t_, T_ * h / rep_);
+    // qkv_bias alone (Qwen2): QKV's bias and nothing else.
+    if (m_.has_qkv_bias()) biases(T_ * qkv / t_, m_.bias ? T_ * f * in / t_ : 0, T_ * h / rep_);
     return std::move(ops_);
   }
 
@@ -131,7 +138,8 @@ class LayerOpsBuilder {
     if (shape_.bias == LinearBias::in_gemm) return;
     const PassTime& t = gpu_.elementwise.bias;
     const bool copied = shape_.bias == LinearBias::copied;
-    const double outputs = qkv_elements + ffn_elements + 2 * (copied ? T_ * m_.hidden : hidden_elements);
+    const double row_parallel_outputs = m_.bias ? 2 * (copied ? T_ * m_.hidden : hidden_elements) : 0;
+    const double outputs = qkv_elements + ffn_elements + row_parallel_outputs;
     double forward_s = 0;
     if (copied) forward_s = elementwise_time_s(gpu_, B_ * outputs, outputs, t.forward_s);
     if (shape_.bias == LinearBias::megatron)

@@ -55,24 +55,46 @@ void add_mla(std::vector<ParamTensor>& out, const Model& m, int layer, const std
 }
 
 // One transformer layer's tensors. Sizes are full (tp = 1) and split by the caller.
-void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
-  const int64_t h = m.hidden, f = m.ffn_hidden, kv = m.kv_dim(), q = m.q_dim();
-  const std::string p = "layers." + std::to_string(layer) + ".";
+// A norm of the model's kind over `width` (its weight, and LayerNorm's bias), whole on every
+// TP rank.
+void add_norm(std::vector<ParamTensor>& out, const Model& m, int layer, const std::string& name, int64_t width) {
+  out.push_back(ParamTensor{name + ".weight", width, layer, ParamRole::norm, false});
+  if (m.norm == Norm::layernorm) out.push_back(ParamTensor{name + ".bias", width, layer, ParamRole::norm, false});
+}
+
+void add_attention(std::vector<ParamTensor>& out, const Model& m, int layer, const std::string& p) {
+  const int64_t h = m.hidden, kv = m.kv_dim(), q = m.q_dim();
   auto add = [&](std::string name, int64_t n, ParamRole role, bool split) {
     out.push_back(ParamTensor{p + std::move(name), n, layer, role, split});
   };
-  add("attn_norm.weight", h, ParamRole::norm, false);
-  if (m.norm == Norm::layernorm) add("attn_norm.bias", h, ParamRole::norm, false);
   if (m.is_mla()) {
     add_mla(out, m, layer, p);
   } else {
     add("attn.qkv.weight", h * (q + 2 * kv), ParamRole::attention_qkv, true);
-    if (m.bias) add("attn.qkv.bias", q + 2 * kv, ParamRole::attention_qkv, true);
+    if (m.has_qkv_bias()) add("attn.qkv.bias", q + 2 * kv, ParamRole::attention_qkv, true);
+  }
+  // One head_dim-wide weight each for queries and keys, shared by the heads (HF Qwen3RMSNorm(
+  // head_dim); Megatron-core's q_layernorm/k_layernorm over kv_channels).
+  if (m.qk_norm) {
+    add_norm(out, m, layer, p + "attn.q_norm", m.qk_head_dim());
+    add_norm(out, m, layer, p + "attn.k_norm", m.qk_head_dim());
   }
   add("attn.out.weight", int64_t{m.context_dim()} * h, ParamRole::attention_out, true);
   if (m.bias) add("attn.out.bias", h, ParamRole::attention_out, false);
-  add("mlp_norm.weight", h, ParamRole::norm, false);
-  if (m.norm == Norm::layernorm) add("mlp_norm.bias", h, ParamRole::norm, false);
+}
+
+// One transformer layer's tensors. Sizes are full (tp = 1) and split by the caller.
+void add_layer(std::vector<ParamTensor>& out, const Model& m, int layer) {
+  const int64_t h = m.hidden, f = m.ffn_hidden;
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  auto add = [&](std::string name, int64_t n, ParamRole role, bool split) {
+    out.push_back(ParamTensor{p + std::move(name), n, layer, role, split});
+  };
+  add_norm(out, m, layer, p + "attn_norm", h);
+  add_attention(out, m, layer, p);
+  if (m.post_norms) add_norm(out, m, layer, p + "attn_post_norm", h);
+  if (!m.shared_input_norm) add_norm(out, m, layer, p + "mlp_norm", h);
+  if (m.post_norms) add_norm(out, m, layer, p + "mlp_post_norm", h);
   const int64_t in_mats = m.activation == Activation::swiglu ? 2 : 1;  // SwiGLU: gate and up
   if (m.moe_layer(layer)) {
     add_moe_mlp(out, m, layer);
@@ -124,12 +146,12 @@ std::vector<ParamTensor> parameter_tensors(const Model& m, const Shard& s) {
   if (first) {
     all.push_back({"embed.word.weight", int64_t{m.vocab} * h, -1, ParamRole::word_embedding, true});
     if (m.position == PositionEmbedding::learned)
-      all.push_back({"embed.position.weight", int64_t{m.seq_len} * h, -1, ParamRole::position_embedding, false});
+      all.push_back({"embed.position.weight", m.position_rows() * h, -1, ParamRole::position_embedding, false});
+    if (m.embedding_norm) add_norm(all, m, -1, "embed.norm", h);
   }
   for (int l : stage_layers(m, s)) add_layer(all, m, l);
   if (last) {
-    all.push_back({"final_norm.weight", h, m.layers, ParamRole::norm, false});
-    if (m.norm == Norm::layernorm) all.push_back({"final_norm.bias", h, m.layers, ParamRole::norm, false});
+    add_norm(all, m, m.layers, "final_norm", h);
     // An untied head always has its own matrix; a tied one needs a copy when it lives on
     // another stage than the embedding.
     if (!m.tied_embeddings || !first)
@@ -150,7 +172,8 @@ ParamCount count_parameters(const Model& m) {
   ParamCount c;
   c.layers = m.layers;
   c.word_embedding = word_embedding_params(m);
-  c.position_embedding = m.position == PositionEmbedding::learned ? int64_t{m.seq_len} * m.hidden : 0;
+  c.position_embedding = m.position == PositionEmbedding::learned ? m.position_rows() * m.hidden : 0;
+  c.embedding_norm = m.embedding_norm ? norm_elements(m) : 0;
   Model dense = m;
   dense.moe = Moe{};
   std::vector<ParamTensor> one;
@@ -168,7 +191,7 @@ ParamCount count_parameters(const Model& m) {
   }
   c.final_norm = norm_elements(m);
   c.output_head = m.tied_embeddings ? 0 : int64_t{m.vocab} * m.hidden;
-  c.total = c.word_embedding + c.position_embedding + c.layers_total() + c.final_norm + c.output_head;
+  c.total = c.word_embedding + c.position_embedding + c.embedding_norm + c.layers_total() + c.final_norm + c.output_head;
   // Each token runs top_k of the experts' routed parameters.
   const int64_t idle_experts = m.is_moe() ? c.experts_per_moe_layer / m.moe.experts * (m.moe.experts - m.moe.top_k) : 0;
   c.active = c.total - int64_t{c.moe_layers} * idle_experts;

@@ -59,6 +59,7 @@ std::vector<int> stage_layers(const Model& model, const Shard& shard);
 struct ParamCount {
   int64_t word_embedding = 0;
   int64_t position_embedding = 0;
+  int64_t embedding_norm = 0; // BLOOM's norm after the word embedding (Model::embedding_norm)
   int64_t per_layer = 0;     // a dense layer
   int64_t per_moe_layer = 0; // an MoE layer: attention, router, shared and all routed experts
   int64_t experts_per_moe_layer = 0;  // of which the routed experts

@@ -19,7 +19,7 @@ LayerCosts layer_costs(const Job& job) {
   c.tp_bytes = 2 * c.boundary_bytes;
   c.stored_bytes = layer_activation_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, p.recompute));
   c.full_bytes = layer_activation_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, Recompute::none));
-  c.embedding_bytes = embedding_activation_bytes(m, p);
+  c.embedding_bytes = embedding_activation_bytes(m, p, c.act_bytes);
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
   if (m.is_moe()) {
     const DType dtype = job.training.dtype;

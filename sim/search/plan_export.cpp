@@ -19,16 +19,17 @@ namespace {
 // Why a framework cannot run a plan: the plan or training field (as a plan file names it) and
 // the reason; no field means it can.
 struct Refusal {
-  const char* field = nullptr;
+  std::string field;  // "": none
   std::string reason;
-  std::string text() const { return field ? std::string("field '") + field + "': " + reason : ""; }
+  explicit operator bool() const { return !field.empty(); }
+  std::string text() const { return field.empty() ? "" : "field '" + field + "': " + reason; }
 };
 
-Refusal refuse(const char* field, const std::string& why) { return {field, why}; }
+Refusal refuse(std::string field, const std::string& why) { return {std::move(field), why}; }
 
 // The reason with the file:line:column of the field when the plan (or model) came from a file.
 std::string located(const Job& job, const Refusal& r) {
-  if (!r.field) return "";
+  if (!r) return "";
   std::string field = r.field;
   const bool model = field.rfind("model.", 0) == 0;
   const Provenance& source = model                                ? job.model.provenance
@@ -73,6 +74,19 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
     return refuse("plan.attention", "Megatron-LM has no FlashAttention-1 kernel (its --attention-backend flash is FlashAttention-2 class)");
   if (loss_kernel_of(p) == Loss::pytorch)
     return refuse("plan.loss", "Megatron-LM computes the loss with its vocab-parallel cross-entropy, not PyTorch's cross_entropy");
+  return {};
+}
+
+// What Megatron-LM's GPT layer (megatron/core/transformer/transformer_layer.py: pre-norm,
+// attention then MLP, each with its own input norm) cannot build: Gemma 2's post-norms, the
+// parallel layer with one shared norm, and BLOOM's embedding norm (Megatron-DeepSpeed's
+// --embed-layernorm, which Megatron-LM dropped).
+Refusal megatron_model_refusal(const Model& m) {
+  if (m.post_norms)
+    return refuse("model.post_norms", "Megatron-LM's transformer layer has no norms after attention and the MLP");
+  if (m.shared_input_norm)
+    return refuse("model.shared_input_norm", "Megatron-LM runs attention and the MLP in sequence, each with its own norm");
+  if (m.embedding_norm) return refuse("model.embedding_norm", "Megatron-LM has no norm after the word embedding");
   return {};
 }
 
@@ -176,6 +190,8 @@ Refusal torchtitan_model_refusal(const Model& m, const Plan* p = nullptr) {
   if (m.position != PositionEmbedding::rope) return refuse("model.position", std::string("a learned position table") + why);
   if (m.bias) return refuse("model.bias", std::string("linear layers with biases") + why);
   if (m.dropout) return refuse("model.dropout", std::string("dropout") + why);
+  for (const LayerSwitch& v : kLayerSwitches)
+    if (m.*v.member) return refuse(std::string("model.") + v.field, std::string("its ") + v.field + why);
   if (m.attention_head_dim > 0 && m.attention_head_dim * m.heads != m.hidden)
     return refuse("model.attention_head_dim", "torchtitan's llama3 attention has hidden / heads channels per head");
   if (p && m.tied_embeddings && p->pp > 1)
@@ -212,14 +228,18 @@ std::string megatron_unsupported(const Plan& plan, const Training& training) {
 std::string deepspeed_unsupported(const Plan& plan, const Training& training) {
   return deepspeed_refusal(plan, training).text();
 }
-std::string megatron_unsupported(const Job& job) { return located(job, megatron_refusal(job.plan, job.training)); }
+std::string megatron_unsupported(const Job& job) {
+  if (Refusal r = megatron_refusal(job.plan, job.training); r) return located(job, r);
+  return located(job, megatron_model_refusal(job.model));
+}
+std::string megatron_model_unsupported(const Model& model) { return megatron_model_refusal(model).text(); }
 std::string deepspeed_unsupported(const Job& job) { return located(job, deepspeed_refusal(job.plan, job.training, &job.model)); }
 std::string torchtitan_unsupported(const Plan& plan, const Training& training, const Model& model) {
-  if (Refusal r = torchtitan_plan_refusal(plan, training); r.field) return r.text();
+  if (Refusal r = torchtitan_plan_refusal(plan, training); r) return r.text();
   return torchtitan_model_refusal(model, &plan).text();
 }
 std::string torchtitan_unsupported(const Job& job) {
-  if (Refusal r = torchtitan_plan_refusal(job.plan, job.training); r.field) return located(job, r);
+  if (Refusal r = torchtitan_plan_refusal(job.plan, job.training); r) return located(job, r);
   return located(job, torchtitan_model_refusal(job.model, &job.plan));
 }
 std::string deepspeed_model_unsupported(const Model& model) { return deepspeed_model_refusal(model).text(); }
@@ -309,7 +329,7 @@ void add_model_arguments(const Model& m, const Plan& p, ArgumentList& a) {
   }
   add("--ffn-hidden-size", whole(m.ffn_hidden));
   add("--seq-length", whole(m.seq_len));
-  add("--max-position-embeddings", whole(m.seq_len));
+  add("--max-position-embeddings", whole(m.position_rows()));
   // The model's vocabulary exactly (Megatron would otherwise pad it to a multiple of 128 x TP);
   // the tokenizer is the user's: swap in --tokenizer-type HuggingFaceTokenizer --tokenizer-model.
   add("--tokenizer-type", "NullTokenizer");
@@ -325,6 +345,8 @@ void add_model_arguments(const Model& m, const Plan& p, ArgumentList& a) {
   }
   if (!m.tied_embeddings) add("--untie-embeddings-and-output-weights");
   if (!m.bias) add("--disable-bias-linear");
+  if (m.qkv_bias) add("--add-qkv-bias");  // Qwen2: biases on the QKV projection alone
+  if (m.qk_norm) add("--qk-layernorm");   // the model's normalization over each q/k head
   if (m.attention_head_dim > 0) add("--kv-channels", whole(m.attention_head_dim));
   if (m.is_moe()) add_moe_arguments(m, p, [&](const char* name, const std::string& value) { add(name, value); });
   if (!m.dropout) {  // Megatron's default is 0.1 for both
@@ -371,7 +393,7 @@ Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
   if (p.framework != Framework::megatron_core)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; Megatron-Bridge runs Megatron-core: its exports take megatron-core plans");
-  if (Refusal r = megatron_refusal(p, t); r.field) return r;
+  if (Refusal r = megatron_refusal(p, t); r) return r;
   if (t.dtype != DType::bf16 && t.dtype != DType::fp16)
     return refuse("training.dtype", std::string("Megatron-Bridge's precision recipes train in bf16 or fp16, not ") +
                                         to_string(t.dtype));
@@ -476,6 +498,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   if (arg == "--grad-reduce-in-bf16") return set("ddp.grad_reduce_in_fp32", "false");
   if (arg == "--accumulate-allreduce-grads-in-fp32") return set("ddp.grad_reduce_in_fp32", "true");
   if (arg == "--disable-bias-linear") return set("model.add_bias_linear", "false");
+  if (arg == "--add-qkv-bias") return set("model.add_qkv_bias", "true");
+  if (arg == "--qk-layernorm") return set("model.qk_layernorm", "true");
   if (arg == "--moe-layer-freq") return set("model.moe_layer_freq", value.substr(1, value.size() - 2));  // unquoted
   if (arg == "--weight-decay") {  // the recipe's scheduler sets the weight decay each step
     set("optimizer.weight_decay", value);
@@ -483,7 +507,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
     return set("scheduler.end_weight_decay", value);
   }
   // Precision is the recipe's mixed_precision; the GQA flag is implied by num_query_groups; the
-  // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length).
+  // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length):
+  // a model's longer table (max_positions) leaves the run fewer parameters than predicted, never more.
   if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" ||
       arg == "--group-query-attention" || arg == "--max-position-embeddings")
     return;
@@ -497,6 +522,7 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
 // (configs/frameworks/megatron-bridge-overrides.txt, GPTModelProvider's fields) does not have
 // beside model.multi_latent_attention.
 Refusal megatron_bridge_model_refusal(const Model& m) {
+  if (Refusal r = megatron_model_refusal(m); r) return r;
   if (m.is_mla())
     return refuse("model.mla", "Megatron-Bridge's GPT overrides have no MLA ranks (q_lora_rank, kv_lora_rank, head widths): "
                                "Starfish writes no Megatron-Bridge run of a multi-head latent attention model");
@@ -507,7 +533,7 @@ std::string megatron_bridge_unsupported(const Plan& plan, const Training& traini
   return megatron_bridge_refusal(plan, training).text();
 }
 std::string megatron_bridge_unsupported(const Job& job) {
-  if (Refusal r = megatron_bridge_refusal(job.plan, job.training); r.field) return located(job, r);
+  if (Refusal r = megatron_bridge_refusal(job.plan, job.training); r) return located(job, r);
   return located(job, megatron_bridge_model_refusal(job.model));
 }
 std::string megatron_bridge_model_unsupported(const Model& model) { return megatron_bridge_model_refusal(model).text(); }
@@ -535,6 +561,8 @@ std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const
   set("model.position_embedding_type", "learned_absolute");
   set("model.share_embeddings_and_output_weights", "true");
   set("model.add_bias_linear", "true");
+  set("model.add_qkv_bias", "false");
+  set("model.qk_layernorm", "false");
   set("model.hidden_dropout", "0.1");  // Megatron's defaults, when the model has dropout
   set("model.attention_dropout", "0.1");
   set("model.num_query_groups", whole(job.model.kv_heads));

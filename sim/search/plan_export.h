@@ -37,6 +37,7 @@ std::string deepspeed_unsupported(const Job& job);
 std::string torchtitan_unsupported(const Plan& plan, const Training& training, const Model& model);
 std::string torchtitan_unsupported(const Job& job);
 // What no plan changes: a model the framework's export cannot describe ("" when it can).
+std::string megatron_model_unsupported(const Model& model);
 std::string deepspeed_model_unsupported(const Model& model);
 std::string torchtitan_model_unsupported(const Model& model);
 

@@ -16,7 +16,8 @@ namespace starfish {
 namespace {
 
 constexpr const char* kFamilies =
-    "llama, mistral, qwen2, qwen3, gemma, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode";
+    "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode, "
+    "mixtral, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss";
 
 [[noreturn]] void fail_file(const SourceLoc& loc, const std::string& message) {
   throw SpecError(loc.to_string() + ": " + message);
@@ -28,6 +29,7 @@ class JsonFields {
   JsonFields(const JsonValue& root, std::string file) : root_(root), file_(std::move(file)) {}
 
   bool has(const char* key) const { return get(key) != nullptr; }
+  const JsonValue* value(const char* key) const { return get(key); }  // nullptr: absent or null
 
   // A positive integer up to `max` (the Model field's limit, limits.h).
   int integer(const char* key, int64_t max) const {
@@ -109,18 +111,30 @@ std::string model_name(const JsonFields& f, const std::string& fallback) {
   return out.empty() ? "imported" : out;
 }
 
-void refuse_moe(const JsonFields& f, const std::string& type) {
-  static const char* const kMoeTypes[] = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-                                          "dbrx", "olmoe", "jamba", "phimoe", "granitemoe", "gpt_oss"};
-  for (const char* t : kMoeTypes)
+bool is_moe_type(const std::string& type) {
+  return type == "mixtral" || type == "qwen3_moe" || type == "deepseek_v2" || type == "deepseek_v3" || type == "gpt_oss";
+}
+
+// Mixture-of-experts layouts the model format cannot hold, and expert keys in a dense family's
+// config (a fork that added experts), refused naming the field.
+void refuse_unknown_moe(const JsonFields& f, const std::string& type) {
+  static const std::pair<const char*, const char*> kMoeTypes[] = {
+      {"qwen2_moe", "its shared expert's sigmoid gate"},
+      {"dbrx", "DBRX's clipped-QKV fused layout"},
+      {"olmoe", "OLMoE's full-width q/k norms"},
+      {"jamba", "Mamba layers"},
+      {"phimoe", "PhiMoE's sparsemixer routing"},
+      {"granitemoe", "Granite's scaled residuals"}};
+  for (const auto& [t, why] : kMoeTypes)
     if (type == t)
       fail_at(f.where("model_type"), "model_type",
-              "'" + type + "' is a mixture-of-experts model, which import-hf does not import yet (dense models only)");
+              "'" + type + "' is a mixture-of-experts model with " + why + ", which Starfish's model format does not hold");
+  if (is_moe_type(type)) return;
   static const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
                                             "num_experts_per_tok"};
   for (const char* key : kExpertKeys)
     if (f.has(key) && !(f.is_integer(key) && f.integer_value(key) <= 1))
-      fail_at(f.where(key), key, "a mixture-of-experts key: import-hf imports dense models only");
+      fail_at(f.where(key), key, "a mixture-of-experts key in a '" + type + "' config, whose layout has no experts");
 }
 
 // Each head is hidden / heads wide unless the config gives head_dim (Gemma 7B: 16 heads of 256,
@@ -142,8 +156,85 @@ void check_head_dim(const JsonFields& f, Model& m, const char* heads_key) {
             std::to_string(m.kv_heads) + " must divide heads " + std::to_string(m.heads));
 }
 
+// DeepSeek-V2/V3's multi-head latent attention (their config's q_lora_rank: null projects
+// queries directly, DeepSeek-V2-Lite).
+void import_mla(const JsonFields& f, Model& m, std::vector<std::string>& notes) {
+  if (m.kv_heads != m.heads)
+    fail_at(f.where("num_key_value_heads"), "num_key_value_heads",
+            "multi-head latent attention projects keys and values for every head: expected " + std::to_string(m.heads));
+  m.mla.q_lora_rank = f.has("q_lora_rank") ? f.integer("q_lora_rank", limits::kMaxHidden) : 0;
+  m.mla.kv_lora_rank = f.integer("kv_lora_rank", limits::kMaxHidden);
+  m.mla.qk_nope_head_dim = f.integer("qk_nope_head_dim", limits::kMaxHidden);
+  m.mla.qk_rope_head_dim = f.integer("qk_rope_head_dim", limits::kMaxHidden);
+  m.mla.v_head_dim = f.integer("v_head_dim", limits::kMaxHidden);
+  if (f.integer_or("num_nextn_predict_layers", limits::kMaxLayers, 0) > 0)
+    notes.push_back("num_nextn_predict_layers: the multi-token-prediction module is not imported (the main model only, "
+                    "as DeepSeek's 671B counts it)");
+}
+
+// The experts' layout. The experts' key, and the expert FFN's (moe_intermediate_size where the
+// family has a dense FFN besides: Qwen3-MoE, DeepSeek), per HF's config classes.
+void import_experts(const JsonFields& f, const std::string& type, Model& m, std::vector<std::string>& notes) {
+  const bool deepseek = type.rfind("deepseek", 0) == 0;
+  const char* experts_key = deepseek ? "n_routed_experts" : type == "qwen3_moe" ? "num_experts" : "num_local_experts";
+  m.moe.experts = f.integer(experts_key, limits::kMaxExperts);
+  m.moe.top_k = f.integer("num_experts_per_tok", limits::kMaxExperts);
+  if (m.moe.top_k > m.moe.experts)
+    fail_at(f.where("num_experts_per_tok"), "num_experts_per_tok",
+            "routes each token to " + std::to_string(m.moe.top_k) + " of only " + std::to_string(m.moe.experts) + " experts");
+  m.moe.expert_ffn_hidden = f.has("moe_intermediate_size") ? f.integer("moe_intermediate_size", limits::kMaxFfnHidden)
+                                                           : m.ffn_hidden;
+  m.moe.shared_experts = f.has("n_shared_experts") ? f.integer("n_shared_experts", limits::kMaxExperts) : 0;
+  if (deepseek) {
+    // HF DeepseekV3: layer l is MoE when l >= first_k_dense_replace and l % moe_layer_freq == 0;
+    // the model format's first MoE layer is then the first multiple of the frequency.
+    const int every = f.integer_or("moe_layer_freq", limits::kMaxLayers, 1);
+    const int first = f.integer_or("first_k_dense_replace", limits::kMaxLayers, 0);
+    m.moe.every = every;
+    m.moe.first_dense_layers = (first + every - 1) / every * every;
+    if (type == "deepseek_v3")
+      notes.push_back("the router's score-correction bias (e_score_correction_bias, not trained by gradient) is not "
+                      "counted (" + std::to_string(int64_t{m.layers - m.moe.first_dense_layers} * m.moe.experts) +
+                      " parameters under)");
+  } else if (type == "qwen3_moe") {
+    // HF Qwen3Moe: layer l is MoE when (l + 1) % decoder_sparse_step == 0, unless in mlp_only_layers.
+    if (const JsonValue* only = f.value("mlp_only_layers"); only && !(only->type == JsonValue::Type::array && only->array.empty()))
+      fail_at(f.where(*only), "mlp_only_layers", "dense layers among the MoE ones are not in Starfish's model format");
+    m.moe.every = f.integer_or("decoder_sparse_step", limits::kMaxLayers, 1);
+    m.moe.first_dense_layers = m.moe.every - 1;
+  }
+  if (m.moe.first_dense_layers >= m.layers)
+    fail_at(f.where(), "first_k_dense_replace", "leaves no mixture-of-experts layer of the " + std::to_string(m.layers));
+  notes.push_back("experts dropless (capacity_factor 0): every routed token computed, Megatron-core's default");
+}
+
+// The gated-MLP families' own layer details: Qwen2's q/k/v-only biases, Qwen3's and Gemma 3's
+// per-head q/k norms, Gemma 2/3's norms after attention and the MLP.
+void gated_family_details(const JsonFields& f, const std::string& type, Model& m, std::vector<std::string>& notes) {
+  const bool attention_bias = f.boolean_or("attention_bias", false), mlp_bias = f.boolean_or("mlp_bias", false);
+  m.bias = attention_bias || mlp_bias || type == "gpt_oss";  // GPT-OSS: attention, router and experts
+  if (attention_bias != mlp_bias && type != "gpt_oss")
+    notes.push_back("attention_bias and mlp_bias differ; Starfish's bias flag puts biases on every linear (" +
+                    std::to_string(int64_t{m.layers} * (mlp_bias ? m.hidden + m.q_dim() + 2 * m.kv_dim()
+                                                                 : 2 * m.ffn_hidden + m.hidden)) +
+                    " parameters over)");
+  // HF Qwen2Attention: q_proj, k_proj, v_proj with bias=True, o_proj without.
+  if (type == "qwen2" && !m.bias) m.qkv_bias = true;
+  m.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+  m.post_norms = type == "gemma2" || type == "gemma3_text";
+  const bool qwen = type.rfind("qwen", 0) == 0;  // Qwen's configs carry a window they do not use by default
+  if (f.has("sliding_window") && f.boolean_or("use_sliding_window", !qwen))
+    notes.push_back("sliding-window attention (sliding_window) is costed as full causal attention: an over-estimate "
+                    "of those layers' attention time");
+  if (f.has("attn_logit_softcapping")) notes.push_back("attention logit soft-capping is costed as plain softmax");
+  if (type == "gpt_oss")
+    notes.push_back("GPT-OSS's learned attention sinks (one scalar a head) are not counted (" +
+                    std::to_string(int64_t{m.layers} * m.heads) + " parameters under)");
+}
+
 // LLaMA's layer: RMSNorm, RoPE, a gated MLP (SwiGLU; Gemma's GeGLU has the same three matrices
-// and is costed as SwiGLU), no dropout. llama, mistral, qwen2, qwen3, gemma, phi3.
+// and is costed as SwiGLU), no dropout. llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text,
+// phi3, and the MoE families built on it (mixtral, qwen3_moe, deepseek_v2/v3, gpt_oss).
 Model import_gated(const JsonFields& f, const std::string& type, std::vector<std::string>& notes) {
   Model m;
   m.family = "llama";
@@ -153,8 +244,7 @@ Model import_gated(const JsonFields& f, const std::string& type, std::vector<std
   m.kv_heads = f.integer_or("num_key_value_heads", limits::kMaxHeads, m.heads);
   m.ffn_hidden = f.integer("intermediate_size", limits::kMaxFfnHidden);
   m.vocab = f.integer("vocab_size", limits::kMaxVocab);
-  check_head_dim(f, m, "num_attention_heads");
-  const bool gemma = type == "gemma";
+  const bool gemma = type.rfind("gemma", 0) == 0;
   const char* act_key = gemma && f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
   const std::string act = f.text_or(act_key, gemma ? "gelu_pytorch_tanh" : "silu");
   const bool gated_gelu = gemma && act.rfind("gelu", 0) == 0;
@@ -165,15 +255,10 @@ Model import_gated(const JsonFields& f, const std::string& type, std::vector<std
   m.position = PositionEmbedding::rope;
   m.rope_base = f.real_or("rope_theta", 10000);
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", gemma);  // Gemma ties; the others' configs say false
-  m.bias = f.boolean_or("attention_bias", false) || f.boolean_or("mlp_bias", false);
-  if (type == "qwen2") {
-    m.bias = true;  // qkv biases; Starfish's one bias flag adds the others' too: never under-counted
-    notes.push_back("qwen2 has biases on q/k/v only; Starfish counts biases on every linear (" +
-                    std::to_string(int64_t{m.layers} * (2 * m.hidden + 2 * m.ffn_hidden)) + " parameters over)");
-  }
-  if (type == "qwen3")
-    notes.push_back("qwen3's q/k RMSNorm weights are not in Starfish's layer (" +
-                    std::to_string(int64_t{m.layers} * 2 * m.head_dim()) + " parameters under)");
+  if (type == "deepseek_v2" || type == "deepseek_v3") import_mla(f, m, notes);
+  else check_head_dim(f, m, "num_attention_heads");
+  gated_family_details(f, type, m, notes);
+  if (is_moe_type(type)) import_experts(f, type, m, notes);
   if (f.has("rope_scaling")) notes.push_back("rope_scaling accepted: it changes no shape or cost");
   m.dropout = false;  // none of these families trains with dropout (attention_dropout 0.0)
   return m;
@@ -257,9 +342,9 @@ Model import_falcon(const JsonFields& f, std::vector<std::string>& notes) {
   m.bias = f.boolean_or("bias", false);
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
   m.dropout = f.real_or("hidden_dropout", 0) > 0 || f.real_or("attention_dropout", 0) > 0;
-  if (f.boolean_or("parallel_attn", true) && !new_arch)
-    notes.push_back("falcon's parallel attention has one LayerNorm per layer; Starfish counts two (" +
-                    std::to_string(int64_t{m.layers} * 2 * m.hidden) + " parameters over)");
+  // HF FalconDecoderLayer: parallel attention reads input_layernorm's output in both branches;
+  // the new decoder architecture (Falcon-40B/180B) has ln_attn and ln_mlp.
+  m.shared_input_norm = f.boolean_or("parallel_attn", true) && !new_arch;
   check_head_dim(f, m, "num_attention_heads");
   return m;
 }
@@ -273,8 +358,8 @@ Model import_opt(const JsonFields& f, std::vector<std::string>& notes) {
   if (act != "relu" && act.rfind("gelu", 0) != 0)
     fail_at(f.where("activation_function"), "activation_function", "'" + act + "' is not supported (relu or gelu)");
   if (act == "relu") notes.push_back("OPT's ReLU MLP costed as GELU (same matrices; elementwise work differs)");
-  notes.push_back("OPT's 2 extra learned-position rows (its offset) are not counted (" +
-                  std::to_string(2 * int64_t{m.hidden}) + " parameters under)");
+  // HF OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows (positions start at 2).
+  m.max_positions = f.integer("max_position_embeddings", limits::kMaxSeqLen - 2) + 2;
   m.bias = f.boolean_or("enable_bias", true);
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
   m.dropout = f.real_or("dropout", 0.1) > 0 || f.real_or("attention_dropout", 0) > 0;
@@ -293,8 +378,7 @@ Model import_bloom(const JsonFields& f, std::vector<std::string>& notes) {
   m.ffn_hidden = 4 * m.hidden;
   m.vocab = f.integer("vocab_size", limits::kMaxVocab);
   alibi_as_rope(m, notes);
-  notes.push_back("BLOOM's LayerNorm after the word embedding is not in Starfish's model (" +
-                  std::to_string(2 * int64_t{m.hidden}) + " parameters under)");
+  m.embedding_norm = true;  // HF BloomModel's word_embeddings_layernorm
   m.tied_embeddings = f.boolean_or("tie_word_embeddings", true);
   m.dropout = f.real_or("hidden_dropout", 0) > 0 || f.real_or("attention_dropout", 0) > 0;
   check_head_dim(f, m, heads_key);
@@ -304,7 +388,8 @@ Model import_bloom(const JsonFields& f, std::vector<std::string>& notes) {
 // The layout of `type`, and the key of its learned-position table ("" for rotary models).
 Model import_layout(const JsonFields& f, const std::string& type, std::vector<std::string>& notes, const char*& table_key) {
   table_key = "";
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "gemma" || type == "phi3")
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "gemma" || type == "gemma2" ||
+      type == "gemma3_text" || type == "phi3" || is_moe_type(type))
     return import_gated(f, type, notes);
   if (type == "gpt2" || type == "gpt_bigcode") {
     table_key = f.has("n_positions") ? "n_positions" : "n_ctx";
@@ -317,10 +402,9 @@ Model import_layout(const JsonFields& f, const std::string& type, std::vector<st
     return import_opt(f, notes);
   }
   if (type == "bloom") return import_bloom(f, notes);
-  if (type == "gemma2")
+  if (type == "gemma3")
     fail_at(f.where("model_type"), "model_type",
-            "'gemma2' has norms after attention and MLP and sliding-window attention on every other layer, which "
-            "Starfish's model format does not hold yet");
+            "'gemma3' is the multimodal wrapper: import its text_config as a file of its own (model_type gemma3_text)");
   if (type.empty())
     fail_at(f.where(), "model_type", "missing (needed to know the layout: " + std::string(kFamilies) + ")");
   fail_at(f.where("model_type"), "model_type", "'" + type + "' is not supported (" + std::string(kFamilies) + ")");
@@ -358,11 +442,14 @@ HfImport import_hf_config(const std::string& json, const std::string& file, cons
   if (root.type != JsonValue::Type::object) fail_file(SourceLoc{file, 1, 1}, "expected a JSON object (a Hugging Face config.json)");
   const JsonFields f(root, file);
   const std::string type = f.text_or("model_type", "");
-  refuse_moe(f, type);
+  refuse_unknown_moe(f, type);
   HfImport r;
   const char* table_key = "";
   r.model = import_layout(f, type, r.notes, table_key);
   r.model.seq_len = training_seq_len(f, table_key, options, r.notes);
+  // The learned position table keeps its rows, whatever sequence the model trains on.
+  if (*table_key && r.model.max_positions == 0 && f.integer(table_key, limits::kMaxSeqLen) > r.model.seq_len)
+    r.model.max_positions = f.integer(table_key, limits::kMaxSeqLen);
   r.model.name = model_name(f, fallback_name);
   r.model.provenance.file = file;
   return r;

@@ -3,13 +3,15 @@
 // `starfish import-hf` and the GUI's model editor. Plain spec conversion over the JSON reader
 // (json_reader.h: nlohmann::json's parser, with line:column for errors).
 //
-// Dense families (model_type): llama (1-3.x, rope_scaling accepted: it changes no shape or
-// cost), mistral, qwen2, qwen3, gemma, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode.
-// Mixture-of-experts configs (mixtral, qwen2_moe, ... or any expert-count key) and families whose
-// layers the model format cannot hold yet (gemma2's extra norms, a head_dim other than
-// hidden/heads) are refused in one line naming the field, never approximated silently. Where a
-// family differs from Starfish's layer by a few parameters the result says so in `notes`
-// (Qwen2's qkv-only biases counted on every linear: over; Qwen3's q/k norms: 256 per layer under).
+// Families (model_type): llama (1-3.x, rope_scaling accepted: it changes no shape or cost),
+// mistral, qwen2 (qkv_bias), qwen3 (qk_norm), gemma, gemma2 (post_norms), gemma3_text (both),
+// phi3, falcon (shared_input_norm for the parallel layer), gpt_neox, opt (max_positions with its
+// offset), bloom (embedding_norm), gpt2, gpt_bigcode; and the mixture-of-experts families
+// mixtral, qwen3_moe, deepseek_v2/v3 (MLA) and gpt_oss, with their experts, shared experts and
+// dense layers. Each imports to its published parameter count; what the model format does not
+// hold (GPT-OSS's attention sinks, DeepSeek-V3's router bias) is said in `notes` with its
+// count. Layouts the format cannot hold (qwen2_moe's shared-expert gate, dense layers among MoE
+// ones) are refused in one line naming the field, never approximated silently.
 //
 // The training sequence length is the user's (`seq_len`), 4096 by default -- never the model's
 // max_position_embeddings (an imported Llama-3.1 would train at 131072 tokens). A model with

@@ -1,5 +1,6 @@
 #pragma once
 // A GPT-style decoder-only transformer.
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -63,6 +64,25 @@ struct Model {
   double rope_base = 10000;
   bool tied_embeddings = true;  // output projection shares the input embedding
   bool bias = true;             // linear layers carry biases (GPT) or not (LLaMA)
+  // Biases on the query/key/value projection alone, the other linears without (Qwen2/2.5;
+  // Megatron's --add-qkv-bias with --disable-bias-linear). Only with bias: false.
+  bool qkv_bias = false;
+  // A norm of the model's kind on each query and key head before RoPE, one head_dim-wide weight
+  // shared by the heads (Qwen3, OLMo 2, Gemma 3; Megatron-core's --qk-layernorm).
+  bool qk_norm = false;
+  // Norms on attention's and the MLP's outputs before each residual add, besides the pre-norms
+  // (Gemma 2's post_attention_layernorm and post_feedforward_layernorm): four norms a layer.
+  bool post_norms = false;
+  // Attention and the MLP both read one norm's output (the parallel layer of GPT-J and
+  // Falcon-7B/40B-v1): one norm a layer instead of two. Without post_norms.
+  bool shared_input_norm = false;
+  // A norm of the model's kind on the word embedding's output (BLOOM's word_embeddings_layernorm;
+  // Megatron-DeepSpeed's --embed-layernorm).
+  bool embedding_norm = false;
+  // Rows of the learned position table (position: learned); 0 = seq_len. A checkpoint's table
+  // is as long as the model's context (GPT-2: 1024), whatever sequence it trains on; OPT's has 2
+  // rows more (its position offset).
+  int max_positions = 0;
   // Dropout after attention's softmax and on both residual branches (GPT-2/3, Megatron's GPT:
   // 0.1); off in LLaMA, MPT and most models trained since 2022. With it, every dropout stores a
   // 1-byte mask for backward and costs a kernel.
@@ -75,6 +95,9 @@ struct Model {
   Provenance provenance;
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
+  bool has_qkv_bias() const { return bias || qkv_bias; }
+  int64_t position_rows() const { return max_positions > 0 ? max_positions : seq_len; }
+  int norms_per_layer() const { return (shared_input_norm ? 1 : 2) + (post_norms ? 2 : 0); }
   int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
   // One head's query/key width and value width (MLA's differ; otherwise both head_dim).
   int qk_head_dim() const { return is_mla() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim(); }
@@ -90,5 +113,17 @@ struct Model {
   }
   bool operator==(const Model&) const = default;
 };
+
+// The layer variants that are switches, each with its model-file field: the one list the
+// writer, the GUI's editor and every refusal (exports, the executor) walk.
+struct LayerSwitch {
+  bool Model::*member;
+  const char* field;
+};
+inline constexpr std::array<LayerSwitch, 5> kLayerSwitches{{{&Model::qkv_bias, "qkv_bias"},
+                                                            {&Model::qk_norm, "qk_norm"},
+                                                            {&Model::post_norms, "post_norms"},
+                                                            {&Model::shared_input_norm, "shared_input_norm"},
+                                                            {&Model::embedding_norm, "embedding_norm"}}};
 
 }  // namespace starfish

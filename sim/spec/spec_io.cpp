@@ -319,6 +319,23 @@ Mla read_mla(MapReader r) {
   r.finish();
   return a;
 }
+
+// The layer's variants on the GPT/LLaMA layer (Model: qkv_bias ... max_positions), each a
+// field that is off unless given.
+void read_layer_variants(MapReader& r, Model& m) {
+  if (r.has("qkv_bias")) m.qkv_bias = r.boolean("qkv_bias");
+  if (m.qkv_bias && m.bias) r.fail("qkv_bias", "applies with bias: false (bias: true already adds query/key/value biases)");
+  if (r.has("qk_norm")) m.qk_norm = r.boolean("qk_norm");
+  if (r.has("post_norms")) m.post_norms = r.boolean("post_norms");
+  if (r.has("shared_input_norm")) m.shared_input_norm = r.boolean("shared_input_norm");
+  if (m.shared_input_norm && m.post_norms)
+    r.fail("shared_input_norm", "a parallel layer with one input norm has no post_norms in any model Starfish knows");
+  if (r.has("embedding_norm")) m.embedding_norm = r.boolean("embedding_norm");
+  if (r.has("max_positions")) {
+    if (m.position != PositionEmbedding::learned) r.fail("max_positions", "applies only with position: learned");
+    m.max_positions = r.whole("max_positions", 1, limits::kMaxSeqLen);
+  }
+}
 }  // namespace
 
 Model parse_model(const YAML::Node& root, const std::string& file) {
@@ -352,6 +369,7 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   if (r.has("tied_embeddings")) m.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("bias")) m.bias = r.boolean("bias");
   if (r.has("dropout")) m.dropout = r.boolean("dropout");
+  read_layer_variants(r, m);
   if (r.has("head_dim")) {
     m.attention_head_dim = r.whole("head_dim", 1, limits::kMaxHidden);
     if (int64_t{m.heads} * m.attention_head_dim > limits::kMaxAttentionWidth)
@@ -366,7 +384,12 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
                              std::to_string(m.heads) + ")");
     if (m.attention_head_dim > 0) r.fail("head_dim", "with mla the head widths are mla's qk_nope/qk_rope/v_head_dim");
     if (m.bias) r.fail("bias", "multi-head latent attention is modelled without biases (DeepSeek's has none): set bias: false");
+    if (m.qkv_bias) r.fail("qkv_bias", "multi-head latent attention has no query/key/value projection to bias");
+    if (m.qk_norm) r.fail("qk_norm", "multi-head latent attention normalises its latents instead (mla)");
   }
+  if (m.max_positions > 0 && m.max_positions < m.seq_len)
+    r.fail("max_positions", "the learned positions end at " + std::to_string(m.max_positions) + " tokens, below seq_len " +
+                                std::to_string(m.seq_len));
   if (m.attention_head_dim == 0 && !m.is_mla() && m.hidden % m.heads != 0)
     r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden " + std::to_string(m.hidden) +
                         " (give head_dim when the heads have their own width)");
@@ -705,6 +728,14 @@ std::string to_yaml(const Cluster& c) {
   return std::string(e.c_str()) + "\n";
 }
 
+namespace {
+void emit_layer_variants(YAML::Emitter& e, const Model& m) {
+  for (const LayerSwitch& v : kLayerSwitches)
+    if (m.*v.member) e << YAML::Key << v.field << YAML::Value << true;
+  if (m.max_positions > 0) emit_num(e, "max_positions", m.max_positions);
+}
+}  // namespace
+
 std::string to_yaml(const Model& m) {
   YAML::Emitter e;
   e << YAML::BeginMap;
@@ -724,6 +755,7 @@ std::string to_yaml(const Model& m) {
   e << YAML::Key << "tied_embeddings" << YAML::Value << m.tied_embeddings;
   e << YAML::Key << "bias" << YAML::Value << m.bias;
   e << YAML::Key << "dropout" << YAML::Value << m.dropout;
+  emit_layer_variants(e, m);
   if (m.attention_head_dim > 0) emit_num(e, "head_dim", m.attention_head_dim);
   if (m.is_moe()) {
     e << YAML::Key << "moe" << YAML::Value << YAML::BeginMap;

@@ -17,6 +17,7 @@
 #include "gui/model_editor.h"
 #include "gui/plan_table_model.h"
 #include "gui/run_panel.h"
+#include "sim/cost/params.h"
 #include "sim/schedule/simulate.h"
 #include "sim/search/search.h"
 #include "sim/spec/spec_io.h"
@@ -96,6 +97,17 @@ class WidgetsTest : public QObject {
     QCOMPARE(ed.model().moe.top_k, 1);
     ed.expertsBox()->setValue(0);  // a dense model
     QVERIFY(!ed.model().is_moe());
+    // The layer variants: Qwen3's per-head q/k norms (kLayerSwitches[1]) on screen and editable.
+    ed.loadModel("qwen3-30b-a3b");
+    QCOMPARE(QString(kLayerSwitches[1].field), QString("qk_norm"));
+    QVERIFY(ed.switchBox(1)->isChecked());
+    const int64_t with_norms = count_parameters(ed.model()).total;
+    ed.switchBox(1)->setChecked(false);
+    QVERIFY(!ed.model().qk_norm);
+    QCOMPARE(with_norms - count_parameters(ed.model()).total, int64_t{48 * 2 * 128});
+    ed.loadModel("gpt2-small");  // biases on every linear: qkv_bias beside them is said, not counted
+    ed.switchBox(0)->setChecked(true);
+    QVERIFY2(ed.paramsLabel()->text().startsWith("qkv_bias applies"), qPrintable(ed.paramsLabel()->text()));
   }
 
   void plan_table_shows_and_sorts_a_search() {

@@ -23,8 +23,9 @@ std::string fixture_text(const std::string& name) {
   return s.str();
 }
 
-HfImport import_fixture(const std::string& name, HfImportOptions options = {}) {
-  return import_hf_config(fixture_text(name), "config.json", "fallback", options);
+// A fixture, or `text` in its place when given.
+HfImport import_fixture(const std::string& name, HfImportOptions options = {}, const std::string& text = "") {
+  return import_hf_config(text.empty() ? fixture_text(name) : text, "config.json", "fallback", options);
 }
 
 std::string error_of(const std::string& json, HfImportOptions options = {}) {
@@ -52,20 +53,27 @@ const Family kFamilies[] = {
     {"llama-2-7b.json", 6738415616, 0},
     {"llama-3.1-8b.json", 8030261248, 0},
     {"mistral-7b-v0.1.json", 7241732096, 0},
-    {"qwen2-7b.json", 7615616512, 28 * (2 * 3584 + 2 * 18944)},  // o/MLP biases Qwen2 lacks
-    {"qwen3-8b.json", 8190735360, -36 * 2 * 128},                // q/k norms Starfish lacks
+    {"qwen2-7b.json", 7615616512, 0},  // biases on q/k/v alone (qkv_bias)
+    {"qwen3-8b.json", 8190735360, 0},  // per-head q/k norms (qk_norm)
     {"gemma-2b.json", 2506172416, 0},
     {"gemma-7b.json", 8537680896, 0},  // 16 heads of 256 on hidden 3072: the model's head_dim
+    {"gemma-2-9b.json", 9241705984, 0},  // four norms a layer (post_norms)
+    {"gemma-3-1b.json", 999885952, 0},   // post_norms and qk_norm
     {"phi-3-mini-4k.json", 3821079552, 0},
-    {"falcon-7b.json", 6921720704, 32 * 2 * 4544},  // a second LayerNorm parallel attention lacks
+    {"falcon-7b.json", 6921720704, 0},  // one LayerNorm for parallel attention and MLP (shared_input_norm)
     {"gpt-neox-20b.json", 20554567680, 0},
-    {"opt-1.3b.json", 1315758080, -2 * 2048},  // OPT's 2 offset position rows
-    {"bloom-560m.json", 559214592, -2 * 1024},  // BLOOM's embedding LayerNorm
+    {"opt-1.3b.json", 1315758080, 0},  // 2050 position rows (max_positions)
+    {"bloom-560m.json", 559214592, 0},  // the embedding's LayerNorm (embedding_norm)
     {"gpt2.json", 124439808, 0},
     {"gpt-bigcode-santacoder.json", 1124886528, 0},
+    // DeepSeek-V2-Lite (DeepSeek-AI 2024, "DeepSeek-V2", Appendix B: 15.7B total): MLA with
+    // direct queries (q_lora_rank null), 2 shared + 64 routed experts, the first layer dense.
+    {"deepseek-v2-lite.json", 15706484224, 0},
+    // GPT-OSS's 64 attention-sink scalars a layer are not in the model format (OpenAI: 116.83B).
+    {"gpt-oss-120b.json", 116829156672, -36 * 64},
 };
 
-TEST(HfImport, EveryDenseFamilyWithItsPublishedParameterCount) {
+TEST(HfImport, EveryFamilyWithItsPublishedParameterCount) {
   for (const Family& f : kFamilies) {
     SCOPED_TRACE(f.fixture);
     const HfImport r = import_fixture(f.fixture);
@@ -117,25 +125,72 @@ TEST(HfImport, LayoutDetailsOfEachFamily) {
   EXPECT_EQ(import_fixture("falcon-7b.json").model.kv_heads, 1);
   EXPECT_TRUE(import_fixture("gemma-2b.json").model.tied_embeddings);
   EXPECT_FALSE(import_fixture("gpt-neox-20b.json").model.tied_embeddings);
-  EXPECT_TRUE(import_fixture("qwen2-7b.json").model.bias);
+  EXPECT_FALSE(import_fixture("qwen2-7b.json").model.bias);
+  EXPECT_TRUE(import_fixture("qwen2-7b.json").model.qkv_bias);
+  EXPECT_TRUE(import_fixture("qwen3-8b.json").model.qk_norm);
+  EXPECT_TRUE(import_fixture("gemma-2-9b.json").model.post_norms);
+  EXPECT_FALSE(import_fixture("gemma-2-9b.json").model.qk_norm);
+  EXPECT_TRUE(import_fixture("falcon-7b.json").model.shared_input_norm);
+  EXPECT_TRUE(import_fixture("bloom-560m.json").model.embedding_norm);
+  EXPECT_EQ(import_fixture("opt-1.3b.json").model.max_positions, 2050);  // 2048 + OPT's offset of 2
+  EXPECT_EQ(import_fixture("gpt2.json").model.max_positions, 0);         // the table is the sequence
+  EXPECT_EQ(import_fixture("gpt2.json", {512}).model.max_positions, 1024);  // a shorter sequence keeps the table
   EXPECT_FALSE(import_fixture("mistral-7b-v0.1.json").model.dropout);
   EXPECT_TRUE(import_fixture("gpt2.json").model.dropout);
 }
 
-TEST(HfImport, MixtureOfExpertsAndUnsupportedLayoutsAreRefusedNamingTheField) {
-  EXPECT_EQ(error_of(fixture_text("mixtral-8x7b.json")),
-            "config.json:7:17: field 'model_type': 'mixtral' is a mixture-of-experts model, which import-hf does not "
-            "import yet (dense models only)");
+// The MoE families import as the bundled models that were written from the same config.json
+// (the name and the file aside), so their checked parameter counts hold for the import too.
+TEST(HfImport, MixtureOfExpertsFamiliesMatchTheBundledModels) {
+  for (const char* name : {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"}) {
+    SCOPED_TRACE(name);
+    const HfImport r = import_fixture(std::string(name) + ".json");
+    Model bundled = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/" + name + ".yaml");
+    bundled.name = r.model.name;
+    EXPECT_EQ(r.model, bundled);
+    EXPECT_EQ(parse_model_text(to_yaml(r.model)), r.model);
+  }
+  const Model v3 = import_fixture("deepseek-v3.json").model;
+  EXPECT_EQ(v3.moe.first_dense_layers, 3);
+  EXPECT_EQ(v3.moe.shared_experts, 1);
+  EXPECT_EQ(v3.mla.q_lora_rank, 1536);
+  EXPECT_EQ(import_fixture("deepseek-v2-lite.json").model.mla.q_lora_rank, 0);  // queries projected directly
+  // HF Qwen3Moe: layer l is MoE when (l + 1) % decoder_sparse_step == 0.
+  const Model every_other =
+      import_fixture("", {}, with(fixture_text("qwen3-30b-a3b.json"), "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2")).model;
+  EXPECT_FALSE(every_other.moe_layer(0));
+  EXPECT_TRUE(every_other.moe_layer(1));
+  EXPECT_FALSE(every_other.moe_layer(2));
+  EXPECT_TRUE(every_other.moe_layer(3));
+  // HF DeepseekV3: MoE when l >= first_k_dense_replace and l % moe_layer_freq == 0.
+  const Model freq2 = import_fixture(
+      "", {}, with(fixture_text("deepseek-v3.json"), "\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2")).model;
+  EXPECT_FALSE(freq2.moe_layer(3));
+  EXPECT_TRUE(freq2.moe_layer(4));
+  EXPECT_FALSE(freq2.moe_layer(5));
+  EXPECT_TRUE(freq2.moe_layer(6));
+}
+
+TEST(HfImport, UnsupportedLayoutsAreRefusedNamingTheField) {
+  EXPECT_EQ(error_of(with(fixture_text("mixtral-8x7b.json"), "\"mixtral\"", "\"qwen2_moe\"")),
+            "config.json:7:17: field 'model_type': 'qwen2_moe' is a mixture-of-experts model with its shared expert's "
+            "sigmoid gate, which Starfish's model format does not hold");
   const std::string llama_moe =
       with(fixture_text("mistral-7b-v0.1.json"), "\"num_key_value_heads\"", "\"num_local_experts\": 8,\n  \"num_key_value_heads\"");
   EXPECT_EQ(error_of(llama_moe),
-            "config.json:13:24: field 'num_local_experts': a mixture-of-experts key: import-hf imports dense models only");
-  EXPECT_EQ(error_of(with(fixture_text("gemma-7b.json"), "\"gemma\"", "\"gemma2\"")),
-            "config.json:9:17: field 'model_type': 'gemma2' has norms after attention and MLP and sliding-window attention "
-            "on every other layer, which Starfish's model format does not hold yet");
+            "config.json:13:24: field 'num_local_experts': a mixture-of-experts key in a 'mistral' config, whose layout "
+            "has no experts");
+  EXPECT_EQ(error_of(with(fixture_text("qwen3-30b-a3b.json"), "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 5]")),
+            "config.json:15:22: field 'mlp_only_layers': dense layers among the MoE ones are not in Starfish's model format");
+  EXPECT_EQ(error_of(with(fixture_text("mixtral-8x7b.json"), "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9")),
+            "config.json:9:26: field 'num_experts_per_tok': routes each token to 9 of only 8 experts");
+  EXPECT_EQ(error_of(with(fixture_text("gemma-3-1b.json"), "\"gemma3_text\"", "\"gemma3\"")),
+            "config.json:16:17: field 'model_type': 'gemma3' is the multimodal wrapper: import its text_config as a file "
+            "of its own (model_type gemma3_text)");
   EXPECT_EQ(error_of(with(fixture_text("gpt2.json"), "\"gpt2\"", "\"bert\"")),
-            "config.json:10:17: field 'model_type': 'bert' is not supported (llama, mistral, qwen2, qwen3, gemma, phi3, "
-            "falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode)");
+            "config.json:10:17: field 'model_type': 'bert' is not supported (llama, mistral, qwen2, qwen3, gemma, gemma2, "
+            "gemma3_text, phi3, falcon, gpt_neox, opt, bloom, gpt2, gpt_bigcode, mixtral, qwen3_moe, deepseek_v2, "
+            "deepseek_v3, gpt_oss)");
 }
 
 TEST(HfImport, BadFilesFailWithFileLineAndField) {

@@ -455,6 +455,59 @@ TEST_F(LayerOpsTest, WithoutDropoutThereIsNoDropoutKernelOrMask) {
   EXPECT_DOUBLE_EQ(op(ops, "MLP residual").backward_s, hbm_s(3 * hidden));
 }
 
+TEST_F(LayerOpsTest, LayerVariantsRunTheirNormsAndBiasesOnly) {
+  // qk_norm: one norm pass over this rank's queries and keys (TP 2: 1024 tokens x 512 + 512).
+  Model qk = m;
+  qk.qk_norm = true;
+  const auto qk_ops = layer_ops(gpu, DType::bf16, qk, LayerShape{1, 2, false, Attention::flash});
+  const double qk_bytes = 2.0 * 1024 * (512 + 512);
+  EXPECT_DOUBLE_EQ(op(qk_ops, "query/key norms").forward_s, hbm_s(2 * qk_bytes));
+  EXPECT_DOUBLE_EQ(op(qk_ops, "query/key norms").backward_s, hbm_s(3 * qk_bytes));
+  // post_norms: two more norms of the input norm's size; shared_input_norm: no MLP norm.
+  Model post = m;
+  post.post_norms = true;
+  const auto post_ops = layer_ops(gpu, DType::bf16, post, LayerShape{1, 1, false, Attention::flash});
+  EXPECT_DOUBLE_EQ(op(post_ops, "attention post-norm").forward_s, op(post_ops, "input norm").forward_s);
+  EXPECT_DOUBLE_EQ(op(post_ops, "MLP post-norm").backward_s, op(post_ops, "input norm").backward_s);
+  Model shared = m;
+  shared.shared_input_norm = true;
+  const auto shared_ops = layer_ops(gpu, DType::bf16, shared, LayerShape{1, 1, false, Attention::flash});
+  EXPECT_THROW(op(shared_ops, "MLP norm"), std::runtime_error);
+  EXPECT_EQ(shared_ops.size(), layer_ops(gpu, DType::bf16, m, LayerShape{1, 1, false, Attention::flash}).size() - 1);
+  // qkv_bias under Megatron's bias kernels: QKV's separate add (read, write) and the sum of its
+  // output gradient in backward, nothing over the other linears' outputs.
+  Model qwen2 = m;
+  qwen2.bias = false;
+  qwen2.qkv_bias = true;
+  LayerShape megatron{1, 1, false, Attention::flash};
+  megatron.bias = LinearBias::megatron;
+  const double qkv_bytes = 2.0 * 1024 * 3072;
+  const LayerOp& b = op(layer_ops(gpu, DType::bf16, qwen2, megatron), "linear biases");
+  EXPECT_DOUBLE_EQ(b.forward_s, hbm_s(2 * qkv_bytes));
+  EXPECT_DOUBLE_EQ(b.backward_s, hbm_s(qkv_bytes));
+}
+
+TEST(FlashActivations, LayerVariantsKeepTheirNormsInputs) {
+  const Model m = testing::gpt(2, 1024, 16, 1024, 1000);
+  const double sbh = 1024.0 * 1024;
+  const ActivationOptions o{1, false, Recompute::none, 2, Attention::flash};
+  const double base = layer_activation_bytes(m, 1, o);
+  Model qk = m;
+  qk.qk_norm = true;  // the queries' and keys' norm inputs, 2 bytes each
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(qk, 1, o) - base, 2 * 2 * sbh);
+  Model post = m;
+  post.post_norms = true;  // the inputs of the two post-norms
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(post, 1, o) - base, 2 * 2 * sbh);
+  Model shared = m;
+  shared.shared_input_norm = true;  // one norm input fewer
+  EXPECT_DOUBLE_EQ(base - layer_activation_bytes(shared, 1, o), 2 * sbh);
+  // BLOOM's embedding norm keeps its input on the first stage beside the dropout's mask.
+  Model bloom = m;
+  bloom.embedding_norm = true;
+  Plan p;
+  EXPECT_DOUBLE_EQ(embedding_activation_bytes(bloom, p, 2) - embedding_activation_bytes(m, p, 2), 2 * sbh);
+}
+
 TEST(FlashActivations, NoScoresOnlyTheSoftmaxStatistics) {
   // h=1024, f=4096, 16 heads, s=1024, b=1, TP1, 2-byte activations, dropout on:
   // replicated 4*2 sbh + 2 masks = 10 sbh; split Q,K,V 6 sbh, context 2 sbh, GELU in/out 16 sbh;

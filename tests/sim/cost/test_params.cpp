@@ -84,6 +84,38 @@ TEST(Params, UnevenStagesHoldTheirOwnLayerRanges) {
   EXPECT_EQ(s1, 10 * n.per_layer + n.final_norm + n.output_head);
 }
 
+// Each layer variant adds or removes exactly its tensors (HF's Qwen2, Qwen3, Gemma 2, Falcon,
+// BLOOM and OPT layouts).
+TEST(Params, LayerVariantsAddExactlyTheirTensors) {
+  const Model base = testing::llama2_7b();  // h 4096, 32 heads of 128, RMSNorm, no biases
+  const int64_t layer = count_parameters(base).per_layer, total = count_parameters(base).total;
+  Model qwen2 = base;
+  qwen2.qkv_bias = true;  // q, k, v biases: 3 x 4096
+  EXPECT_EQ(count_parameters(qwen2).per_layer - layer, 3 * 4096);
+  Model qwen3 = base;
+  qwen3.qk_norm = true;  // one head-wide RMSNorm weight each for q and k
+  EXPECT_EQ(count_parameters(qwen3).per_layer - layer, 2 * 128);
+  qwen3.norm = Norm::layernorm;  // LayerNorm has a bias too: 2 weights, 2 biases on each of 4 norms
+  Model ln = base;
+  ln.norm = Norm::layernorm;
+  EXPECT_EQ(count_parameters(qwen3).per_layer - count_parameters(ln).per_layer, 4 * 128);
+  Model gemma2 = base;
+  gemma2.post_norms = true;  // two more hidden-wide norms
+  EXPECT_EQ(count_parameters(gemma2).per_layer - layer, 2 * 4096);
+  Model falcon = base;
+  falcon.shared_input_norm = true;  // one norm fewer
+  EXPECT_EQ(layer - count_parameters(falcon).per_layer, 4096);
+  Model bloom = base;
+  bloom.embedding_norm = true;
+  EXPECT_EQ(count_parameters(bloom).total - total, 4096);
+  EXPECT_EQ(parameter_tensors(bloom)[1].name, "embed.norm.weight");  // on the first stage, after the lookup
+  Model opt = testing::gpt(2, 64, 4, 16, 100);
+  const int64_t gpt_total = count_parameters(opt).total;
+  opt.max_positions = 18;  // 16 + OPT's offset rows
+  EXPECT_EQ(count_parameters(opt).total - gpt_total, 2 * 64);
+  EXPECT_EQ(parameter_tensors(opt)[1].elements, 18 * 64);
+}
+
 TEST(Params, TensorsComeInOrderOfFirstUse) {
   const auto t = parameter_tensors(testing::gpt(2, 64, 4, 16, 100));
   EXPECT_EQ(t.front().name, "embed.word.weight");

@@ -387,6 +387,44 @@ TEST(Export, PrecisionFlagsForEveryMixedPrecision) {
   EXPECT_FALSE(c.find("fp16")->find("enabled")->boolean);
 }
 
+// Qwen2's q/k/v biases and Qwen3's q/k norms are Megatron-LM arguments and Bridge overrides; the
+// layer variants Megatron's transformer layer cannot build are refused naming the field.
+TEST(Export, LayerVariantsAreCarriedOrRefusedByField) {
+  Job job = job_with(Plan{});
+  job.plan.framework = Framework::megatron_core;
+  job.model.bias = false;
+  job.model.qkv_bias = true;
+  job.model.qk_norm = true;
+  EXPECT_TRUE(has_argument(job, "--add-qkv-bias", ""));
+  EXPECT_TRUE(has_argument(job, "--qk-layernorm", ""));
+  EXPECT_TRUE(has_argument(job, "--disable-bias-linear", ""));
+  expect_megatron_accepts(job);
+  expect_bridge_accepts(job);
+  bool qkv = false, qk = false;
+  for (const auto& [key, value] : megatron_bridge_overrides(job)) {
+    qkv = qkv || (key == "model.add_qkv_bias" && value == "true");
+    qk = qk || (key == "model.qk_layernorm" && value == "true");
+  }
+  EXPECT_TRUE(qkv && qk);
+  Model llama = job.model;  // otherwise torchtitan's llama3 decoder
+  llama.norm = Norm::rmsnorm;
+  llama.activation = Activation::swiglu;
+  llama.position = PositionEmbedding::rope;
+  llama.dropout = false;
+  EXPECT_EQ(torchtitan_model_unsupported(llama).rfind("field 'model.qkv_bias': ", 0), 0u);
+  for (bool Model::*variant : {&Model::post_norms, &Model::shared_input_norm, &Model::embedding_norm}) {
+    Model m = job.model;
+    m.*variant = true;
+    const std::string why = megatron_model_unsupported(m);
+    EXPECT_EQ(why.rfind("field 'model.", 0), 0u) << why;
+    EXPECT_EQ(megatron_bridge_model_unsupported(m), why);
+  }
+  // A learned table longer than the sequence (GPT-2 trained at 512) keeps its rows.
+  Job gpt2 = job_with(Plan{});
+  gpt2.model.max_positions = gpt2.model.seq_len * 2;
+  EXPECT_TRUE(has_argument(gpt2, "--max-position-embeddings", std::to_string(gpt2.model.seq_len * 2)));
+}
+
 TEST(Export, ModelDetailsTheRunNeeds) {
   Job job = job_with(Plan{});
   job.model.position = PositionEmbedding::rope;

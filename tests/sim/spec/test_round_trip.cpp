@@ -47,6 +47,13 @@ TEST(RoundTrip, ModelAndPlanFile) {
   m.attention_head_dim = 256;
   m.moe = Moe{64, 6, 2, 1408, 1, 1, 1.25};
   EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
+  m.qkv_bias = m.qk_norm = m.post_norms = m.embedding_norm = true;
+  EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
+  m.post_norms = false;
+  m.shared_input_norm = true;
+  m.position = PositionEmbedding::learned;
+  m.max_positions = 4098;
+  EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
 
   PlanFile p;
   p.model_path = "../models/x.yaml";

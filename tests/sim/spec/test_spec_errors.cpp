@@ -185,6 +185,23 @@ TEST(SpecErrors, ModelConsistency) {
             "m.yaml:8:6: field 'mla.qk_nope_head_dim': missing required field");
 }
 
+TEST(SpecErrors, LayerVariantsThatContradictTheModel) {
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "qkv_bias: true\n", "m.yaml"); }),
+            "m.yaml:7:1: field 'qkv_bias': applies with bias: false (bias: true already adds query/key/value biases)");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "post_norms: true\nshared_input_norm: true\n", "m.yaml"); }),
+            "m.yaml:8:1: field 'shared_input_norm': a parallel layer with one input norm has no post_norms in any model "
+            "Starfish knows");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "max_positions: 1000\n", "m.yaml"); }),
+            "m.yaml:7:1: field 'max_positions': the learned positions end at 1000 tokens, below seq_len 1024");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "position: rope\nmax_positions: 2048\n", "m.yaml"); }),
+            "m.yaml:8:1: field 'max_positions': applies only with position: learned");
+  const std::string mla = "mla: {kv_lora_rank: 128, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64}\n";
+  EXPECT_EQ(error_of([&] { parse_model_text(std::string(kModel) + "bias: false\nqk_norm: true\n" + mla, "m.yaml"); }),
+            "m.yaml:8:1: field 'qk_norm': multi-head latent attention normalises its latents instead (mla)");
+  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "embedding_norm: 1\n", "m.yaml"); }),
+            "m.yaml:7:1: field 'embedding_norm': expected true or false, got '1'");
+}
+
 struct JobParts {
   Model model = parse_model_text(kModel, "m.yaml");
   Cluster cluster = parse_cluster_text(kCluster, "hw.yaml");
