@@ -63,8 +63,6 @@ void check_plan_supported(const Plan& p, int world_size) {
                     " ranks, this run has " + std::to_string(world_size) + " (WORLD_SIZE / --nproc)");
 }
 
-// Fails unless a new file can be made in `dir` (a probe file, removed at once): the permission
-// bits do not tell, for root or on /proc or a read-only mount.
 // The layer variants the executor's GPT layer (exec/gpt_model.cpp) does not build, refused by
 // field so a run never trains another model than the one planned.
 void refuse_layer_variants(const Model& m, const std::string& model_path) {
@@ -72,6 +70,8 @@ void refuse_layer_variants(const Model& m, const std::string& model_path) {
     if (m.*v.member) throw SpecError(model_path + ": field '" + v.field + "': starfish-run's GPT layer does not build it");
 }
 
+// Fails unless a new file can be made in `dir` (a probe file, removed at once): the permission
+// bits do not tell, for root or on /proc or a read-only mount.
 void probe_folder(const std::string& flag, const std::string& path, const fs::path& dir) {
   const std::string probe = (dir / (".starfish-run-probe-" + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

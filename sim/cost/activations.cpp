@@ -29,8 +29,7 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   // A parallel layer with one input norm (shared_input_norm) saves one norm input fewer (its two
   // GEMMs' shared input is still counted twice: an upper bound); post-norms save their inputs,
   // attention's and the MLP's outputs (Gemma 2).
-  const double norm_inputs = (m.shared_input_norm ? 1 : 2) + (m.post_norms ? 2 : 0);
-  double replicated = (norm_inputs + 2) * B * sb * h + 2 * mask * sb * h;
+  double replicated = (m.norms_per_layer() + 2) * B * sb * h + 2 * mask * sb * h;
   // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
   // sequence-parallel gather, like every column-parallel GEMM's input).
   if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);

@@ -203,8 +203,9 @@ void import_experts(const JsonFields& f, const std::string& type, Model& m, std:
     m.moe.every = f.integer_or("decoder_sparse_step", limits::kMaxLayers, 1);
     m.moe.first_dense_layers = m.moe.every - 1;
   }
+  const char* dense_key = deepseek ? "first_k_dense_replace" : "decoder_sparse_step";
   if (m.moe.first_dense_layers >= m.layers)
-    fail_at(f.where(), "first_k_dense_replace", "leaves no mixture-of-experts layer of the " + std::to_string(m.layers));
+    fail_at(f.where(dense_key), dense_key, "leaves no mixture-of-experts layer of the " + std::to_string(m.layers));
   notes.push_back("experts dropless (capacity_factor 0): every routed token computed, Megatron-core's default");
 }
 

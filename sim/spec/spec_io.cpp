@@ -323,14 +323,11 @@ Mla read_mla(MapReader r) {
 // The layer's variants on the GPT/LLaMA layer (Model: qkv_bias ... max_positions), each a
 // field that is off unless given.
 void read_layer_variants(MapReader& r, Model& m) {
-  if (r.has("qkv_bias")) m.qkv_bias = r.boolean("qkv_bias");
+  for (const LayerSwitch& v : kLayerSwitches)
+    if (r.has(v.field)) m.*v.member = r.boolean(v.field);
   if (m.qkv_bias && m.bias) r.fail("qkv_bias", "applies with bias: false (bias: true already adds query/key/value biases)");
-  if (r.has("qk_norm")) m.qk_norm = r.boolean("qk_norm");
-  if (r.has("post_norms")) m.post_norms = r.boolean("post_norms");
-  if (r.has("shared_input_norm")) m.shared_input_norm = r.boolean("shared_input_norm");
   if (m.shared_input_norm && m.post_norms)
     r.fail("shared_input_norm", "a parallel layer with one input norm has no post_norms in any model Starfish knows");
-  if (r.has("embedding_norm")) m.embedding_norm = r.boolean("embedding_norm");
   if (r.has("max_positions")) {
     if (m.position != PositionEmbedding::learned) r.fail("max_positions", "applies only with position: learned");
     m.max_positions = r.whole("max_positions", 1, limits::kMaxSeqLen);

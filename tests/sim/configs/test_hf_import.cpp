@@ -182,6 +182,8 @@ TEST(HfImport, UnsupportedLayoutsAreRefusedNamingTheField) {
             "has no experts");
   EXPECT_EQ(error_of(with(fixture_text("qwen3-30b-a3b.json"), "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 5]")),
             "config.json:15:22: field 'mlp_only_layers': dense layers among the MoE ones are not in Starfish's model format");
+  EXPECT_EQ(error_of(with(fixture_text("qwen3-30b-a3b.json"), "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 49")),
+            "config.json:6:26: field 'decoder_sparse_step': leaves no mixture-of-experts layer of the 48");
   EXPECT_EQ(error_of(with(fixture_text("mixtral-8x7b.json"), "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9")),
             "config.json:9:26: field 'num_experts_per_tok': routes each token to 9 of only 8 experts");
   EXPECT_EQ(error_of(with(fixture_text("gemma-3-1b.json"), "\"gemma3_text\"", "\"gemma3\"")),

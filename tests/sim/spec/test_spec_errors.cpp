@@ -23,6 +23,11 @@ using ::starfish::testing::kCluster;
 
 using ::starfish::testing::error_of;
 
+// The error of kModel with `extra` lines appended.
+std::string model_error(const std::string& extra) {
+  return error_of([&] { parse_model_text(std::string(kModel) + extra, "m.yaml"); });
+}
+
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   const size_t at = s.find(from);
   EXPECT_NE(at, std::string::npos) << from;
@@ -62,7 +67,7 @@ TEST(SpecErrors, NegativeSize) {
 }
 
 TEST(SpecErrors, UnknownKey) {
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "layres: 3\n", "m.yaml"); }).substr(0, 52),
+  EXPECT_EQ(model_error("layres: 3\n").substr(0, 52),
             "m.yaml:7:1: field 'layres': unknown field (expected ");
   const std::string e = error_of([] { parse_cluster_text(replace(kCluster, "memory: 1TiB", "memroy: 1TiB"), "hw.yaml"); });
   EXPECT_EQ(e.substr(0, 40), "hw.yaml:12:5: field 'node.host.memory': ") << e;
@@ -73,7 +78,7 @@ TEST(SpecErrors, UnknownUnitAndChoice) {
             "hw.yaml:17:12: field 'node.nvlink.bandwidth': expected a bandwidth like 900GB/s, got '300GB' (unknown unit "
             "'GB' for a bandwidth (use B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, b/s, Kb/s, Mb/s, Gb/s, "
             "Tb/s, bps, Kbps, Mbps, Gbps, Tbps))");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: relu\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("activation: relu\n"),
             "m.yaml:7:1: field 'activation': 'relu' is not one of: gelu, swiglu");
 }
 
@@ -161,21 +166,21 @@ TEST(SpecErrors, ModelConsistency) {
   EXPECT_EQ(error_of([] { parse_model_text(replace(kModel, "heads: 16", "heads: 15"), "m.yaml"); }),
             "m.yaml:4:1: field 'heads': 15 heads do not divide hidden 1024 (give head_dim when the heads have their own "
             "width)");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "head_dim: 131072\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("head_dim: 131072\n"),
             "m.yaml:7:1: field 'head_dim': 16 heads x 131072 is above 131072, the widest attention Starfish models");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 9}\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("moe: {experts: 8, top_k: 9}\n"),
             "m.yaml:7:19: field 'moe.top_k': routes each token to 9 of only 8 experts");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "moe: {experts: 8, top_k: 2, first_dense_layers: 24}\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("moe: {experts: 8, top_k: 2, first_dense_layers: 24}\n"),
             "m.yaml:7:29: field 'moe.first_dense_layers': 24 dense layers leave no MoE layer of the 24");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "kv_heads: 3\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("kv_heads: 3\n"),
             "m.yaml:7:1: field 'kv_heads': 3 must divide heads 16");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "activation: swiglu\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("activation: swiglu\n"),
             "m.yaml:1:1: field 'ffn_hidden': required with activation swiglu (LLaMA sizes are not 4*hidden)");
   const std::string mla = "mla: {kv_lora_rank: 128, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64}\n";
-  EXPECT_EQ(error_of([&] { parse_model_text(std::string(kModel) + "bias: false\nkv_heads: 4\n" + mla, "m.yaml"); }),
+  EXPECT_EQ(model_error("bias: false\nkv_heads: 4\n" + mla),
             "m.yaml:8:1: field 'kv_heads': multi-head latent attention projects keys and values for every head: kv_heads "
             "must be heads (16)");
-  EXPECT_EQ(error_of([&] { parse_model_text(std::string(kModel) + mla, "m.yaml"); }),
+  EXPECT_EQ(model_error(mla),
             "m.yaml:1:1: field 'bias': multi-head latent attention is modelled without biases (DeepSeek's has none): set "
             "bias: false");
   EXPECT_EQ(error_of([] {
@@ -186,19 +191,19 @@ TEST(SpecErrors, ModelConsistency) {
 }
 
 TEST(SpecErrors, LayerVariantsThatContradictTheModel) {
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "qkv_bias: true\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("qkv_bias: true\n"),
             "m.yaml:7:1: field 'qkv_bias': applies with bias: false (bias: true already adds query/key/value biases)");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "post_norms: true\nshared_input_norm: true\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("post_norms: true\nshared_input_norm: true\n"),
             "m.yaml:8:1: field 'shared_input_norm': a parallel layer with one input norm has no post_norms in any model "
             "Starfish knows");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "max_positions: 1000\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("max_positions: 1000\n"),
             "m.yaml:7:1: field 'max_positions': the learned positions end at 1000 tokens, below seq_len 1024");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "position: rope\nmax_positions: 2048\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("position: rope\nmax_positions: 2048\n"),
             "m.yaml:8:1: field 'max_positions': applies only with position: learned");
   const std::string mla = "mla: {kv_lora_rank: 128, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64}\n";
-  EXPECT_EQ(error_of([&] { parse_model_text(std::string(kModel) + "bias: false\nqk_norm: true\n" + mla, "m.yaml"); }),
+  EXPECT_EQ(model_error("bias: false\nqk_norm: true\n" + mla),
             "m.yaml:8:1: field 'qk_norm': multi-head latent attention normalises its latents instead (mla)");
-  EXPECT_EQ(error_of([] { parse_model_text(std::string(kModel) + "embedding_norm: 1\n", "m.yaml"); }),
+  EXPECT_EQ(model_error("embedding_norm: 1\n"),
             "m.yaml:7:1: field 'embedding_norm': expected true or false, got '1'");
 }
 
