@@ -287,6 +287,8 @@ class LayerOpsTest : public ::testing::Test {
       if (name == o.name) return o;
     throw std::runtime_error("no op " + name);
   }
+  // A reference into a temporary list would dangle past the statement (ASan caught one).
+  const LayerOp& op(std::vector<LayerOp>&& ops, const std::string& name) const = delete;
 };
 
 TEST_F(LayerOpsTest, UnfusedAttentionStoresAndRereadsTheScores) {
@@ -370,8 +372,8 @@ TEST_F(LayerOpsTest, TheExecutorsAttentionCopiesItsHeadsBetweenLayouts) {
   megatron.tp = 8;
   megatron.sequence_parallel = true;
   const double sp_outputs = 1024.0 * (3072 + 4096) / 8 + 2 * 1024.0 * 1024 / 8;
-  EXPECT_DOUBLE_EQ(op(layer_ops(gpu, DType::bf16, m, plan_layer_shape(megatron)), "linear biases").backward_s,
-                   hbm_s(2 * sp_outputs));
+  const auto sp_ops = layer_ops(gpu, DType::bf16, m, plan_layer_shape(megatron));
+  EXPECT_DOUBLE_EQ(op(sp_ops, "linear biases").backward_s, hbm_s(2 * sp_outputs));
 }
 
 TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBackward) {
@@ -482,7 +484,8 @@ TEST_F(LayerOpsTest, LayerVariantsRunTheirNormsAndBiasesOnly) {
   LayerShape megatron{1, 1, false, Attention::flash};
   megatron.bias = LinearBias::megatron;
   const double qkv_bytes = 2.0 * 1024 * 3072;
-  const LayerOp& b = op(layer_ops(gpu, DType::bf16, qwen2, megatron), "linear biases");
+  const auto qwen2_ops = layer_ops(gpu, DType::bf16, qwen2, megatron);
+  const LayerOp& b = op(qwen2_ops, "linear biases");
   EXPECT_DOUBLE_EQ(b.forward_s, hbm_s(2 * qkv_bytes));
   EXPECT_DOUBLE_EQ(b.backward_s, hbm_s(qkv_bytes));
 }
