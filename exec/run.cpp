@@ -68,6 +68,8 @@ void check_plan_supported(const Plan& p, int world_size) {
 void refuse_layer_variants(const Model& m, const std::string& model_path) {
   for (const LayerSwitch& v : kLayerSwitches)
     if (m.*v.member) throw SpecError(model_path + ": field '" + v.field + "': starfish-run's GPT layer does not build it");
+  if (m.sliding_window.tokens > 0)
+    throw SpecError(model_path + ": field 'sliding_window': starfish-run's attention has no sliding window");
 }
 
 // Fails unless a new file can be made in `dir` (a probe file, removed at once): the permission

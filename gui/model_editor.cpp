@@ -80,6 +80,13 @@ void ModelEditor::addShapeRows(QFormLayout* form) {
   box->setContentsMargins(0, 0, 0, 0);
   for (size_t i = 0; i < kLayerSwitches.size(); ++i) box->addWidget(switches_[i] = new QCheckBox(kLayerSwitches[i].field));
   form->addRow("Variants", variants);
+  window_ = spin(0, 1 << 22);
+  window_->setSpecialValueText("none");
+  window_->setToolTip("sliding_window.tokens: the keys a query attends, itself included; none: full causal attention");
+  full_every_ = spin(0, 100000);
+  full_every_->setSpecialValueText("none");
+  full_every_->setToolTip("sliding_window.full_every: layers n, 2n, ... attend fully; none: every layer is windowed");
+  form->addRow("Sliding window", row_of({{nullptr, window_}, {"full every", full_every_}}));
 }
 
 // Mixture of experts: the experts of a MoE layer, which layers are MoE, and their capacity.
@@ -119,7 +126,7 @@ void ModelEditor::connectEdits() {
     Q_EMIT changed();
   };
   for (QSpinBox* s : {layers_, hidden_, heads_, kv_heads_, ffn_, seq_, vocab_, experts_, top_k_, shared_experts_, expert_ffn_,
-                      first_dense_, moe_every_})
+                      first_dense_, moe_every_, window_, full_every_})
     connect(s, &QSpinBox::valueChanged, this, edited);
   connect(capacity_, &QDoubleSpinBox::valueChanged, this, edited);
   for (QComboBox* c : {family_, activation_, norm_, position_}) connect(c, &QComboBox::currentIndexChanged, this, edited);
@@ -167,6 +174,8 @@ void ModelEditor::fill(const Model& m) {
   bias_->setChecked(m.bias);
   dropout_->setChecked(m.dropout);
   for (size_t i = 0; i < kLayerSwitches.size(); ++i) switches_[i]->setChecked(m.*kLayerSwitches[i].member);
+  window_->setValue(m.sliding_window.tokens);
+  full_every_->setValue(m.sliding_window.full_every);
   experts_->setValue(m.moe.experts);
   top_k_->setValue(m.moe.top_k);
   shared_experts_->setValue(m.moe.shared_experts);
@@ -197,6 +206,7 @@ Model ModelEditor::model() const {
   m.dropout = dropout_->isChecked();
   for (size_t i = 0; i < kLayerSwitches.size(); ++i) m.*kLayerSwitches[i].member = switches_[i]->isChecked();
   if (m.position != PositionEmbedding::learned) m.max_positions = 0;  // a rotary model has no table
+  m.sliding_window = window_->value() > 0 ? SlidingWindow{window_->value(), full_every_->value()} : SlidingWindow{};
   m.moe = Moe{};
   if (experts_->value() > 0)
     m.moe = Moe{experts_->value(), top_k_->value(), shared_experts_->value(),
@@ -217,6 +227,10 @@ void ModelEditor::updateParams() {
   }
   if (m.max_positions > 0 && m.max_positions < m.seq_len) {
     params_->setText(QString("the learned positions end at %1 tokens, below seq %2").arg(m.max_positions).arg(m.seq_len));
+    return;
+  }
+  if (const std::string why = sliding_window_full_every_problem(m.sliding_window, m.layers); !why.empty()) {
+    params_->setText("full every " + QString::fromStdString(why));
     return;
   }
   if (m.is_moe() && (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts || m.moe.first_dense_layers >= m.layers)) {

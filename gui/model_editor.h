@@ -35,6 +35,8 @@ class ModelEditor : public QWidget {
   QSpinBox* expertsBox() const { return experts_; }
   QCheckBox* switchBox(size_t i) const { return switches_[i]; }  // kLayerSwitches[i]
   QSpinBox* topKBox() const { return top_k_; }
+  QSpinBox* windowBox() const { return window_; }
+  QSpinBox* fullEveryBox() const { return full_every_; }
   QLabel* paramsLabel() const { return params_; }
 
  Q_SIGNALS:
@@ -68,6 +70,8 @@ class ModelEditor : public QWidget {
   QCheckBox* bias_;
   QCheckBox* dropout_;
   std::array<QCheckBox*, kLayerSwitches.size()> switches_;  // the layer variants (kLayerSwitches)
+  QSpinBox* window_;      // Model::sliding_window.tokens (0: none)
+  QSpinBox* full_every_;  // and its full_every (0: every layer windowed)
   // Mixture of experts (Model::Moe): 0 experts = a dense model.
   QSpinBox* experts_;
   QSpinBox* top_k_;

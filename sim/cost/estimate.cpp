@@ -130,6 +130,10 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
   costs.cp_forward_per_layer_s = ring.forward_exposed_s;
   // Micro-batches after the first add their weight gradients into the (ZeRO-2+: partitioned) buffer.
   costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? p.dp_cp() : 1), act_bytes);
+  // A sliding-window layer: its attention core's saving (PlanLayerTimes::window_saving).
+  const LayerTime& w = times.window_saving;
+  costs.window_extra_s = -(w.forward_s + w.backward_s + w.recompute_s);
+  costs.window_forward_extra_s = -w.forward_s;
   if (m.is_moe()) {
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
     // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in

@@ -163,12 +163,8 @@ ModelStates moe_model_states(const Training& t, const Plan& p, double params, do
 
 int stage_moe_layers(const Model& m, const Plan& p, int stage) {
   if (!m.is_moe()) return 0;
-  int moe_layers = 0;
-  for (int c = 0; c < p.virtual_stages; ++c) {
-    const LayerRange r = virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, c);
-    for (int l = r.first; l < r.first + r.count; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
-  }
-  return moe_layers;
+  return stage_layers_where(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage,
+                            [&m](int l) { return m.moe_layer(l); });
 }
 
 double stage_expert_params(const Model& m, const Plan& p, int stage) {

@@ -221,12 +221,16 @@ class LayerOpsBuilder {
   // attention over its own s/cp tokens; every later step pairs half of one side with the whole
   // other (context_parallel.py: "q, kv" halves): the same 2 (s/cp)^2 d FLOPs per head in each
   // step. So the kernel runs cp times at the size of local causal attention.
+  //
+  // A sliding-window layer (window_tile_fraction) does that fraction of the causal work per head
+  // (make_job refuses windows under context parallelism: TransformerEngine's p2p ring has none).
   void flash_attention() {
     // Per head: scores over the query/key width, context over the value width (MLA's differ).
     const double s = m_.seq_len / shape_.cp, d = m_.qk_head_dim() + m_.v_head_dim();
     const double heads = static_cast<double>(m_.heads) / t_ * static_cast<double>(shape_.micro_batch);
     const bool v1 = shape_.attention == Attention::flash1;
-    const double flop_each = 0.5 * 2 * s * s * d;
+    const double window = shape_.windowed ? window_tile_fraction(m_.seq_len, m_.sliding_window.tokens) : 1;
+    const double flop_each = 0.5 * 2 * s * s * d * window;
     const double fwd = shape_.cp * batched_matmul_time_s(flop_each, heads, gpu_.attention_efficiency.forward(v1));
     // Backward's five GEMMs are each of the forward's shape: the curve at one of them.
     const double bwd = 2.5 * shape_.cp * batched_matmul_time_s(flop_each, heads, gpu_.attention_efficiency.backward(v1));
@@ -254,6 +258,29 @@ class LayerOpsBuilder {
 
 std::vector<LayerOp> layer_ops(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape) {
   return LayerOpsBuilder(gpu, dtype, m, shape).build();
+}
+
+double window_tile_fraction(int64_t seq_len, int64_t window_tokens) {
+  // FlashAttention-2's and cuDNN's 128 x 128 tiles for a head of 128 (Dao 2023, sec. 3.3).
+  constexpr int64_t kTile = 128;
+  if (seq_len <= 0 || window_tokens <= 0 || window_tokens >= seq_len) return 1;
+  const int64_t query_tiles = (seq_len + kTile - 1) / kTile;
+  // Query tile q reaches back to key (q kTile - window + 1): tiles 0..q while that is before the
+  // sequence starts (q < first_full), then the same `steady` count of key tiles for every later q.
+  const int64_t reach = window_tokens - 1;
+  const int64_t first_full = std::min(query_tiles, reach / kTile + 1);
+  const int64_t steady = reach / kTile + 1 + (reach % kTile > 0 ? 1 : 0);
+  const double ramp = 0.5 * static_cast<double>(first_full) * static_cast<double>(first_full + 1);
+  const double windowed = ramp + static_cast<double>(query_tiles - first_full) * static_cast<double>(steady);
+  const double causal = 0.5 * static_cast<double>(query_tiles) * static_cast<double>(query_tiles + 1);
+  return std::min(1.0, windowed / causal);
+}
+
+LayerTime operator-(const LayerTime& a, const LayerTime& b) {
+  return LayerTime{a.forward_s - b.forward_s,         a.backward_s - b.backward_s,
+                   a.recompute_s - b.recompute_s,     a.gemm_forward_s - b.gemm_forward_s,
+                   a.elementwise_forward_s - b.elementwise_forward_s,
+                   a.core_forward_s - b.core_forward_s, a.core_backward_s - b.core_backward_s};
 }
 
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp, bool sp, Recompute rc,
@@ -303,6 +330,11 @@ PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& 
   PlanLayerTimes out;
   const LayerShape shape = plan_layer_shape(p);
   out.layer = layer_time(node.gpu, dtype, m, shape, p.recompute);
+  if (m.sliding_window.tokens > 0 && m.sliding_window.tokens < m.seq_len) {
+    LayerShape windowed = shape;
+    windowed.windowed = true;
+    out.window_saving = out.layer - layer_time(node.gpu, dtype, m, windowed, p.recompute);
+  }
   out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit, p.cp);
   const double bmm_matrices =
       fused(shape.attention) ? 1 : static_cast<double>(p.micro_batch) * static_cast<double>(m.heads) / p.tp;

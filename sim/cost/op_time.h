@@ -43,6 +43,7 @@ struct LayerShape {
   int cp = 1;
   bool head_copies = false;   // unfused attention copies its heads' layout (FrameworkTraits)
   LinearBias bias = LinearBias::in_gemm;  // the framework's bias kernels (FrameworkTraits), for biased models
+  bool windowed = false;  // a sliding-window layer of the model (Model::windowed_layer)
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).
@@ -66,6 +67,8 @@ struct LayerTime {
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                      bool sequence_parallel, Recompute recompute, Attention attention = Attention::unfused);
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, const LayerShape& shape, Recompute recompute);
+// `a` less `b`, field by field: a windowed layer is the layer less its window_saving.
+LayerTime operator-(const LayerTime& a, const LayerTime& b);
 
 // Output layer (logits GEMM, softmax cross-entropy moving `loss_bytes_per_logit` HBM bytes per
 // logit: framework.h's loss_kernel), forward and backward.
@@ -76,8 +79,20 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, 
 // One micro-batch's dense layer and output layer as a plan runs them on a node: the kernels'
 // times above with the framework's attention and loss kernels (framework.h), plus the host's
 // per-op dispatch (dispatch.h; zero on GPU hosts). The one home both tiers take them from.
+// The fraction of causal FlashAttention's work a sliding window of `window_tokens` keys leaves
+// over a sequence of `seq_len`: the kernels (FlashAttention-2's local attention, cuDNN's sliding
+// window) skip whole key tiles outside the window but compute every tile it touches, so a query
+// tile of 128 rows costs ceil-many 128-wide key tiles -- 2 for a 128-token window, not 1. 1 when
+// the window covers the sequence.
+double window_tile_fraction(int64_t seq_len, int64_t window_tokens);
+
+// A layer's times per micro-batch as the plan runs it: the dense layer (`layer`), what a
+// sliding-window layer saves against it in its attention core (`window_saving`, zero unless the
+// model has a window; an MoE layer's attention is the dense one's, so it saves the same), and the
+// output layer.
 struct PlanLayerTimes {
   LayerTime layer;
+  LayerTime window_saving;
   double output_s = 0;
 };
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& model, const Plan& plan);

@@ -7,6 +7,12 @@
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
+namespace {
+int stage_windowed_layers(const Model& m, const Plan& p, int stage) {
+  return stage_layers_where(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage,
+                            [&m](int l) { return m.windowed_layer(l); });
+}
+}  // namespace
 
 PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<double>& stage_params,
                              const StageCosts& c, int64_t micro_batches) {
@@ -18,7 +24,9 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
     const bool last = s == p.pp - 1;
     const double moe_layers = m.is_moe() ? stage_moe_layers(m, p, s) : 0;
-    x.compute_s = x.layers * c.layer_s + moe_layers * c.moe_extra_s + (last ? c.output_s : 0);
+    const double window_layers = c.window_extra_s != 0 ? stage_windowed_layers(m, p, s) : 0;
+    x.compute_s = x.layers * c.layer_s + moe_layers * c.moe_extra_s + window_layers * c.window_extra_s +
+                  (last ? c.output_s : 0);
     x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
     x.tp_comm_s = x.layers * c.tp_per_layer_s;
     x.cp_comm_s = x.layers * c.cp_per_layer_s;
@@ -26,6 +34,7 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     // The output layer's forward is a third of its work (one GEMM to backward's two); the
     // sends split evenly between activations and gradients.
     x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
+                  window_layers * c.window_forward_extra_s +
                   (last ? output_forward_s(c.output_s) : 0) + c.pp_comm_s / 2;
     return x;
   };
@@ -37,7 +46,7 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     return before_f + mb * x.slot_s() + std::max(0.0, after - warmup) + before_b;
   };
   double iteration = 0;
-  if (p.stage_layers.per_stage.empty() && !m.is_moe() && p.pp > 4) {
+  if (p.stage_layers.per_stage.empty() && !m.is_moe() && !m.mixed_window() && p.pp > 4) {
     // Every middle stage is the same (the layout differs at most on the first and last stage,
     // which also hold the embedding and the head): three slots. The finish is convex in k
     // between the first and last middle stage, so its largest value is at one of them -- an

@@ -14,6 +14,7 @@ LayerCosts layer_costs(const Job& job) {
   c.act_bytes = bytes_of(job.training.dtype);
   const PlanLayerTimes times = plan_layer_times(job.cluster.node, job.training.dtype, m, p);
   c.layer = times.layer;
+  c.window_saving = times.window_saving;
   c.output_s = times.output_s;
   c.boundary_bytes = boundary_bytes(m, p, c.act_bytes);
   c.tp_bytes = 2 * c.boundary_bytes;

@@ -10,6 +10,7 @@ namespace starfish::schedule {
 
 struct LayerCosts {
   LayerTime layer;             // forward, backward, recompute of one transformer layer
+  LayerTime window_saving;     // what a sliding-window layer saves (PlanLayerTimes)
   double output_s = 0;         // output layer (head + loss), forward + backward
   double boundary_bytes = 0;   // one micro-batch's hidden states: s * b * h * dtype bytes
   double tp_bytes = 0;         // a layer's TP collective volume (two all-reduces)

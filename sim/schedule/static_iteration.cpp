@@ -242,12 +242,18 @@ class StaticIterationBuilder {
     }
   }
 
+  // Model layer `layer`'s times: the dense or the MoE layer's, less what a sliding window saves.
+  LayerTime time_of_layer(int layer) const {
+    const LayerTime& t = job_.model.moe_layer(layer) ? costs_.moe_layer : layer_;
+    return job_.model.windowed_layer(layer) ? t - costs_.window_saving : t;
+  }
+
   // Layer `l` of the op, forward: its gathered params (ZeRO-3), its compute, the activations it
   // keeps, its TP collective and (MoE) its token exchange.
   void forward_layer(StageInfo& st, const StageOp& o, int l) {
     const TaskId g = gather_layer(o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
-    const LayerTime& time = moe ? costs_.moe_layer : layer_;
+    const LayerTime time = time_of_layer(o.first_layer + l);
     const TaskId x = eng_.compute(st.lead_gpu, time.forward_s - ring_core_s(time.core_forward_s),
                                   label(out_.fwd, "F s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
     if (g != kNone) eng_.depends(x, g);
@@ -277,7 +283,7 @@ class StaticIterationBuilder {
     const int lead = st.lead_gpu;
     const TaskId g = gather_layer(o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
-    const LayerTime& time = moe ? costs_.moe_layer : layer_;
+    const LayerTime time = time_of_layer(o.first_layer + l);
     const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
     TaskId first = kNone;
     if (p.recompute != Recompute::none) {

@@ -192,6 +192,8 @@ Refusal torchtitan_model_refusal(const Model& m, const Plan* p = nullptr) {
   if (m.dropout) return refuse("model.dropout", std::string("dropout") + why);
   for (const LayerSwitch& v : kLayerSwitches)
     if (m.*v.member) return refuse(std::string("model.") + v.field, std::string("its ") + v.field + why);
+  if (m.sliding_window.tokens > 0)
+    return refuse("model.sliding_window", "torchtitan's llama3 attention has no sliding window");
   if (m.attention_head_dim > 0 && m.attention_head_dim * m.heads != m.hidden)
     return refuse("model.attention_head_dim", "torchtitan's llama3 attention has hidden / heads channels per head");
   if (p && m.tied_embeddings && p->pp > 1)
@@ -347,6 +349,13 @@ void add_model_arguments(const Model& m, const Plan& p, ArgumentList& a) {
   if (!m.bias) add("--disable-bias-linear");
   if (m.qkv_bias) add("--add-qkv-bias");  // Qwen2: biases on the QKV projection alone
   if (m.qk_norm) add("--qk-layernorm");   // the model's normalization over each q/k head
+  if (m.sliding_window.tokens > 0) {
+    // TransformerEngine's window_size (left, right): the tokens - 1 keys before the query, none
+    // after; layers full_every, 2 full_every, ... attend fully (transformer/utils.py
+    // is_layer_window_attention: layer_number % window_attn_skip_freq == 0).
+    add("--window-size", whole(m.sliding_window.tokens - 1) + ",0");
+    if (m.sliding_window.full_every > 0) add("--window-attn-skip-freq", whole(m.sliding_window.full_every));
+  }
   if (m.attention_head_dim > 0) add("--kv-channels", whole(m.attention_head_dim));
   if (m.is_moe()) add_moe_arguments(m, p, [&](const char* name, const std::string& value) { add(name, value); });
   if (!m.dropout) {  // Megatron's default is 0.1 for both
@@ -500,6 +509,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   if (arg == "--disable-bias-linear") return set("model.add_bias_linear", "false");
   if (arg == "--add-qkv-bias") return set("model.add_qkv_bias", "true");
   if (arg == "--qk-layernorm") return set("model.qk_layernorm", "true");
+  if (arg == "--window-size") return set("model.window_size", "[" + value + "]");  // TransformerConfig's (left, right)
+  if (arg == "--window-attn-skip-freq") return set("model.window_attn_skip_freq", value);
   if (arg == "--moe-layer-freq") return set("model.moe_layer_freq", value.substr(1, value.size() - 2));  // unquoted
   if (arg == "--weight-decay") {  // the recipe's scheduler sets the weight decay each step
     set("optimizer.weight_decay", value);

@@ -209,6 +209,51 @@ void import_experts(const JsonFields& f, const std::string& type, Model& m, std:
   notes.push_back("experts dropless (capacity_factor 0): every routed token computed, Megatron-core's default");
 }
 
+// Which layers are full attention in HF's layer_types ("sliding_attention" / "full_attention",
+// one a layer): n when they are layers n, 2n, ... (the model format's full_every), 0 when none is,
+// -1 for another pattern.
+int full_every_of_layer_types(const JsonFields& f, const JsonValue& types, int layers) {
+  if (types.type != JsonValue::Type::array || static_cast<int64_t>(types.array.size()) != layers)
+    fail_at(f.where(types), "layer_types", "expected one entry a layer (" + std::to_string(layers) + ")");
+  int every = 0;
+  for (int l = 0; l < layers; ++l) {
+    const JsonValue& t = types.array[static_cast<size_t>(l)];
+    if (t.type != JsonValue::Type::string || (t.string != "full_attention" && t.string != "sliding_attention"))
+      fail_at(f.where(t), "layer_types", "expected \"full_attention\" or \"sliding_attention\"");
+    if (t.string == "full_attention" && every == 0) every = l + 1;
+  }
+  for (int l = 0; l < layers && every > 0; ++l)
+    if ((types.array[static_cast<size_t>(l)].string == "full_attention") != ((l + 1) % every == 0)) return -1;
+  return every;
+}
+
+// Sliding-window attention as HF's config classes lay it out: layer_types where the config has
+// it (transformers 4.53+), else by family -- Gemma 2 alternates from a windowed layer 0
+// (Gemma2DecoderLayer: is_sliding = not layer_idx % 2), Gemma 3 has a full layer every
+// sliding_window_pattern (default 6), Mistral, Mixtral and Phi-3 window every layer. Qwen2/3
+// carry a window they use only with use_sliding_window, from layer max_window_layers on, which
+// the format's pattern does not express: costed as full attention, an over-estimate.
+void import_sliding_window(const JsonFields& f, const std::string& type, Model& m, std::vector<std::string>& notes) {
+  if (!f.has("sliding_window")) return;
+  const bool qwen = type.rfind("qwen", 0) == 0;
+  if (qwen) {
+    if (f.boolean_or("use_sliding_window", false))
+      notes.push_back("Qwen's sliding window from layer max_window_layers on is costed as full causal attention: an "
+                      "over-estimate of those layers' attention time");
+    return;
+  }
+  int every = type == "gemma2" ? 2 : type == "gemma3_text" ? f.integer_or("sliding_window_pattern", limits::kMaxLayers, 6) : 0;
+  if (const JsonValue* types = f.value("layer_types")) every = full_every_of_layer_types(f, *types, m.layers);
+  if (every == 1) return;  // every layer full
+  if (every < 0) {
+    notes.push_back("layer_types mixes full and sliding-window layers in a pattern other than a full layer every n-th: "
+                    "costed as full causal attention, an over-estimate");
+    return;
+  }
+  m.sliding_window.tokens = f.integer("sliding_window", limits::kMaxSeqLen);
+  m.sliding_window.full_every = every > m.layers ? 0 : every;
+}
+
 // The gated-MLP families' own layer details: Qwen2's q/k/v-only biases, Qwen3's and Gemma 3's
 // per-head q/k norms, Gemma 2/3's norms after attention and the MLP.
 void gated_family_details(const JsonFields& f, const std::string& type, Model& m, std::vector<std::string>& notes) {
@@ -223,10 +268,7 @@ void gated_family_details(const JsonFields& f, const std::string& type, Model& m
   if (type == "qwen2" && !m.bias) m.qkv_bias = true;
   m.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
   m.post_norms = type == "gemma2" || type == "gemma3_text";
-  const bool qwen = type.rfind("qwen", 0) == 0;  // Qwen's configs carry a window they do not use by default
-  if (f.has("sliding_window") && f.boolean_or("use_sliding_window", !qwen))
-    notes.push_back("sliding-window attention (sliding_window) is costed as full causal attention: an over-estimate "
-                    "of those layers' attention time");
+  import_sliding_window(f, type, m, notes);
   if (f.has("attn_logit_softcapping")) notes.push_back("attention logit soft-capping is costed as plain softmax");
   if (type == "gpt_oss")
     notes.push_back("GPT-OSS's learned attention sinks (one scalar a head) are not counted (" +

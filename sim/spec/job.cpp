@@ -128,6 +128,11 @@ void check_context_parallel(const Model& model, const Plan& plan, const std::str
   if (plan.attention == Attention::unfused)
     pp.fail("plan.attention", "context parallelism runs in fused attention kernels; unfused attention has none");
   if (plan.chunked()) pp.fail("plan.context_parallel", "the chunk runtime does not split sequences (context_parallel must be 1)");
+  // TransformerEngine's p2p ring asserts "not sliding_window_attn or cp_comm_type in [a2a,
+  // all_gather]" (attention/dot_product_attention/context_parallel.py, attn_forward_func_with_cp).
+  if (model.sliding_window.tokens > 0 && model.sliding_window.tokens < model.seq_len)
+    pp.fail("plan.context_parallel", "TransformerEngine's p2p ring attention (the context parallelism Starfish models) "
+                                     "does not take a sliding window" + of_model + "; context_parallel must be 1");
 }
 
 // FP8 GEMMs: TransformerEngine's, under Megatron-core, inside bf16/fp16 mixed precision, on a GPU

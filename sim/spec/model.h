@@ -46,6 +46,18 @@ struct Mla {
   bool operator==(const Mla&) const = default;
 };
 
+// Sliding-window (local) attention (Beltagy et al. 2020; Mistral 7B; Gemma 2/3; GPT-OSS): a
+// query attends to the `tokens` most recent keys, itself included (HF's sliding_window;
+// TransformerEngine's window_size = (tokens - 1, 0)). full_every n > 0: layers n, 2n, ... (1-based)
+// attend to the whole causal context and the others to the window (Megatron-core's
+// --window-attn-skip-freq n; Gemma 2 and GPT-OSS alternate, n = 2; Gemma 3's 5 local : 1 global
+// is n = 6); 0: every layer is windowed (Mistral 7B v0.1).
+struct SlidingWindow {
+  int tokens = 0;  // 0: no window
+  int full_every = 0;
+  bool operator==(const SlidingWindow&) const = default;
+};
+
 struct Model {
   std::string name;
   std::string family = "gpt";   // how `maxsize` scales it: gpt, llama
@@ -92,6 +104,7 @@ struct Model {
   int attention_head_dim = 0;
   Moe moe;
   Mla mla;
+  SlidingWindow sliding_window;
   Provenance provenance;
 
   bool is_mla() const { return mla.kv_lora_rank > 0; }
@@ -111,6 +124,14 @@ struct Model {
   bool moe_layer(int layer) const {
     return is_moe() && layer >= moe.first_dense_layers && (layer - moe.first_dense_layers) % moe.every == 0;
   }
+  // Layer `layer` (0-based) attends through the sliding window, and the window is shorter than
+  // the sequence (a window as long as the sequence changes nothing).
+  bool windowed_layer(int layer) const {
+    const SlidingWindow& w = sliding_window;
+    return w.tokens > 0 && w.tokens < seq_len && (w.full_every == 0 || (layer + 1) % w.full_every != 0);
+  }
+  // Some layers are windowed and others not: the layers of a stage differ in time.
+  bool mixed_window() const { return sliding_window.tokens > 0 && sliding_window.tokens < seq_len && sliding_window.full_every > 0; }
   bool operator==(const Model&) const = default;
 };
 

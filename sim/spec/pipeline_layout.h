@@ -27,6 +27,18 @@ struct LayerRange {
 };
 LayerRange virtual_stage_layer_range(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, int virtual_stage);
 
+// Layers of stage `stage` (over its virtual stages) for which `counts(layer)` holds: its MoE
+// layers, its sliding-window layers.
+template <class Predicate>
+int stage_layers_where(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, Predicate counts) {
+  int n = 0;
+  for (int v = 0; v < virtual_stages; ++v) {
+    const LayerRange r = virtual_stage_layer_range(layers, pp, virtual_stages, layout, stage, v);
+    for (int l = r.first; l < r.first + r.count; ++l) n += counts(l) ? 1 : 0;
+  }
+  return n;
+}
+
 // Layers of the most loaded stage.
 int max_stage_layers(int layers, int pp, int virtual_stages, const StageLayout& layout);
 

@@ -288,6 +288,14 @@ Cluster parse_cluster(const YAML::Node& root, const std::string& file) {
   return c;
 }
 
+std::string sliding_window_full_every_problem(const SlidingWindow& w, int layers) {
+  if (w.full_every == 1) return "1 makes every layer full attention: leave out sliding_window instead";
+  if (w.full_every > layers)
+    return std::to_string(w.full_every) + " is beyond the model's " + std::to_string(layers) +
+           " layers: every layer would be windowed (leave out full_every for that)";
+  return "";
+}
+
 namespace {
 // The `moe:` map of a model (Model::Moe); the expert FFN defaults to the dense one.
 Moe read_moe(MapReader r, const Model& m) {
@@ -318,6 +326,16 @@ Mla read_mla(MapReader r) {
   a.v_head_dim = r.whole("v_head_dim", 1, limits::kMaxHidden);
   r.finish();
   return a;
+}
+
+// The `sliding_window:` map of a model (Model::SlidingWindow).
+SlidingWindow read_sliding_window(MapReader r, const Model& m) {
+  SlidingWindow w;
+  w.tokens = r.whole("tokens", 1, limits::kMaxSeqLen);
+  if (r.has("full_every")) w.full_every = r.whole("full_every", 0, limits::kMaxLayers);
+  if (const std::string why = sliding_window_full_every_problem(w, m.layers); !why.empty()) r.fail("full_every", why);
+  r.finish();
+  return w;
 }
 
 // The layer's variants on the GPT/LLaMA layer (Model: qkv_bias ... max_positions), each a
@@ -374,6 +392,7 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
                              std::to_string(limits::kMaxAttentionWidth) + ", the widest attention Starfish models");
   }
   if (r.has("moe")) m.moe = read_moe(r.map("moe"), m);
+  if (r.has("sliding_window")) m.sliding_window = read_sliding_window(r.map("sliding_window"), m);
   if (r.has("mla")) {
     m.mla = read_mla(r.map("mla"));
     if (m.kv_heads != m.heads)
@@ -730,6 +749,12 @@ void emit_layer_variants(YAML::Emitter& e, const Model& m) {
   for (const LayerSwitch& v : kLayerSwitches)
     if (m.*v.member) e << YAML::Key << v.field << YAML::Value << true;
   if (m.max_positions > 0) emit_num(e, "max_positions", m.max_positions);
+  if (m.sliding_window.tokens > 0) {
+    e << YAML::Key << "sliding_window" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    emit_num(e, "tokens", m.sliding_window.tokens);
+    if (m.sliding_window.full_every > 0) emit_num(e, "full_every", m.sliding_window.full_every);
+    e << YAML::EndMap;
+  }
 }
 }  // namespace
 

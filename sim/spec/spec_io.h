@@ -39,6 +39,10 @@ Cluster parse_cluster_text(const std::string& yaml, const std::string& file = "<
 Model parse_model_text(const std::string& yaml, const std::string& file = "<text>");
 PlanFile parse_plan_file_text(const std::string& yaml, const std::string& file = "<text>");
 
+// What is wrong with a sliding window's full_every on a model of `layers` layers ("" when
+// nothing): the model file's check (field sliding_window.full_every) and the GUI editor's.
+std::string sliding_window_full_every_problem(const SlidingWindow& window, int layers);
+
 std::string to_yaml(const Cluster& c);
 std::string to_yaml(const Model& m);
 std::string to_yaml(const PlanFile& p);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exec/blas_kernels.h"
 #include "exec_test_util.h"
@@ -143,6 +145,25 @@ TEST(RunCli, TheBundledChunkedCpuPlanTrains) {
   EXPECT_NE(read_file(dir / "acc.log").find("field 'plan.micro_batch': the chunk runtime runs each rank's batch as one micro-batch"),
             std::string::npos)
       << read_file(dir / "acc.log");
+}
+
+TEST(RunCli, LayerVariantsItsGptLayerDoesNotBuildAreRefusedByField) {
+  // The simulator costs these; starfish-run's GPT layer would train another model, so it names the
+  // field and stops before it starts.
+  TempDir dir("run-variants");
+  const std::string source = STARFISH_SOURCE_DIR;
+  std::string plan = read_file(source + "/configs/plans/tiny-cpu.yaml");
+  plan.replace(plan.find("../models/tiny-gpt.yaml"), 23, (dir / "m.yaml"));
+  plan.replace(plan.find("../../hwprofiles/cpu-host.yaml"), 30, source + "/hwprofiles/cpu-host.yaml");
+  testing::write_file(dir / "plan.yaml", plan);
+  const std::string model = read_file(source + "/configs/models/tiny-gpt.yaml");
+  for (const auto& [variant, field] : std::vector<std::pair<std::string, std::string>>{
+           {"qk_norm: true\n", "qk_norm"}, {"sliding_window: {tokens: 16, full_every: 2}\n", "sliding_window"}}) {
+    testing::write_file(dir / "m.yaml", model + variant);
+    EXPECT_EQ(run_starfish((dir / "plan.yaml") + " --threads 1", dir / "log").code, 1);
+    EXPECT_NE(read_file(dir / "log").find("m.yaml: field '" + field + "': starfish-run's"), std::string::npos)
+        << read_file(dir / "log");
+  }
 }
 
 // The BLAS kernels the run's report names, with OPENBLAS_CORETYPE as `coretype` ("" = unset).

@@ -108,6 +108,19 @@ class WidgetsTest : public QObject {
     ed.loadModel("gpt2-small");  // biases on every linear: qkv_bias beside them is said, not counted
     ed.switchBox(0)->setChecked(true);
     QVERIFY2(ed.paramsLabel()->text().startsWith("qkv_bias applies"), qPrintable(ed.paramsLabel()->text()));
+    // GPT-OSS's 128-token window on every other layer, on screen and editable; a full_every of
+    // 1 is said as the model file's check says it.
+    ed.loadModel("gpt-oss-120b");
+    QCOMPARE(ed.windowBox()->value(), 128);
+    QCOMPARE(ed.fullEveryBox()->value(), 2);
+    QVERIFY(!ed.modified());
+    ed.fullEveryBox()->setValue(0);
+    QCOMPARE(ed.model().sliding_window, (SlidingWindow{128, 0}));
+    ed.fullEveryBox()->setValue(1);
+    QVERIFY2(ed.paramsLabel()->text().startsWith("full every 1 makes every layer full attention"),
+             qPrintable(ed.paramsLabel()->text()));
+    ed.windowBox()->setValue(0);
+    QCOMPARE(ed.model().sliding_window, SlidingWindow{});
   }
 
   void plan_table_shows_and_sorts_a_search() {

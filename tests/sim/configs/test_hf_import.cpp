@@ -139,6 +139,31 @@ TEST(HfImport, LayoutDetailsOfEachFamily) {
   EXPECT_TRUE(import_fixture("gpt2.json").model.dropout);
 }
 
+// Sliding windows as each family lays them out (HF's decoder layers): every layer (Mistral v0.1,
+// Phi-3), every other from a windowed layer 0 (Gemma 2; GPT-OSS's layer_types), a full layer
+// every sliding_window_pattern-th (Gemma 3); Qwen's unused window imports as none.
+TEST(HfImport, SlidingWindowsAsEachFamilyLaysThemOut) {
+  EXPECT_EQ(import_fixture("mistral-7b-v0.1.json").model.sliding_window, (SlidingWindow{4096, 0}));
+  EXPECT_EQ(import_fixture("phi-3-mini-4k.json").model.sliding_window, (SlidingWindow{2047, 0}));
+  EXPECT_EQ(import_fixture("gemma-2-9b.json").model.sliding_window, (SlidingWindow{4096, 2}));
+  EXPECT_EQ(import_fixture("gemma-3-1b.json").model.sliding_window, (SlidingWindow{512, 6}));
+  EXPECT_EQ(import_fixture("gpt-oss-120b.json").model.sliding_window, (SlidingWindow{128, 2}));
+  EXPECT_EQ(import_fixture("qwen2-7b.json").model.sliding_window, SlidingWindow{});  // use_sliding_window: false
+  EXPECT_EQ(import_fixture("llama-2-7b.json").model.sliding_window, SlidingWindow{});
+  // A layer_types pattern other than "a full layer every n-th" is costed as full attention, said.
+  const std::string oss = fixture_text("gpt-oss-120b.json");
+  const std::string odd = with(oss, "[\"sliding_attention\", \"full_attention\"", "[\"full_attention\", \"full_attention\"");
+  const HfImport r = import_hf_config(odd, "config.json", "x");
+  EXPECT_EQ(r.model.sliding_window, SlidingWindow{});
+  bool said = false;
+  for (const std::string& n : r.notes) said = said || n.find("costed as full causal attention") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_EQ(error_of(with(oss, "[\"sliding_attention\", \"full_attention\"", "[\"full_attention\"")),
+            "config.json:13:18: field 'layer_types': expected one entry a layer (36)");
+  EXPECT_EQ(error_of(with(oss, "[\"sliding_attention\", \"full_attention\"", "[\"local\", \"full_attention\"")),
+            "config.json:13:19: field 'layer_types': expected \"full_attention\" or \"sliding_attention\"");
+}
+
 // The MoE families import as the bundled models that were written from the same config.json
 // (the name and the file aside), so their checked parameter counts hold for the import too.
 TEST(HfImport, MixtureOfExpertsFamiliesMatchTheBundledModels) {

@@ -194,6 +194,12 @@ TEST(ContextParallel, MakeJobChecksTheRanksAndTheSequence) {
   too_many.dp = 4;  // 2 x 4 x 4 = 32 GPUs of 16
   EXPECT_NE(error(m, too_many).find("tensor_parallel x context_parallel x pipeline_parallel x data_parallel = 32"),
             std::string::npos);
+  // TransformerEngine's p2p ring takes no sliding window; a window as long as the sequence is none.
+  Model swa = m;
+  swa.sliding_window = SlidingWindow{4096, 2};
+  EXPECT_NE(error(swa, cp_plan(2, 4)).find("does not take a sliding window"), std::string::npos);
+  swa.sliding_window.tokens = swa.seq_len;
+  EXPECT_EQ(error(swa, cp_plan(2, 4)), "");
 }
 
 }  // namespace

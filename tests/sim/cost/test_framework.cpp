@@ -389,6 +389,38 @@ TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBack
   EXPECT_DOUBLE_EQ(full.recompute_s, full.forward_s);
 }
 
+TEST(SlidingWindow, TheKernelComputesEveryTileTheWindowTouches) {
+  // 8,192 tokens are 64 query tiles of 128; causal attention touches 64 x 65 / 2 = 2,080 tiles.
+  // A 128-token window reaches 127 keys back: the diagonal tile and the one before it, 2 a row
+  // after the first (1 + 63 x 2 = 127 tiles), twice the window's own 128 x 8,192 pairs.
+  EXPECT_DOUBLE_EQ(window_tile_fraction(8192, 128), 127.0 / 2080);
+  // 4,096 tokens: rows 0..31 see tiles 0..q (528 in all), every later row 33 (32 back + its own).
+  EXPECT_DOUBLE_EQ(window_tile_fraction(8192, 4096), (528.0 + 32 * 33) / 2080);
+  EXPECT_DOUBLE_EQ(window_tile_fraction(8192, 1), 64.0 / 2080);  // the diagonal alone
+  EXPECT_DOUBLE_EQ(window_tile_fraction(8192, 8192), 1);         // as long as the sequence: causal
+  EXPECT_DOUBLE_EQ(window_tile_fraction(8192, 1 << 20), 1);
+  EXPECT_DOUBLE_EQ(window_tile_fraction(100, 4), 1);  // one tile, the diagonal: all of causal
+}
+
+TEST_F(LayerOpsTest, AWindowedLayerRunsItsFractionOfTheFlashKernel) {
+  // s = 1,024 (8 query tiles), window 256: rows 0 and 1 see 1 and 2 tiles, rows 2..7 three each:
+  // 21 of causal's 36 tiles. The head's work stays below 1 GFLOP, where the curve is flat (0.5).
+  Model swa = m;
+  swa.sliding_window = SlidingWindow{256, 2};
+  LayerShape shape{1, 1, false, Attention::flash};
+  shape.windowed = true;
+  const auto ops = layer_ops(gpu, DType::bf16, swa, shape);
+  const double flop_each = 0.5 * 4 * 1024.0 * 1024 * 64 * 21 / 36;
+  EXPECT_DOUBLE_EQ(op(ops, "flash attention").forward_s, gemm_s(flop_each, 16));
+  EXPECT_DOUBLE_EQ(op(ops, "flash attention").backward_s, 2.5 * gemm_s(flop_each, 16));
+  // The unfused kernels compute the whole s x s product and mask it: no saving.
+  LayerShape unfused{1, 1, false, Attention::unfused};
+  const auto full_ops = layer_ops(gpu, DType::bf16, swa, unfused);
+  unfused.windowed = true;
+  const auto windowed_unfused = layer_ops(gpu, DType::bf16, swa, unfused);
+  EXPECT_DOUBLE_EQ(op(windowed_unfused, "attention scores GEMM").forward_s, op(full_ops, "attention scores GEMM").forward_s);
+}
+
 TEST_F(LayerOpsTest, FusedAttentionRunsNoFasterThanItsGenerationReachesOnTheGpu) {
   // One head's causal work: 0.5 * 4 s^2 d = 134 MFLOP, where the test GPU's GEMM curve gives
   // 0.5 (clamped below 1 GFLOP). A measured cap below it binds; one above it does not.

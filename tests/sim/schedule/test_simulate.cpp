@@ -154,6 +154,32 @@ TEST(Simulate, UnevenStagesArePacedByTheHeaviest) {
   EXPECT_NEAR((r.memory[1].peak_bytes - r.memory[1].model_state_bytes) / (15 * per_layer), 1.0, 0.02);
 }
 
+TEST(Simulate, SlidingWindowLayersAgreeWithTheEstimateStageByStage) {
+  // 6 layers alternating windowed and full (window 256 of 1,024 tokens, full_every 2: layers 0, 2,
+  // 4 windowed) on PP2 as 2 + 4: stage 0 has one windowed layer, stage 1 two. A windowed layer's
+  // flash kernel does 21 of causal's 36 tiles (AWindowedLayerRunsItsFractionOfTheFlashKernel);
+  // only GEMMs take time on the ideal node, so stage 1 paces the pipeline, 8 micro-batches x 2
+  // windowed layers x the saving shorter than with full attention everywhere.
+  Model m = gpt(6, 1024, 16, 1024);
+  m.sliding_window = SlidingWindow{256, 2};
+  Plan plan;
+  plan.pp = 2;
+  plan.stage_layers.per_stage = {2, 4};
+  plan.attention = Attention::flash;
+  const Job j = job(m, ideal_node(2), 8, plan);
+  const double flash_forward_s = 0.5 * 4 * 1024.0 * 1024 * 64 * 16 / (312e12 * 0.5);  // flat curve below 1 GFLOP
+  const double saving_s = (1 - 21.0 / 36) * flash_forward_s * (1 + 2.5);
+  const LayerTime saved = plan_layer_times(j.cluster.node, j.training.dtype, m, plan).window_saving;
+  EXPECT_NEAR((saved.forward_s + saved.backward_s) / saving_s, 1.0, 1e-9);
+  Model full = m;
+  full.sliding_window = {};
+  const Estimate windowed_e = estimate(j), full_e = estimate(job(full, ideal_node(2), 8, plan));
+  EXPECT_NEAR((full_e.time.compute_s - windowed_e.time.compute_s) / (8 * 2 * saving_s), 1.0, 1e-6);
+  const SimReport r = simulate(j);
+  EXPECT_NEAR(r.iteration_s / windowed_e.time.iteration_s, 1.0, 0.01) << r.iteration_s << " vs " << windowed_e.time.iteration_s;
+  EXPECT_LT(r.iteration_s, simulate(job(full, ideal_node(2), 8, plan)).iteration_s);
+}
+
 TEST(Simulate, MixtureOfExpertsLayersAgreeWithTheEstimate) {
   // 4 layers, two of them MoE (8 experts, top-2) on TP2 x DP4 with EP4 over NVLink: the simulated
   // iteration runs the experts' compute and 4 all-to-alls per MoE layer per micro-batch, as the

@@ -419,6 +419,25 @@ TEST(Export, LayerVariantsAreCarriedOrRefusedByField) {
     EXPECT_EQ(why.rfind("field 'model.", 0), 0u) << why;
     EXPECT_EQ(megatron_bridge_model_unsupported(m), why);
   }
+  // A sliding window (GPT-OSS's 128 tokens on every other layer): TransformerEngine's (left,
+  // right) window of 127 keys back, every second layer full; Bridge's TransformerConfig fields.
+  Job swa = job;
+  swa.model.sliding_window = SlidingWindow{128, 2};
+  EXPECT_TRUE(has_argument(swa, "--window-size", "127,0"));
+  EXPECT_TRUE(has_argument(swa, "--window-attn-skip-freq", "2"));
+  expect_megatron_accepts(swa);
+  expect_bridge_accepts(swa);
+  int window_fields = 0;
+  for (const auto& [key, value] : megatron_bridge_overrides(swa))
+    window_fields += (key == "model.window_size" && value == "[127,0]") + (key == "model.window_attn_skip_freq" && value == "2");
+  EXPECT_EQ(window_fields, 2);
+  swa.model.sliding_window.full_every = 0;  // every layer windowed (Mistral 7B v0.1): no skip frequency
+  EXPECT_FALSE(has_argument(swa, "--window-attn-skip-freq", "2"));
+  Model llama_swa = llama;
+  llama_swa.qkv_bias = llama_swa.qk_norm = false;
+  llama_swa.sliding_window = SlidingWindow{4096, 0};
+  EXPECT_EQ(torchtitan_model_unsupported(llama_swa).rfind("field 'model.sliding_window': ", 0), 0u)
+      << torchtitan_model_unsupported(llama_swa);
   // A learned table longer than the sequence (GPT-2 trained at 512) keeps its rows.
   Job gpt2 = job_with(Plan{});
   gpt2.model.max_positions = gpt2.model.seq_len * 2;

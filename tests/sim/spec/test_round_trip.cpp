@@ -54,6 +54,10 @@ TEST(RoundTrip, ModelAndPlanFile) {
   m.position = PositionEmbedding::learned;
   m.max_positions = 4098;
   EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
+  m.sliding_window = SlidingWindow{128, 0};  // every layer windowed: full_every is not written
+  EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
+  m.sliding_window.full_every = 2;
+  EXPECT_EQ(parse_model_text(to_yaml(m)), m) << to_yaml(m);
 
   PlanFile p;
   p.model_path = "../models/x.yaml";

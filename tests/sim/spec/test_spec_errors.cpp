@@ -207,6 +207,21 @@ TEST(SpecErrors, LayerVariantsThatContradictTheModel) {
             "m.yaml:7:1: field 'embedding_norm': expected true or false, got '1'");
 }
 
+TEST(SpecErrors, SlidingWindowsThatSayNothing) {
+  EXPECT_EQ(model_error("sliding_window: {tokens: 256, full_every: 1}\n"),
+            "m.yaml:7:31: field 'sliding_window.full_every': 1 makes every layer full attention: leave out "
+            "sliding_window instead");
+  EXPECT_EQ(model_error("sliding_window: {tokens: 256, full_every: 25}\n"),
+            "m.yaml:7:31: field 'sliding_window.full_every': 25 is beyond the model's 24 layers: every layer would be "
+            "windowed (leave out full_every for that)");
+  EXPECT_EQ(model_error("sliding_window: {tokens: 0}\n"),
+            "m.yaml:7:18: field 'sliding_window.tokens': must be at least 1, got '0'");
+  EXPECT_EQ(model_error("sliding_window: {full_every: 2}\n"),
+            "m.yaml:7:17: field 'sliding_window.tokens': missing required field");
+  EXPECT_EQ(model_error("sliding_window: {tokens: 128, every: 2}\n"),
+            "m.yaml:7:31: field 'sliding_window.every': unknown field (expected one of: full_every, tokens)");
+}
+
 struct JobParts {
   Model model = parse_model_text(kModel, "m.yaml");
   Cluster cluster = parse_cluster_text(kCluster, "hw.yaml");
