@@ -1,7 +1,7 @@
 #include "sim/cost/energy.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <fmt/format.h>
 
 #include "sim/spec/units.h"
 
@@ -37,10 +37,8 @@ std::string describe(const TrainingCost& c) {
   std::string s = count(c.gpu_hours) + " GPU-hours";
   if (c.dollars > 0) s += ", $" + count(c.dollars);
   if (c.kwh > 0) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, ", %s kWh, %.3g tCO2e%s", count(c.kwh).c_str(), c.tonnes_co2e,
-                  c.host_share_known ? "" : " (GPUs alone: the profile has no node power_watts)");
-    s += buf;
+    s += fmt::format(", {} kWh, {:.3g} tCO2e{}", count(c.kwh), c.tonnes_co2e,
+                     c.host_share_known ? "" : " (GPUs alone: the profile has no node power_watts)");
   }
   return s;
 }

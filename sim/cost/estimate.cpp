@@ -1,7 +1,7 @@
 #include "sim/cost/estimate.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <fmt/format.h>
 
 #include "sim/cost/activations.h"
 #include "sim/cost/capacity.h"
@@ -24,14 +24,11 @@ namespace {
 std::string overflow(Tier tier, const Estimate& e) {
   const TierUse& u = tier == Tier::gpu ? e.gpu : tier == Tier::cpu ? e.cpu : e.nvme;
   const char* name = tier == Tier::gpu ? "GPU" : tier == Tier::cpu ? "CPU (per node)" : "NVMe (per node)";
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "%s memory: needs %s of %s (params %s, grads %s, optimizer %s, activations %s%s%s", name,
-                units::human_bytes(u.total()).c_str(), units::human_bytes(u.capacity_bytes).c_str(),
-                units::human_bytes(u.params_bytes).c_str(), units::human_bytes(u.grads_bytes).c_str(),
-                units::human_bytes(u.optimizer_bytes).c_str(), units::human_bytes(u.activations_bytes).c_str(),
-                u.allocator_bytes > 0 ? ", allocator reserve " : "",
-                u.allocator_bytes > 0 ? units::human_bytes(u.allocator_bytes).c_str() : "");
-  std::string text = buf;
+  std::string text = fmt::format("{} memory: needs {} of {} (params {}, grads {}, optimizer {}, activations {}", name,
+                                 units::human_bytes(u.total()), units::human_bytes(u.capacity_bytes),
+                                 units::human_bytes(u.params_bytes), units::human_bytes(u.grads_bytes),
+                                 units::human_bytes(u.optimizer_bytes), units::human_bytes(u.activations_bytes));
+  if (u.allocator_bytes > 0) text += ", allocator reserve " + units::human_bytes(u.allocator_bytes);
   if (u.communicator_bytes > 0) text += ", NCCL buffers " + units::human_bytes(u.communicator_bytes);
   text += ")";
   if (tier == Tier::gpu && e.memory.within_allocator_reserve) text += MemoryVerdict::allocator_reserve_note();

@@ -1,6 +1,6 @@
 #include "sim/spec/error.h"
 
-#include <cstdio>
+#include <fmt/format.h>
 
 namespace starfish {
 
@@ -23,9 +23,7 @@ std::string one_line(std::string_view text, size_t max_chars) {
     else if (c == '\r') out += "\\r";
     else if (c == '\t') out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
     } else {
       out += static_cast<char>(c);
     }

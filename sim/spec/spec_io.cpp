@@ -3,12 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <type_traits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <fmt/format.h>
 
 #include "sim/spec/input_file.h"
 #include "sim/spec/limits.h"
@@ -225,12 +225,12 @@ NodeSpec read_node(MapReader r) {
 
 // The shortest decimal text that reads back as exactly `value`.
 std::string shortest_real(double value) {
-  char buf[40];
+  std::string text;
   for (int p = 1; p <= 17; ++p) {
-    std::snprintf(buf, sizeof buf, "%.*g", p, value);
-    if (std::strtod(buf, nullptr) == value) break;
+    text = fmt::format("{:.{}g}", value, p);
+    if (std::strtod(text.c_str(), nullptr) == value) break;
   }
-  return buf;
+  return text;
 }
 
 void emit_kv(YAML::Emitter& e, const char* key, const std::string& value) { e << YAML::Key << key << YAML::Value << value; }

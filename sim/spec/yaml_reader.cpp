@@ -1,11 +1,11 @@
 #include "sim/spec/yaml_reader.h"
 
 #include <climits>
-#include <cstdio>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 #include <vector>
+#include <fmt/format.h>
 
 #include "sim/spec/input_file.h"
 #include "sim/spec/limits.h"
@@ -87,9 +87,8 @@ void require_utf8_text(const std::string& text, const std::string& file) {
     ok = ok && code >= kMin[n] && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
     ok = ok && (code >= 0x20 || code == '\t' || code == '\n' || code == '\r') && code != 0x7F;
     if (!ok) {
-      char byte[8];
-      std::snprintf(byte, sizeof byte, "0x%02x", c);
-      throw SpecError(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not UTF-8 text (byte " + byte +
+      throw SpecError(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not UTF-8 text (byte " +
+                      fmt::format("0x{:02x}", static_cast<unsigned>(c)) +
                       "): Starfish's files are YAML, which is Unicode text");
     }
     if (c == '\n') ++line, column = 0;
@@ -203,9 +202,7 @@ int MapReader::whole(const std::string& key, int64_t min_value, int64_t max_valu
 double MapReader::real(const std::string& key, double min_value, double max_value) {
   const double v = parse_scalar<double>(key, "a number", parse_signed);
   if (v < min_value || v > max_value) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "must be within [%g, %g], got %g", min_value, max_value, v);
-    fail(key, buf);
+    fail(key, fmt::format("must be within [{:g}, {:g}], got {:g}", min_value, max_value, v));
   }
   return v;
 }
@@ -219,9 +216,7 @@ bool MapReader::boolean(const std::string& key) {
 
 double MapReader::at_most(const std::string& key, double value, double max_value, const char* unit) {
   if (value > max_value) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "must be at most %g %s (Starfish's limit), got ", max_value, unit);
-    fail(key, buf + quote_value(scalar(key)));
+    fail(key, fmt::format("must be at most {:g} {} (Starfish's limit), got ", max_value, unit) + quote_value(scalar(key)));
   }
   return value;
 }
