@@ -23,7 +23,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Defaults for parts the loaded profile lacks, when the user switches them on. They are
 // typical values, stated here and shown in the tooltips, not measurements.
-NvlinkSpec default_nvlink() { return NvlinkSpec{300e9, 2e-6, true}; }          // A100 NVLink3 per direction
+NvlinkSpec default_nvlink() { return NvlinkSpec{300e9, 2e-6, NvlinkTopology::switched}; }          // A100 NVLink3 per direction
 NicSpec default_nic() { return NicSpec{1, 200e9 / 8, 5e-6}; }                  // one 200 Gb/s HDR port
 NvmeSpec default_nvme() { return NvmeSpec{2'000'000'000'000, 7e9, 5e9, 100e-6}; }  // PCIe gen4 SSD
 

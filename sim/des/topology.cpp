@@ -90,9 +90,9 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
   switches_ = (n.gpus + gpus_per_root_ - 1) / gpus_per_root_;
   nics_ = n.nic ? n.nic->count : 0;
   // An NVLink domain over several nodes: every GPU's NVLink goes to the domain's switch.
-  const bool domain = n.nvlink && n.nvlink->switched && n.nvlink->domain_nodes > 1 && cluster_.nodes > 1;
+  const bool domain = n.nvlink && n.nvlink->switched() && n.nvlink->domain_nodes > 1 && cluster_.nodes > 1;
   if (domain) domain_nodes_ = std::min(n.nvlink->domain_nodes, cluster_.nodes);
-  const bool nvswitch = !domain && n.nvlink && n.nvlink->switched && n.gpus > 1;
+  const bool nvswitch = !domain && n.nvlink && n.nvlink->switched() && n.gpus > 1;
   add_node_vertices(nvswitch);
   vertices_per_node_ = static_cast<uint32_t>(local_vertices_.size());
   if (static_cast<uint64_t>(cluster_.nodes) * (vertices_per_node_ + 1) >= kNone - 2)

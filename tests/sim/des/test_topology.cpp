@@ -128,7 +128,7 @@ TEST(Topology, FewerNicsThanGpusAreSharedBySwitch) {
 
 TEST(Topology, NvlinkWithoutSwitchIsARingOfDirectLinks) {
   Cluster c = pcie_box(4, 2);
-  c.node.nvlink = NvlinkSpec{100e9, 3e-6, false};
+  c.node.nvlink = NvlinkSpec{100e9, 3e-6, NvlinkTopology::ring};
   const Topology t(c);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.gpu(0), t.gpu(1))).bandwidth_Bps, 50e9);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.gpu(3), t.gpu(0))).bandwidth_Bps, 50e9);
@@ -138,7 +138,7 @@ TEST(Topology, NvlinkWithoutSwitchIsARingOfDirectLinks) {
   EXPECT_EQ(t.link(far.links[0]).kind, LinkKind::Nvlink);
   EXPECT_EQ(t.link(far.links[1]).kind, LinkKind::Nvlink);
   Cluster two = pcie_box(2, 2);
-  two.node.nvlink = NvlinkSpec{100e9, 3e-6, false};
+  two.node.nvlink = NvlinkSpec{100e9, 3e-6, NvlinkTopology::ring};
   const Topology t2(two);
   EXPECT_DOUBLE_EQ(t2.link(t2.find_link(t2.gpu(0), t2.gpu(1))).bandwidth_Bps, 100e9);
 }

@@ -38,7 +38,7 @@ Cluster ideal_node(int gpus) {
   c.node.host.memory_bandwidth_Bps = 400e9;
   c.node.host.cpu_adam_params_per_s = 1e9;
   c.node.pcie.gpus_per_root = 1;
-  c.node.nvlink = NvlinkSpec{1e18, 0, true};
+  c.node.nvlink = NvlinkSpec{1e18, 0, NvlinkTopology::switched};
   return c;
 }
 
@@ -55,7 +55,7 @@ TEST(Simulate, BlockingPipelineSendsHoldTheSenderBack) {
   // stage waits for its gradient anyway, which hides the later sends (a wait the two share).
   const Model m = gpt(8, 1024, 16, 1024);
   Cluster c = ideal_node(2);
-  c.node.nvlink = NvlinkSpec{4e9, 0, true};
+  c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
   Plan blocking;
   blocking.pp = 2;
   blocking.framework = Framework::megatron_lm;
@@ -75,7 +75,7 @@ TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
   // previous micro-batch). Megatron-core's posted sends flow as soon as the sender is done.
   const Model m = gpt(8, 1024, 16, 1024);
   Cluster c = ideal_node(2);
-  c.node.nvlink = NvlinkSpec{4e9, 0, true};
+  c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
   auto latest_backward_end_before_receive = [&](Framework f) {
     Plan p;
     p.pp = 2;
@@ -161,7 +161,7 @@ TEST(Simulate, MixtureOfExpertsLayersAgreeWithTheEstimate) {
   Model m = gpt(4, 1024, 16, 1024);
   m.moe = Moe{8, 2, 0, 2048, 1, 2, 0};
   Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   Plan plan;
   plan.tp = 2;
   plan.sequence_parallel = true;
@@ -191,7 +191,7 @@ TEST(Simulate, ContextParallelRingAgreesWithTheEstimate) {
   // tier's blocks wait for their sends as context_parallel.h's steps do, and the two tiers agree.
   Model m = gpt(4, 1024, 16, 4096);
   Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   Plan plan;
   plan.cp = 4;
   plan.framework = Framework::megatron_core;
@@ -220,7 +220,7 @@ TEST(Simulate, ContextParallelComposesWithTensorPipelineDataAndExpertParallelism
   m.moe = Moe{8, 2, 0, 2048, 1, 1, 0};
   Cluster c = ideal_node(8);
   c.nodes = 2;
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   c.node.nic = NicSpec{8, 25e9, 5e-6};
   Plan plan;
   plan.tp = 2;
@@ -257,7 +257,7 @@ TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
   Model m = gpt(4, 1024, 16, 1024);
   m.moe = Moe{8, 2, 1, 2048, 1, 2, 0};
   Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   c.node.gpu.hbm_bandwidth_Bps = 2e12;
   c.node.gpu.peak_flops[DType::fp8] = 624e12;
   Plan plan;
@@ -306,7 +306,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
   Model m = gpt(8, 1024, 16, 1024);
   m.tied_embeddings = false;  // the DP reductions alone (a tied embedding adds its own, after them)
   Cluster c = ideal_node(4);
-  c.node.nvlink = NvlinkSpec{100e9, 0, true};  // a reduction that takes time
+  c.node.nvlink = NvlinkSpec{100e9, 0, NvlinkTopology::switched};  // a reduction that takes time
   Plan plan;
   plan.pp = 2;
   plan.schedule = Schedule::interleaved;
@@ -339,7 +339,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
 TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
   const Model m = gpt(4, 1024, 16, 1024);
   Cluster c = ideal_node(4);
-  c.node.nvlink = NvlinkSpec{100e9, 0, true};
+  c.node.nvlink = NvlinkSpec{100e9, 0, NvlinkTopology::switched};
   for (int zero : {0, 1, 2, 3}) {
     Plan plan;
     plan.zero_stage = zero;
