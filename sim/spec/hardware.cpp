@@ -35,15 +35,6 @@ double PcieSpec::raw_Bps() const {
   return kGts[g] * 1e9 * encoding / 8.0 * lanes;
 }
 
-const char* to_string(NvlinkTopology t) {
-  switch (t) {
-    case NvlinkTopology::switched: return "switch";
-    case NvlinkTopology::ring: return "ring";
-    case NvlinkTopology::mesh: return "mesh";
-  }
-  return "?";
-}
-
 double Cluster::intra_node_bandwidth_Bps() const {
   if (node.nvlink) return node.nvlink->achieved_Bps();
   // Without NVLink GPU-to-GPU traffic crosses PCIe; the GPUs behind one root share it.

@@ -162,8 +162,9 @@ NvlinkSpec read_nvlink(MapReader r) {
   if (r.has("latency")) n.latency_s = r.seconds("latency");
   if (r.has("topology")) {
     if (r.has("switched")) r.fail("switched", "give topology: switch | ring | mesh, or the older switched: true | false, not both");
-    n.topology = r.choice<NvlinkTopology>(
-        "topology", {{"switch", NvlinkTopology::switched}, {"ring", NvlinkTopology::ring}, {"mesh", NvlinkTopology::mesh}});
+    n.topology = r.choice<NvlinkTopology>("topology", {{to_string(NvlinkTopology::switched), NvlinkTopology::switched},
+                                                      {to_string(NvlinkTopology::ring), NvlinkTopology::ring},
+                                                      {to_string(NvlinkTopology::mesh), NvlinkTopology::mesh}});
   } else if (r.has("switched")) {  // profiles from before topology: false was always the ring
     n.topology = r.boolean("switched") ? NvlinkTopology::switched : NvlinkTopology::ring;
   }
