@@ -23,7 +23,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Defaults for parts the loaded profile lacks, when the user switches them on. They are
 // typical values, stated here and shown in the tooltips, not measurements.
-NvlinkSpec default_nvlink() { return NvlinkSpec{300e9, 2e-6, true}; }          // A100 NVLink3 per direction
+NvlinkSpec default_nvlink() { return NvlinkSpec{300e9, 2e-6, NvlinkTopology::switched}; }          // A100 NVLink3 per direction
 NicSpec default_nic() { return NicSpec{1, 200e9 / 8, 5e-6}; }                  // one 200 Gb/s HDR port
 NvmeSpec default_nvme() { return NvmeSpec{2'000'000'000'000, 7e9, 5e9, 100e-6}; }  // PCIe gen4 SSD
 
@@ -90,8 +90,13 @@ void HardwareEditor::addLinkRows(QFormLayout* form) {
   nvlink_bw_ = new QDoubleSpinBox;
   nvlink_bw_->setRange(1, 10000);
   nvlink_bw_->setSuffix(" GB/s");
-  nvlink_bw_->setToolTip("Per GPU, per direction (default when switched on: 300 GB/s, NVSwitch)");
-  form->addRow("GPU link", row_of({{nullptr, nvlink_}, {nullptr, nvlink_bw_, 1}}));
+  nvlink_bw_->setToolTip("Per GPU, per direction, over all its links (default when switched on: 300 GB/s, NVSwitch)");
+  nvlink_topology_ = new QComboBox;
+  for (NvlinkTopology t : {NvlinkTopology::switched, NvlinkTopology::ring, NvlinkTopology::mesh})
+    nvlink_topology_->addItem(to_string(t), static_cast<int>(t));
+  nvlink_topology_->setToolTip("switch: an NVSwitch, any pair at the GPU's rate; ring: direct links to two neighbours; "
+                               "mesh: a direct link to every other GPU (AMD MI300X xGMI), bandwidth / (GPUs - 1) each");
+  form->addRow("GPU link", row_of({{nullptr, nvlink_}, {nullptr, nvlink_bw_, 1}, {nullptr, nvlink_topology_}}));
   nic_count_ = new QSpinBox;
   nic_count_->setRange(0, 32);
   nic_count_->setSuffix(" NICs");
@@ -121,6 +126,7 @@ void HardwareEditor::connectEdits() {
   for (QDoubleSpinBox* s : {nvlink_bw_, nic_gbps_, host_ram_, nvme_tb_}) connect(s, &QDoubleSpinBox::valueChanged, this, edited);
   for (QCheckBox* b : {nvlink_, nvme_}) connect(b, &QCheckBox::toggled, this, edited);
   connect(pcie_lanes_, &QComboBox::currentIndexChanged, this, edited);
+  connect(nvlink_topology_, &QComboBox::currentIndexChanged, this, edited);
   connect(gpu_type_, &QComboBox::currentIndexChanged, this, edited);
 }
 
@@ -152,7 +158,9 @@ void HardwareEditor::fill(const Cluster& c) {
   pcie_gen_->setValue(c.node.pcie.generation);
   pcie_lanes_->setCurrentIndex(std::max(0, pcie_lanes_->findData(c.node.pcie.lanes)));
   nvlink_->setChecked(c.node.nvlink.has_value());
-  nvlink_bw_->setValue((c.node.nvlink ? *c.node.nvlink : default_nvlink()).bandwidth_Bps / 1e9);
+  const NvlinkSpec shown = c.node.nvlink.value_or(default_nvlink());
+  nvlink_bw_->setValue(shown.bandwidth_Bps / 1e9);
+  nvlink_topology_->setCurrentIndex(std::max(0, nvlink_topology_->findData(static_cast<int>(shown.topology))));
   nic_count_->setValue(c.node.nic ? c.node.nic->count : 0);
   nic_gbps_->setValue((c.node.nic ? *c.node.nic : default_nic()).bandwidth_Bps * 8 / 1e9);
   host_ram_->setValue(std::round(static_cast<double>(c.node.host.memory_bytes) / kGiB));
@@ -165,18 +173,22 @@ void HardwareEditor::fill(const Cluster& c) {
 
 void HardwareEditor::updateEnabled() {
   nvlink_bw_->setEnabled(nvlink_->isChecked());
+  nvlink_topology_->setEnabled(nvlink_->isChecked());
   nic_gbps_->setEnabled(nic_count_->value() > 0);
   nvme_tb_->setEnabled(nvme_->isChecked());
 }
 
 void HardwareEditor::updateSummary() {
   const Cluster c = cluster();
+  auto rate = [](double Bps) { return QString::fromStdString(units::human_bytes(Bps)) + "/s"; };
+  QString gpu_gpu = rate(c.intra_node_bandwidth_Bps());
+  // A mesh's pair has one link of the GPU's several: say what a pair gets too.
+  if (c.intra_node_group_bandwidth_Bps(2) < c.intra_node_bandwidth_Bps()) gpu_gpu += ", a pair " + rate(c.intra_node_group_bandwidth_Bps(2));
   summary_->setText(QString("%1 GPUs, %2 GPU memory each; GPU-GPU %3, per-GPU network %4")
                         .arg(c.total_gpus())
                         .arg(QString::fromStdString(units::human_bytes(static_cast<double>(c.node.gpu.memory_bytes))))
-                        .arg(QString::fromStdString(units::human_bytes(c.intra_node_bandwidth_Bps())) + "/s")
-                        .arg(c.node.nic ? QString::fromStdString(units::human_bytes(c.inter_node_bandwidth_per_gpu_Bps())) + "/s"
-                                        : QString("none")));
+                        .arg(gpu_gpu)
+                        .arg(c.node.nic ? rate(c.inter_node_bandwidth_per_gpu_Bps()) : QString("none")));
 }
 
 Cluster HardwareEditor::cluster() const {
@@ -192,6 +204,8 @@ Cluster HardwareEditor::cluster() const {
     NvlinkSpec l = loaded_.node.nvlink.value_or(default_nvlink());
     const double bw = nvlink_bw_->value() * 1e9;
     if (std::abs(bw - l.bandwidth_Bps) > 0.5e9) l.bandwidth_Bps = bw;  // the spin box rounds
+    l.topology = static_cast<NvlinkTopology>(nvlink_topology_->currentData().toInt());
+    if (!l.switched()) l.domain_nodes = 1;  // a domain across nodes needs an NVSwitch
     n.nvlink = l;
   } else {
     n.nvlink.reset();

@@ -1,6 +1,6 @@
 #pragma once
 // Picks a bundled hwprofile or a file, and edits the numbers a capacity planner changes: GPU
-// type, GPUs per node, nodes, PCIe, NVLink, NICs, host RAM and NVMe. Everything else of the
+// type, GPUs per node, nodes, PCIe, NVLink (and its topology), NICs, host RAM and NVMe. Everything else of the
 // profile (efficiency curves, latencies, CPU Adam rate) is kept from the loaded file.
 #include <QWidget>
 #include <map>
@@ -34,6 +34,7 @@ class HardwareEditor : public QWidget {
   QSpinBox* gpusBox() const { return gpus_; }
   QComboBox* gpuTypeBox() const { return gpu_type_; }
   QCheckBox* nvlinkBox() const { return nvlink_; }
+  QComboBox* nvlinkTopologyBox() const { return nvlink_topology_; }
   QSpinBox* pcieGenBox() const { return pcie_gen_; }
   QDoubleSpinBox* hostRamBox() const { return host_ram_; }
 
@@ -62,6 +63,7 @@ class HardwareEditor : public QWidget {
   QComboBox* pcie_lanes_;
   QCheckBox* nvlink_;
   QDoubleSpinBox* nvlink_bw_;
+  QComboBox* nvlink_topology_;
   QSpinBox* nic_count_;
   QDoubleSpinBox* nic_gbps_;
   QDoubleSpinBox* host_ram_;

@@ -25,7 +25,7 @@ Cluster apply_settings(const Cluster& base, const WhatIfSettings& s) {
   c.node.gpus = s.gpus_per_node;
   c.node.pcie.generation = s.pcie_generation;
   c.node.pcie.gpus_per_root = std::min(c.node.pcie.gpus_per_root, s.gpus_per_node);
-  if (s.nvlink && !c.node.nvlink) c.node.nvlink = NvlinkSpec{300e9, 2e-6, true};
+  if (s.nvlink && !c.node.nvlink) c.node.nvlink = NvlinkSpec{300e9, 2e-6, NvlinkTopology::switched};
   if (!s.nvlink) c.node.nvlink.reset();
   if (c.nodes > 1 && !c.node.nic) c.node.nic = NicSpec{1, 200e9 / 8, 5e-6};
   c.node.host.memory_bytes = s.host_memory_bytes;

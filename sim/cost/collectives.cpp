@@ -48,7 +48,8 @@ double all_to_all_time_s(const Cluster& c, int ranks, int stride, double bytes) 
   if (ranks <= 1 || bytes <= 0) return 0;
   const int members_per_node = std::clamp(c.node.gpus / std::max(1, stride), 1, ranks);
   const double n = ranks;
-  const double local_s = bytes * (members_per_node - 1.0) / n / c.intra_node_bandwidth_Bps();
+  // The members on this node each get their own link of a mesh: their share of the node's links.
+  const double local_s = bytes * (members_per_node - 1.0) / n / c.intra_node_group_bandwidth_Bps(members_per_node);
   if (members_per_node >= ranks) return (n - 1) * c.intra_node_latency_s() + local_s;
   const double remote_s = bytes * (n - members_per_node) / n / c.inter_node_bandwidth_per_gpu_Bps();
   return (n - 1) * c.inter_node_latency_s() + std::max(local_s, remote_s);
@@ -60,14 +61,23 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   const int members_per_node = std::clamp(per_node / std::max(1, stride), 1, ranks);
   LinkParams link;
   if (members_per_node >= ranks) {
-    link.bandwidth_Bps = c.intra_node_bandwidth_Bps();
+    link.bandwidth_Bps = c.intra_node_group_bandwidth_Bps(ranks);
     link.latency_s = c.intra_node_latency_s();
     return link;
   }
   link.inter_node = true;
-  link.bandwidth_Bps =
-      std::min(c.intra_node_bandwidth_Bps(), c.inter_node_bandwidth_per_gpu_Bps() * members_per_node);
+  // The members on one node pass the rings' traffic on over the links among them (one member:
+  // none, its traffic goes from its PCIe to the NIC).
+  const double intra_Bps =
+      members_per_node > 1 ? c.intra_node_group_bandwidth_Bps(members_per_node) : c.intra_node_bandwidth_Bps();
+  link.bandwidth_Bps = std::min(intra_Bps, c.inter_node_bandwidth_per_gpu_Bps() * members_per_node);
   link.latency_s = c.inter_node_latency_s();
+  return link;
+}
+
+LinkParams link_for_send(const Cluster& c, int ranks, int stride) {
+  LinkParams link = link_for_group(c, ranks, stride);
+  if (!link.inter_node) link.bandwidth_Bps = c.intra_node_group_bandwidth_Bps(2);
   return link;
 }
 

@@ -26,15 +26,20 @@ double collective_bytes_sent_per_rank(CollectiveKind kind, int ranks, double byt
 
 // The link a group of `ranks` GPUs uses when its members are `stride` GPUs apart in the global
 // rank order (Megatron's order: TP innermost, then DP, then PP). A group inside one node uses
-// NVLink (or PCIe); a group across nodes is bounded by the per-GPU share of the NICs, times the
-// members per node that drive parallel rings (NCCL channels), and by the intra-node link.
+// NVLink (or PCIe): on a mesh the links among its members (Cluster::intra_node_group_bandwidth_Bps);
+// a group across nodes is bounded by the per-GPU share of the NICs, times the members per node
+// that drive parallel rings (NCCL channels), and by the links among those members.
 LinkParams link_for_group(const Cluster& cluster, int ranks, int stride);
+
+// The link a send from one member of such a group to another uses (pipeline stages, the context-
+// parallel ring): link_for_group's, but inside a node the one pair's share (a mesh's one link).
+LinkParams link_for_send(const Cluster& cluster, int ranks, int stride);
 
 // All-to-all of a group of `ranks` GPUs `stride` apart, each holding a `bytes` buffer of which it
 // sends 1/ranks to every member (MoE token dispatch and combine). Unlike a ring, every byte
 // travels once, directly: the share for members on the same node over the intra-node link, the
-// share for other nodes through this GPU's share of the NICs, both at once; one latency per
-// peer (NCCL's all-to-all posts a send/receive pair per peer).
+// share for other nodes through this GPU's share of the NICs, both at once (on a mesh each local
+// peer over its own link); one latency per peer (NCCL's all-to-all posts a send/receive pair per peer).
 double all_to_all_time_s(const Cluster& cluster, int ranks, int stride, double bytes);
 
 

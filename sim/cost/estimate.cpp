@@ -106,7 +106,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
                                       link_for_group(c, p.tp, 1));
   double pp_comm = 0;
   if (p.pp > 1) {
-    const LinkParams link = link_for_group(c, p.pp, p.tp * p.dp_cp());
+    const LinkParams link = link_for_send(c, p.pp, p.tp * p.dp_cp());
     const PipelineSend send = pipeline_send(p, boundary);
     double one_way = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, send.bytes_per_rank, link);
     if (send.receiver_all_gathers)

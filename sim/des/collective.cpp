@@ -185,10 +185,36 @@ CollectivePhase ring_phase_by_node(const Topology& topo, const NodeRuns& r, uint
   return f.phase(r.nodes, steps, fraction);
 }
 
-void ring_members(StepBuilder& b, std::span<const int> ring) {
+void ring_members(StepBuilder& b, std::span<const int> ring, std::span<const int> shifts) {
   const size_t n = ring.size();
   if (n < 2) return;
-  for (size_t i = 0; i < n; ++i) b.member(ring[i], ring[(i + 1) % n]);
+  for (int s : shifts)
+    for (size_t i = 0; i < n; ++i) b.member(ring[i], ring[(i + static_cast<size_t>(s)) % n]);
+}
+
+// The rings a group on one node without an NVSwitch runs at once, as shifts: in ring s member i
+// sends to member i + s, and each ring carries an equal share of every step. NCCL and RCCL
+// spread a collective over channels whose rings take different links; modelled here: on a mesh,
+// every shift 1 .. n-1, so each member drives its n-1 links to the others (RCCL's all-reduce on
+// 8 MI300X uses all 7 xGMI links; the same load as any set of equally weighted Hamiltonian
+// cycles of the members: one step's bytes spread evenly over every directed link); on a ring of
+// direct links holding the whole node in ring order, the ring both ways round (shifts 1 and
+// n-1), each direction of every link busy. Otherwise the one ring in group order: a group
+// across nodes, a switch, PCIe, or part of a ring (rings the other way would share its links).
+// Cluster::intra_node_group_bandwidth_Bps gives the analytic tier the same rates.
+std::vector<int> ring_shifts(const Topology& topo, std::span<const int> ring) {
+  const int n = static_cast<int>(ring.size()), per_node = topo.gpus_per_node();
+  const std::optional<NvlinkSpec>& link = topo.cluster().node.nvlink;
+  const bool one_node = std::all_of(ring.begin(), ring.end(), [&](int g) { return g / per_node == ring[0] / per_node; });
+  if (n < 3 || !link || link->switched() || !one_node) return {1};
+  std::vector<int> shifts;
+  if (link->topology == NvlinkTopology::mesh) {
+    for (int s = 1; s < n; ++s) shifts.push_back(s);
+    return shifts;
+  }
+  for (int i = 0; i < n; ++i)
+    if (n != per_node || ring[(i + 1) % n] % per_node != (ring[i] + 1) % per_node) return {1};
+  return {1, n - 1};
 }
 
 std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePlanRequest& req,
@@ -209,8 +235,9 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
         out.push_back(ring_phase_by_node(topo, *runs, steps, 1.0 / n));
         break;
       }
-      ring_members(b, g);
-      out.push_back(b.phase(steps, 1.0 / n));
+      const std::vector<int> shifts = ring_shifts(topo, g);
+      ring_members(b, g, shifts);
+      out.push_back(b.phase(steps, 1.0 / (static_cast<double>(n) * static_cast<double>(shifts.size()))));
       break;
     }
     case CollectiveKind::broadcast:
@@ -275,12 +302,18 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
   const double inter_fraction = 1.0 / (static_cast<double>(L) * N);
   const uint32_t inter_steps = req.kind == CollectiveKind::all_reduce ? 2 * (N - 1) : N - 1;
   CollectivePhase intra, inter;
+  // Inside each node, its rings (ring_shifts), when every node's run has the same.
+  std::vector<int> shifts = ring_shifts(topo, per_node[0]);
+  for (const auto& gpus : per_node)
+    if (ring_shifts(topo, gpus) != shifts) shifts = {1};
+  const double intra_fraction = 1.0 / (static_cast<double>(L) * static_cast<double>(shifts.size()));
   if (node_uniform(topo, per_node) && N >= 2) {
-    // Every node the same: one node's intra ring and its sends and receives on each rail.
+    // Every node the same: one node's intra rings and its sends and receives on each rail.
     NodeFootprint f(topo);
     const std::vector<int>& a = per_node[0];
-    for (int j = 0; j < L && L >= 2; ++j) f.member(a[j], a[(j + 1) % L]);
-    intra = f.phase(node_order, L - 1, 1.0 / L);
+    for (int s : shifts)
+      for (int j = 0; j < L && L >= 2; ++j) f.member(a[j], a[(j + s) % L]);
+    intra = f.phase(node_order, L - 1, intra_fraction);
     for (int j = 0; j < L; ++j) {
       f.member(a[j], per_node[1][j]);
       for (int k = 1; k < N; ++k) f.shared_member(per_node[k][j], per_node[(k + 1) % N][j]);
@@ -288,12 +321,13 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
     inter = f.phase(node_order, inter_steps, inter_fraction);
   } else {
     StepBuilder b(topo);
-    for (const auto& ring : per_node) ring_members(b, ring);
-    intra = b.phase(L - 1, 1.0 / L);
+    for (const auto& ring : per_node) ring_members(b, ring, shifts);
+    intra = b.phase(L - 1, intra_fraction);
     std::vector<int> rail(N);
+    const int one_ring[] = {1};
     for (int j = 0; j < L; ++j) {
       for (int k = 0; k < N; ++k) rail[k] = per_node[k][j];
-      ring_members(b, rail);
+      ring_members(b, rail, one_ring);
     }
     inter = b.phase(inter_steps, inter_fraction);
   }

@@ -9,6 +9,11 @@
 //                     reverse), the buffer pipelined in k chunks; every step is modelled with the
 //                     whole chain busy (exact when nothing else shares it)
 //   all-to-all        n-1   steps of bytes/n; in step s GPU i sends to GPU i+s (mod n)
+// On one node without an NVSwitch, all-reduce, reduce-scatter and all-gather run several rings
+// at once, each an equal share of every step (NCCL's and RCCL's channels): on a mesh (AMD
+// MI300X's xGMI) one ring per shift 1 .. n-1, member i sending to member i+s over their own
+// link, so each member drives its n-1 links; on a ring of direct links holding the whole node,
+// the ring both ways round. Cluster::intra_node_group_bandwidth_Bps is the analytic tier's twin.
 // Hierarchical (all-reduce, reduce-scatter, all-gather; the group must have the same number L of
 // GPUs on each of its N nodes): reduce-scatter inside each node over rings of its L GPUs, then
 // the collective across nodes over L concurrent rings of N GPUs (the j-th GPU of each node: the

@@ -90,9 +90,9 @@ Topology::Topology(const Cluster& cluster) : cluster_(cluster) {
   switches_ = (n.gpus + gpus_per_root_ - 1) / gpus_per_root_;
   nics_ = n.nic ? n.nic->count : 0;
   // An NVLink domain over several nodes: every GPU's NVLink goes to the domain's switch.
-  const bool domain = n.nvlink && n.nvlink->switched && n.nvlink->domain_nodes > 1 && cluster_.nodes > 1;
+  const bool domain = n.nvlink && n.nvlink->switched() && n.nvlink->domain_nodes > 1 && cluster_.nodes > 1;
   if (domain) domain_nodes_ = std::min(n.nvlink->domain_nodes, cluster_.nodes);
-  const bool nvswitch = !domain && n.nvlink && n.nvlink->switched && n.gpus > 1;
+  const bool nvswitch = !domain && n.nvlink && n.nvlink->switched() && n.gpus > 1;
   add_node_vertices(nvswitch);
   vertices_per_node_ = static_cast<uint32_t>(local_vertices_.size());
   if (static_cast<uint64_t>(cluster_.nodes) * (vertices_per_node_ + 1) >= kNone - 2)
@@ -134,7 +134,8 @@ void Topology::add_node_vertices(bool nvswitch) {
 }
 
 // Node 0's links (every node's block has the same local layout): PCIe, host memory, NVMe,
-// NVLink (to the domain's switch, the node's NVSwitch, a pair, or a ring), the NICs and their uplinks.
+// NVLink (to the domain's switch, the node's NVSwitch, a pair, a ring or a mesh), the NICs and
+// their uplinks.
 void Topology::add_node_links(bool domain, bool nvswitch) {
   const NodeSpec& n = cluster_.node;
   const double pcie_Bps = n.pcie.bandwidth_Bps();
@@ -154,6 +155,11 @@ void Topology::add_node_links(bool domain, bool nvswitch) {
       for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), local_nvswitch_, bw, bw, lat / 2);
     } else if (n.gpus == 2) {
       add_link(LinkKind::Nvlink, gpu_v(0), gpu_v(1), bw, bw, lat);
+    } else if (n.nvlink->topology == NvlinkTopology::mesh) {
+      // One link per pair: the GPU's bandwidth is over its gpus - 1 links together.
+      const double pair_Bps = bw / (n.gpus - 1);
+      for (int g = 0; g < n.gpus; ++g)
+        for (int h = g + 1; h < n.gpus; ++h) add_link(LinkKind::Nvlink, gpu_v(g), gpu_v(h), pair_Bps, pair_Bps, lat);
     } else {
       for (int g = 0; g < n.gpus; ++g) add_link(LinkKind::Nvlink, gpu_v(g), gpu_v((g + 1) % n.gpus), bw / 2, bw / 2, lat);
     }

@@ -22,7 +22,9 @@
 // a simplification: DRAM reads and writes really share one budget); NVMe reads are the
 // NVMe->host direction at read_Bps, writes host->NVMe at write_Bps; NVLink without a switch is a
 // direct link for 2 GPUs, else a ring of direct links (each GPU's bandwidth split over its two
-// neighbours; traffic to non-neighbours is forwarded, as NCCL does); NIC j sits on PCIe switch
+// neighbours; traffic to non-neighbours is forwarded, as NCCL does) or a mesh (nvlink.topology:
+// mesh, AMD MI300X's xGMI: a direct link between every pair, each the GPU's bandwidth / (gpus - 1),
+// gpus * (gpus - 1) / 2 links, latency nvlink.latency_s); NIC j sits on PCIe switch
 // j * switches / nics and GPU g uses NIC g * nics / gpus (DGX A100: GPU g and NIC g share switch
 // g/2), through which all its inter-node traffic goes.
 //

@@ -41,6 +41,18 @@ double Cluster::intra_node_bandwidth_Bps() const {
   return node.pcie.bandwidth_Bps() / std::max(1, node.pcie.gpus_per_root);
 }
 
+double Cluster::intra_node_group_bandwidth_Bps(int members) const {
+  const double whole_Bps = intra_node_bandwidth_Bps();
+  if (!node.nvlink || node.gpus <= 2) return whole_Bps;  // PCIe, or one link joins the pair
+  const int k = std::clamp(members, 2, node.gpus);
+  switch (node.nvlink->topology) {
+    case NvlinkTopology::switched: return whole_Bps;
+    case NvlinkTopology::mesh: return whole_Bps * (k - 1) / (node.gpus - 1);
+    case NvlinkTopology::ring: return k == node.gpus ? whole_Bps : whole_Bps / 2;
+  }
+  return whole_Bps;
+}
+
 double Cluster::intra_node_latency_s() const {
   return node.nvlink ? node.nvlink->latency_s : 2 * node.pcie.latency_s;
 }
@@ -52,7 +64,7 @@ double Cluster::inter_node_bandwidth_per_gpu_Bps() const {
 
 int Cluster::nvlink_domain_gpus() const {
   if (!node.nvlink) return 1;
-  if (!node.nvlink->switched) return node.gpus;
+  if (!node.nvlink->switched()) return node.gpus;
   return node.gpus * std::min(node.nvlink->domain_nodes, nodes);
 }
 

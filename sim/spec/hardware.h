@@ -124,16 +124,26 @@ struct PcieSpec {
   bool operator==(const PcieSpec&) const = default;
 };
 
+// How a node's GPUs are wired to each other (NVLink, or AMD's Infinity Fabric / xGMI links,
+// which play the same part and take the same section of a hwprofile):
+//   switched: every GPU's links go to an NVSwitch, so any pair talks at the GPU's full rate;
+//   ring:     each GPU has direct links to its two neighbours (2 GPUs: one link between them);
+//   mesh:     each GPU has one direct link to every other GPU of the node (AMD MI300X: 8 GPUs,
+//             7 xGMI links each), bandwidth / (gpus - 1) per pair.
+enum class NvlinkTopology : uint8_t { switched, ring, mesh };
+const char* to_string(NvlinkTopology t);
+
 struct NvlinkSpec {
-  double bandwidth_Bps = 0;  // rated, per GPU, per direction
+  double bandwidth_Bps = 0;  // rated, per GPU, per direction (a mesh or ring: over all its links)
   double latency_s = 0;
-  bool switched = true;      // NVSwitch: any pair at full rate; false: ring/mesh of direct links
+  NvlinkTopology topology = NvlinkTopology::switched;
   double efficiency = 1.0;   // achieved fraction of the rated rate (NCCL's protocol overhead)
   // Nodes whose GPUs share one NVSwitch domain (switched only): 1 = the node's own NVSwitch;
   // GB200 NVL72: 18 trays of 4 GPUs, 72 GPUs on one NVLink switch system. Consecutive nodes
   // form a domain (nodes 0..domain_nodes-1, then the next); GPUs of one domain talk over NVLink.
   int domain_nodes = 1;
   double achieved_Bps() const { return bandwidth_Bps * efficiency; }
+  bool switched() const { return topology == NvlinkTopology::switched; }
   bool operator==(const NvlinkSpec&) const = default;
 };
 
@@ -193,9 +203,18 @@ struct Cluster {
   // nodes (GB200 NVL72: 72). TP and EP groups of at most this many consecutive GPUs, aligned to
   // it, stay on NVLink. 1 without NVLink.
   int nvlink_domain_gpus() const;
-  // Bandwidth between two GPUs of one node, per direction: NVLink if present, else PCIe
-  // through the host (shared by the GPUs behind one root).
+  // The most one GPU sends to the other GPUs of its node at once, per direction: its whole
+  // NVLink (over all its links, achieved), else PCIe through the host (shared by the GPUs behind
+  // one root).
   double intra_node_bandwidth_Bps() const;
+  // Per direction, what each of `members` GPUs of one node gets for traffic among them: a
+  // collective's rings (NCCL and RCCL spread a collective over channels, rings over different
+  // links) or, with 2 members, a send to one peer. NVSwitch or PCIe: intra_node_bandwidth_Bps
+  // whatever the group. Mesh: the members - 1 links it has to the others, each bandwidth /
+  // (gpus - 1). Ring: both its links when the group is the whole ring (rings run both ways
+  // round), else one of them, half (2 GPUs: their one link, whole). des/collective.cpp runs
+  // the same rings on the event-driven topology.
+  double intra_node_group_bandwidth_Bps(int members) const;
   double intra_node_latency_s() const;
   // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
   double inter_node_bandwidth_per_gpu_Bps() const;

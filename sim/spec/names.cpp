@@ -1,6 +1,7 @@
 // Text names of the spec enums, as written in YAML.
 #include "sim/spec/collective_kind.h"
 #include "sim/spec/dtype.h"
+#include "sim/spec/hardware.h"
 #include "sim/spec/plan.h"
 #include "sim/spec/training.h"
 
@@ -24,6 +25,15 @@ bool parse_dtype(const std::string& text, DType& out) {
       return true;
     }
   return false;
+}
+
+const char* to_string(NvlinkTopology t) {
+  switch (t) {
+    case NvlinkTopology::switched: return "switch";
+    case NvlinkTopology::ring: return "ring";
+    case NvlinkTopology::mesh: return "mesh";
+  }
+  return "?";
 }
 
 const char* to_string(Optimizer o) {

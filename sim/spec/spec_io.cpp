@@ -160,9 +160,16 @@ NvlinkSpec read_nvlink(MapReader r) {
   if (n.bandwidth_Bps <= 0) r.fail("bandwidth", "must be positive");
   if (r.has("efficiency")) n.efficiency = r.real("efficiency", 0.05, 1.0);
   if (r.has("latency")) n.latency_s = r.seconds("latency");
-  if (r.has("switched")) n.switched = r.boolean("switched");
+  if (r.has("topology")) {
+    if (r.has("switched")) r.fail("switched", "give topology: switch | ring | mesh, or the older switched: true | false, not both");
+    n.topology = r.choice<NvlinkTopology>("topology", {{to_string(NvlinkTopology::switched), NvlinkTopology::switched},
+                                                      {to_string(NvlinkTopology::ring), NvlinkTopology::ring},
+                                                      {to_string(NvlinkTopology::mesh), NvlinkTopology::mesh}});
+  } else if (r.has("switched")) {  // profiles from before topology: false was always the ring
+    n.topology = r.boolean("switched") ? NvlinkTopology::switched : NvlinkTopology::ring;
+  }
   if (r.has("domain_nodes")) n.domain_nodes = r.whole("domain_nodes", 1, limits::kMaxGpus);
-  if (n.domain_nodes > 1 && !n.switched) r.fail("domain_nodes", "an NVLink domain across nodes needs switched: true");
+  if (n.domain_nodes > 1 && !n.switched()) r.fail("domain_nodes", "an NVLink domain across nodes needs topology: switch");
   r.finish();
   return n;
 }
@@ -691,7 +698,7 @@ void emit_node_links(YAML::Emitter& e, const NodeSpec& n) {
     emit_kv(e, "bandwidth", units::format_rate(n.nvlink->bandwidth_Bps));
     emit_num(e, "efficiency", n.nvlink->efficiency);
     emit_kv(e, "latency", units::format_seconds(n.nvlink->latency_s));
-    e << YAML::Key << "switched" << YAML::Value << n.nvlink->switched;
+    emit_kv(e, "topology", to_string(n.nvlink->topology));
     if (n.nvlink->domain_nodes > 1) emit_num(e, "domain_nodes", n.nvlink->domain_nodes);
     e << YAML::EndMap;
   }

@@ -76,6 +76,18 @@ class WidgetsTest : public QObject {
     QCOMPARE(ed.cluster().node.host.cpu_adam_params_per_s, load_cluster(src("hwprofiles/consumer-pc.yaml")).node.host.cpu_adam_params_per_s);
   }
 
+  void hardware_editor_shows_and_edits_the_gpu_link_topology() {
+    gui::HardwareEditor ed;
+    ed.loadProfile("amd-mi300x");
+    QCOMPARE(ed.nvlinkTopologyBox()->currentText(), QString("mesh"));
+    QVERIFY(ed.cluster().node.nvlink->topology == NvlinkTopology::mesh);
+    ed.nvlinkTopologyBox()->setCurrentText("switch");
+    QVERIFY(ed.cluster().node.nvlink->topology == NvlinkTopology::switched);
+    QVERIFY(ed.modified());
+    ed.nvlinkBox()->setChecked(false);
+    QVERIFY(!ed.nvlinkTopologyBox()->isEnabled());
+  }
+
   void model_editor_reproduces_every_bundled_model() {
     gui::ModelEditor ed;
     QVERIFY(gui::bundled_models().size() >= 30);

@@ -25,6 +25,16 @@ TEST(CliEstimate, BundledNamesPrintATable) {
   EXPECT_NE(r.out.find("fits         NO: GPU memory"), std::string::npos) << r.out;
 }
 
+TEST(CliEstimate, TheMi300xProfileRuns) {
+  // AMD MI300X: the profile's file path as the README shows it; 192 GB (decimal, as AMD's data
+  // sheet) less the 2 GiB reserved is 176.8 GiB a GPU for the model.
+  const auto r = run_command("cd " + kRoot + " && " + kCli + " estimate --model llama3-8b --hw hwprofiles/amd-mi300x.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("llama3-8b on 1 x amd-mi300x (8 GPUs)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("capacity          177 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("throughput"), std::string::npos) << r.out;
+}
+
 TEST(CliEstimate, JsonIsMachineReadable) {
   const auto r = run_command(kCli + " estimate --model " + kRoot + "/configs/models/gpt3-175b.yaml --hw " + kRoot +
                              "/hwprofiles/dgx-a100-80gb.yaml --nodes 2 --json");

@@ -123,8 +123,30 @@ TEST(BundledConfigs, EveryHwprofileParsesAndRoundTrips) {
 }
 
 TEST(BundledConfigs, TheHwprofilesTheProjectPromisesExist) {
-  for (const char* name : {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "dgx2-v100-32gb", "v100-pcie-8x-240gb", "consumer-pc", "cpu-host"})
+  for (const char* name : {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "amd-mi300x", "dgx2-v100-32gb", "v100-pcie-8x-240gb", "consumer-pc", "cpu-host"})
     EXPECT_TRUE(fs::exists(kSourceDir / "hwprofiles" / (std::string(name) + ".yaml"))) << name;
+}
+
+TEST(BundledConfigs, TheMi300xProfileIsAFullXgmiMesh) {
+  // AMD's data sheet figures, and 7 xGMI links of 64 GB/s per direction as one mesh of 448 GB/s.
+  const Cluster c = load_cluster((kSourceDir / "hwprofiles" / "amd-mi300x.yaml").string());
+  EXPECT_EQ(c.node.gpus, 8);
+  EXPECT_EQ(c.node.gpu.memory_bytes, 192'000'000'000);
+  EXPECT_DOUBLE_EQ(c.node.gpu.hbm_bandwidth_Bps, 5.3e12);
+  EXPECT_DOUBLE_EQ(c.node.gpu.peak(DType::bf16), 1307.4e12);
+  EXPECT_DOUBLE_EQ(c.node.gpu.peak(DType::fp16), 1307.4e12);
+  EXPECT_DOUBLE_EQ(c.node.gpu.peak(DType::fp8), 2614.9e12);
+  EXPECT_DOUBLE_EQ(c.node.gpu.peak(DType::tf32), 653.7e12);
+  EXPECT_DOUBLE_EQ(c.node.gpu.peak(DType::fp32), 163.4e12);
+  ASSERT_TRUE(c.node.nvlink);
+  EXPECT_EQ(c.node.nvlink->topology, NvlinkTopology::mesh);
+  EXPECT_DOUBLE_EQ(c.node.nvlink->bandwidth_Bps, 7 * 64e9);
+  EXPECT_EQ(c.nvlink_domain_gpus(), 8);
+  // 0.70 achieved: 313.6 GB/s over all 7 links, 44.8 GB/s a pair.
+  EXPECT_NEAR(c.intra_node_bandwidth_Bps(), 313.6e9, 1e-3);
+  EXPECT_NEAR(c.intra_node_group_bandwidth_Bps(2), 44.8e9, 1e-3);
+  EXPECT_EQ(c.node.nic->count, 8);
+  EXPECT_DOUBLE_EQ(c.node.nic->bandwidth_Bps, 50e9);
 }
 
 TEST(BundledConfigs, EveryModelParsesAndRoundTrips) {

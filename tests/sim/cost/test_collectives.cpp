@@ -49,5 +49,57 @@ TEST(Collectives, GroupsPickTheirLink) {
   EXPECT_NEAR(link_for_group(pcie, 8, 1).bandwidth_Bps, 16e9 * 16 / 8 * 128 / 130 * 0.8 / 2, 1);  // 31.5 GB/s raw, 80%, 2 GPUs
 }
 
+// An 8-GPU node on a full mesh, as AMD MI300X's xGMI: 448 GB/s per direction over 7 links,
+// 0.70 achieved (313.6 GB/s; 44.8 GB/s a link), 5 us per step.
+Cluster mesh_node(int nodes) {
+  Cluster c = testing::dgx(nodes);
+  c.node.nvlink = NvlinkSpec{448e9, 5e-6, NvlinkTopology::mesh, 0.70};
+  return c;
+}
+
+TEST(Collectives, OnAMeshAGroupGetsTheLinksAmongItsMembers) {
+  const Cluster c = mesh_node(1);
+  EXPECT_NEAR(link_for_group(c, 8, 1).bandwidth_Bps, 313.6e9, 1e-3);  // 7 links
+  EXPECT_NEAR(link_for_group(c, 4, 2).bandwidth_Bps, 134.4e9, 1e-3);  // 3 links, whatever the stride
+  EXPECT_NEAR(link_for_group(c, 2, 1).bandwidth_Bps, 44.8e9, 1e-3);   // 1 link
+  // 8-GPU all-reduce of 1 GB: 14 x (5 us + 1e9 / 8 / 313.6e9 s) = 5.6504 ms.
+  EXPECT_NEAR(collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, 1e9, link_for_group(c, 8, 1)),
+              5.6504e-3, 1e-4 * 5.6504e-3);
+  // A pipeline send between two stages of one node: one link whatever the PP group's size.
+  // 1 GB: 5 us + 1e9 / 44.8e9 s = 22.326 ms.
+  const LinkParams pp = link_for_send(c, 4, 2);
+  EXPECT_FALSE(pp.inter_node);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, 1e9, pp), 22.326e-3, 1e-4 * 22.326e-3);
+  EXPECT_NEAR(link_for_group(c, 4, 2).bandwidth_Bps / link_for_send(c, 4, 2).bandwidth_Bps, 3.0, 1e-12);
+  // All-to-all: every peer's eighth over its own link at once: 7 x 5 us + 1e9 / 8 / 44.8e9 s.
+  EXPECT_NEAR(all_to_all_time_s(c, 8, 1, 1e9), 7 * 5e-6 + 1e9 / 8 / 44.8e9, 1e-12);
+}
+
+TEST(Collectives, OnAMeshAcrossNodesTheMembersOnANodeShareTheirLinks) {
+  const Cluster c = mesh_node(2);
+  // 8 per node: the NICs (8 x 25 GB/s) bind before the 7 links (313.6 GB/s).
+  EXPECT_DOUBLE_EQ(link_for_group(c, 16, 1).bandwidth_Bps, 200e9);
+  // 2 per node (stride 4): one link of 44.8 GB/s binds before 2 NICs' 50 GB/s.
+  EXPECT_NEAR(link_for_group(c, 4, 4).bandwidth_Bps, 44.8e9, 1e-3);
+  // One per node: PCIe to its NIC, no xGMI link in the way.
+  EXPECT_DOUBLE_EQ(link_for_group(c, 2, 8).bandwidth_Bps, 25e9);
+}
+
+TEST(Collectives, OnARingOfDirectLinksOnlyTheWholeRingGetsBothLinks) {
+  // Each GPU's 300 GB/s is split over its two neighbour links; the event-driven tier runs the
+  // whole ring both ways (300 GB/s), any part of it one way (150 GB/s), a send over one link.
+  Cluster c = testing::dgx(1);
+  c.node.nvlink->topology = NvlinkTopology::ring;
+  EXPECT_DOUBLE_EQ(link_for_group(c, 8, 1).bandwidth_Bps, 300e9);
+  EXPECT_DOUBLE_EQ(link_for_group(c, 4, 1).bandwidth_Bps, 150e9);
+  EXPECT_DOUBLE_EQ(link_for_send(c, 8, 1).bandwidth_Bps, 150e9);
+  c.node.gpus = 2;  // two GPUs: one link between them, whole
+  EXPECT_DOUBLE_EQ(link_for_group(c, 2, 1).bandwidth_Bps, 300e9);
+  // An NVSwitch gives every group and every pair the GPU's whole rate.
+  const Cluster nvswitch = testing::dgx(1);
+  EXPECT_DOUBLE_EQ(link_for_send(nvswitch, 8, 1).bandwidth_Bps, 300e9);
+  EXPECT_DOUBLE_EQ(link_for_group(nvswitch, 2, 1).bandwidth_Bps, 300e9);
+}
+
 }  // namespace
 }  // namespace starfish

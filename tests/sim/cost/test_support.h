@@ -25,7 +25,7 @@ inline Cluster dgx(int nodes) {
   c.node.pcie.generation = 4;
   c.node.pcie.lanes = 16;
   c.node.pcie.gpus_per_root = 2;
-  c.node.nvlink = NvlinkSpec{300e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{300e9, 2e-6, NvlinkTopology::switched};
   c.node.nic = NicSpec{8, 25e9, 5e-6};
   return c;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Clusters for the DES tests: the bundled DGX A100 hwprofile, and small boxes built in code.
+// Clusters for the DES tests: the bundled DGX A100 and MI300X hwprofiles, and small boxes built in code.
 #include <string>
 
 #include "sim/spec/hardware.h"
@@ -9,6 +9,13 @@ namespace starfish::des::testing {
 
 inline Cluster dgx_a100(int nodes = 1) {
   Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  c.nodes = nodes;
+  return c;
+}
+
+// The bundled AMD MI300X profile: 8 GPUs on a full xGMI mesh (nvlink.topology: mesh).
+inline Cluster mi300x(int nodes = 1) {
+  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/amd-mi300x.yaml");
   c.nodes = nodes;
   return c;
 }

@@ -126,6 +126,47 @@ TEST(Collectives, ConcurrentCollectivesShareLinks) {
   EXPECT_NEAR(r.end_s[other], alone, 1e-9 * alone);
 }
 
+TEST(Collectives, OnAMeshEveryMemberDrivesItsLinksToTheOthers) {
+  // RCCL's rings over MI300X's xGMI mesh use all 7 links of each GPU in an 8-GPU all-reduce
+  // (a group of k uses its k-1 links among the members): each step's bytes spread evenly over
+  // them. Hand-computed: a link carries 448 GB/s x 0.70 / 7 = 44.8 GB/s; 8 GPUs get 7 links,
+  // 313.6 GB/s; 4 GPUs 3 links, 134.4 GB/s; latency 5 us per step.
+  const Topology topo(testing::mi300x());
+  const double B = 1e9, lat = 5e-6;
+  const double all8 = 14 * (lat + B / 8 / 313.6e9);  // 5.6504e-3 s
+  const double four = 6 * (lat + B / 4 / 134.4e9);    // 1.1191e-2 s
+  for (bool merged : {true, false}) {
+    CollectiveOptions opt;
+    opt.merge_steps = merged;
+    EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, 8), B, opt), all8, 1e-9 * all8) << merged;
+    EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, {1, 3, 5, 7}, B, opt), four, 1e-9 * four) << merged;
+    const double gather = 7 * (lat + B / 8 / 313.6e9);
+    EXPECT_NEAR(run_one(topo, CollectiveKind::all_gather, iota(0, 8), B, opt), gather, 1e-9 * gather) << merged;
+  }
+  EXPECT_NEAR(5.6504e-3 / all8, 1.0, 1e-4);
+  // All-to-all: each peer's 1/8 goes straight over its own link, all at once.
+  const double a2a = 7 * lat + B / 8 / 44.8e9;
+  EXPECT_NEAR(run_one(topo, CollectiveKind::all_to_all, iota(0, 8), B), a2a, 1e-9 * a2a);
+  // A send to one peer: one link.
+  Engine e(topo);
+  const TaskId send = e.transfer(topo.gpu(0), topo.gpu(5), B, {0, "send"});
+  EXPECT_NEAR(e.run().end_s[send], lat + B / 44.8e9, 1e-9 * B / 44.8e9);
+}
+
+TEST(Collectives, ARingOfDirectLinksRunsBothWaysWhenTheGroupIsTheWholeRing) {
+  // nvlink.topology: ring, 8 GPUs, each direction of each neighbour link at half the GPU's
+  // 100 GB/s. The whole ring runs both ways round (the GPU's full rate, as the analytic tier
+  // gives it); 4 neighbours of it run one way (half), and each step waits for the longest
+  // member route's latency: the ring's way home from GPU 5 to 2, forwarded over 3 links.
+  Cluster c = testing::pcie_box(8, 2);
+  c.node.nvlink = NvlinkSpec{100e9, 3e-6, NvlinkTopology::ring};
+  const Topology topo(c);
+  const double B = 1e9;
+  const double whole = 14 * (3e-6 + B / 8 / 100e9), part = 6 * (3 * 3e-6 + B / 4 / 50e9);
+  EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, 8), B), whole, 1e-9 * whole);
+  EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(2, 4), B), part, 1e-9 * part);
+}
+
 TEST(Collectives, AGroupOfOneTakesNoTime) {
   const Topology topo(dgx_a100());
   EXPECT_EQ(run_one(topo, CollectiveKind::all_reduce, {5}, 1e9), 0.0);

@@ -128,7 +128,7 @@ TEST(Topology, FewerNicsThanGpusAreSharedBySwitch) {
 
 TEST(Topology, NvlinkWithoutSwitchIsARingOfDirectLinks) {
   Cluster c = pcie_box(4, 2);
-  c.node.nvlink = NvlinkSpec{100e9, 3e-6, false};
+  c.node.nvlink = NvlinkSpec{100e9, 3e-6, NvlinkTopology::ring};
   const Topology t(c);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.gpu(0), t.gpu(1))).bandwidth_Bps, 50e9);
   EXPECT_DOUBLE_EQ(t.link(t.find_link(t.gpu(3), t.gpu(0))).bandwidth_Bps, 50e9);
@@ -138,9 +138,36 @@ TEST(Topology, NvlinkWithoutSwitchIsARingOfDirectLinks) {
   EXPECT_EQ(t.link(far.links[0]).kind, LinkKind::Nvlink);
   EXPECT_EQ(t.link(far.links[1]).kind, LinkKind::Nvlink);
   Cluster two = pcie_box(2, 2);
-  two.node.nvlink = NvlinkSpec{100e9, 3e-6, false};
+  two.node.nvlink = NvlinkSpec{100e9, 3e-6, NvlinkTopology::ring};
   const Topology t2(two);
   EXPECT_DOUBLE_EQ(t2.link(t2.find_link(t2.gpu(0), t2.gpu(1))).bandwidth_Bps, 100e9);
+}
+
+TEST(Topology, AMeshHasOneDirectLinkPerGpuPair) {
+  // AMD MI300X: 8 GPUs, 7 xGMI links each. nvlink.bandwidth (448 GB/s per direction, x 0.70
+  // achieved) is the GPU's over its 7 links: 44.8 GB/s each way on each of 8 x 7 / 2 = 28 links.
+  const Cluster c = testing::mi300x();
+  const Topology t(c);
+  const double pair_Bps = 448e9 * 0.70 / 7;
+  int gpu_links = 0;
+  for (LinkId l = 0; l < t.link_count(); ++l) {
+    const LinkInfo info = t.link(l);
+    if (info.kind != LinkKind::Nvlink) continue;
+    ASSERT_GE(t.gpu_index(info.from), 0) << info.name;  // no switch: GPU to GPU only
+    ASSERT_GE(t.gpu_index(info.to), 0) << info.name;
+    EXPECT_NEAR(info.bandwidth_Bps, pair_Bps, 1e-9 * pair_Bps) << info.name;
+    ++gpu_links;
+  }
+  EXPECT_EQ(gpu_links, 2 * (8 * 7 / 2));  // 28 links, each two directed links
+  EXPECT_EQ(count_kind(t, VertexKind::NvSwitch), 0);
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b) {
+      if (a == b) continue;
+      const Route r = t.route(t.gpu(a), t.gpu(b));  // every pair direct, never forwarded
+      ASSERT_EQ(r.links.size(), 1u) << a << "->" << b;
+      EXPECT_EQ(r.links[0], t.find_link(t.gpu(a), t.gpu(b)));
+      EXPECT_DOUBLE_EQ(r.latency_s, 5e-6);
+    }
 }
 
 TEST(Topology, BadRequestsAndClustersGiveClearErrors) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/fp8.h"
 #include "sim/cost/framework.h"
@@ -38,7 +39,7 @@ Cluster ideal_node(int gpus) {
   c.node.host.memory_bandwidth_Bps = 400e9;
   c.node.host.cpu_adam_params_per_s = 1e9;
   c.node.pcie.gpus_per_root = 1;
-  c.node.nvlink = NvlinkSpec{1e18, 0, true};
+  c.node.nvlink = NvlinkSpec{1e18, 0, NvlinkTopology::switched};
   return c;
 }
 
@@ -48,6 +49,32 @@ Job job(const Model& m, const Cluster& c, int64_t batch, Plan p) {
   return make_job(m, c, t, p);
 }
 
+TEST(Simulate, TheTiersAgreeOnCollectivesOverAnXgmiMesh) {
+  // AMD MI300X (hwprofiles/amd-mi300x.yaml): 8 GPUs, a direct xGMI link per pair. The event-driven
+  // tier runs a group's rings over the links among its members (one link per pair in the
+  // topology); the analytic tier gives the group those links' bandwidth. The two must agree
+  // to rounding (relative 1e-9) on an 8-GPU all-reduce of 1 GB (5.6504 ms), a 4-GPU one, an
+  // all-to-all and a send between two GPUs.
+  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/amd-mi300x.yaml");
+  const des::Topology topo(c);
+  const double B = 1e9;
+  auto des_time = [&](CollectiveKind kind, std::vector<int> gpus) {
+    des::Engine e(topo);
+    const des::TaskId t = e.collective(kind, e.group(gpus), B, {0, "c"});
+    return e.run().end_s[t];
+  };
+  const double all8 = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, B, link_for_group(c, 8, 1));
+  EXPECT_NEAR(all8, 5.6504e-3, 1e-4 * 5.6504e-3);
+  EXPECT_NEAR(des_time(CollectiveKind::all_reduce, {0, 1, 2, 3, 4, 5, 6, 7}) / all8, 1.0, 1e-9);
+  const double all4 = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 4, B, link_for_group(c, 4, 2));
+  EXPECT_NEAR(des_time(CollectiveKind::all_reduce, {0, 2, 4, 6}) / all4, 1.0, 1e-9);
+  EXPECT_NEAR(des_time(CollectiveKind::all_to_all, {0, 1, 2, 3, 4, 5, 6, 7}) / all_to_all_time_s(c, 8, 1, B), 1.0, 1e-9);
+  des::Engine e(topo);
+  const des::TaskId send = e.transfer(topo.gpu(2), topo.gpu(3), B, {0, "pp"});
+  const double analytic_send = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, B, link_for_send(c, 8, 1));
+  EXPECT_NEAR(e.run().end_s[send] / analytic_send, 1.0, 1e-9);
+}
+
 TEST(Simulate, BlockingPipelineSendsHoldTheSenderBack) {
   // Megatron-LM 2021 waits for each send before its next op; Megatron-core posts it and goes on.
   // Over a link where a micro-batch's 2 MiB boundary takes ~0.5 ms (about a stage's forward),
@@ -55,7 +82,7 @@ TEST(Simulate, BlockingPipelineSendsHoldTheSenderBack) {
   // stage waits for its gradient anyway, which hides the later sends (a wait the two share).
   const Model m = gpt(8, 1024, 16, 1024);
   Cluster c = ideal_node(2);
-  c.node.nvlink = NvlinkSpec{4e9, 0, true};
+  c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
   Plan blocking;
   blocking.pp = 2;
   blocking.framework = Framework::megatron_lm;
@@ -75,7 +102,7 @@ TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
   // previous micro-batch). Megatron-core's posted sends flow as soon as the sender is done.
   const Model m = gpt(8, 1024, 16, 1024);
   Cluster c = ideal_node(2);
-  c.node.nvlink = NvlinkSpec{4e9, 0, true};
+  c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
   auto latest_backward_end_before_receive = [&](Framework f) {
     Plan p;
     p.pp = 2;
@@ -187,7 +214,7 @@ TEST(Simulate, MixtureOfExpertsLayersAgreeWithTheEstimate) {
   Model m = gpt(4, 1024, 16, 1024);
   m.moe = Moe{8, 2, 0, 2048, 1, 2, 0};
   Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   Plan plan;
   plan.tp = 2;
   plan.sequence_parallel = true;
@@ -217,7 +244,7 @@ TEST(Simulate, ContextParallelRingAgreesWithTheEstimate) {
   // tier's blocks wait for their sends as context_parallel.h's steps do, and the two tiers agree.
   Model m = gpt(4, 1024, 16, 4096);
   Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   Plan plan;
   plan.cp = 4;
   plan.framework = Framework::megatron_core;
@@ -246,7 +273,7 @@ TEST(Simulate, ContextParallelComposesWithTensorPipelineDataAndExpertParallelism
   m.moe = Moe{8, 2, 0, 2048, 1, 1, 0};
   Cluster c = ideal_node(8);
   c.nodes = 2;
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   c.node.nic = NicSpec{8, 25e9, 5e-6};
   Plan plan;
   plan.tp = 2;
@@ -283,7 +310,7 @@ TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
   Model m = gpt(4, 1024, 16, 1024);
   m.moe = Moe{8, 2, 1, 2048, 1, 2, 0};
   Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{100e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   c.node.gpu.hbm_bandwidth_Bps = 2e12;
   c.node.gpu.peak_flops[DType::fp8] = 624e12;
   Plan plan;
@@ -332,7 +359,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
   Model m = gpt(8, 1024, 16, 1024);
   m.tied_embeddings = false;  // the DP reductions alone (a tied embedding adds its own, after them)
   Cluster c = ideal_node(4);
-  c.node.nvlink = NvlinkSpec{100e9, 0, true};  // a reduction that takes time
+  c.node.nvlink = NvlinkSpec{100e9, 0, NvlinkTopology::switched};  // a reduction that takes time
   Plan plan;
   plan.pp = 2;
   plan.schedule = Schedule::interleaved;
@@ -365,7 +392,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
 TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
   const Model m = gpt(4, 1024, 16, 1024);
   Cluster c = ideal_node(4);
-  c.node.nvlink = NvlinkSpec{100e9, 0, true};
+  c.node.nvlink = NvlinkSpec{100e9, 0, NvlinkTopology::switched};
   for (int zero : {0, 1, 2, 3}) {
     Plan plan;
     plan.zero_stage = zero;

@@ -30,7 +30,7 @@ inline Cluster small_cluster(int nodes = 2, double gpu_gib = 2.0) {
   c.node.host.cpu_adam_params_per_s = 1e9;
   c.node.nvme = NvmeSpec{64LL << 30, 3e9, 2e9, 1e-4};
   c.node.pcie.generation = 3;
-  c.node.nvlink = NvlinkSpec{150e9, 2e-6, true};
+  c.node.nvlink = NvlinkSpec{150e9, 2e-6, NvlinkTopology::switched};
   c.node.nic = NicSpec{1, 12.5e9, 5e-6};
   return c;
 }

@@ -16,6 +16,23 @@ TEST(RoundTrip, ClusterSavesAndLoadsToTheSameValue) {
   EXPECT_EQ(to_yaml(back), text);
 }
 
+TEST(RoundTrip, NvlinkTopologyIsWrittenAsTopology) {
+  // A mesh (AMD MI300X's xGMI) and a ring read from the older `switched: false` are both saved
+  // as `topology:` and load back to the same value.
+  const Cluster mesh = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/amd-mi300x.yaml");
+  ASSERT_TRUE(mesh.node.nvlink);
+  EXPECT_EQ(mesh.node.nvlink->topology, NvlinkTopology::mesh);
+  const std::string text = to_yaml(mesh);
+  EXPECT_NE(text.find("topology: mesh"), std::string::npos) << text;
+  EXPECT_EQ(text.find("switched"), std::string::npos) << text;
+  EXPECT_EQ(parse_cluster_text(text, "saved.yaml"), mesh) << text;
+  Cluster ring = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  ring.node.nvlink->topology = NvlinkTopology::ring;
+  const std::string ring_text = to_yaml(ring);
+  EXPECT_NE(ring_text.find("topology: ring"), std::string::npos) << ring_text;
+  EXPECT_EQ(parse_cluster_text(ring_text, "saved.yaml"), ring) << ring_text;
+}
+
 TEST(RoundTrip, CpuHostKeepsItsDispatchCosts) {
   // The CPU host's per-op dispatch costs (sim/cost/dispatch.h) are read and written back exactly.
   const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/cpu-host.yaml");

@@ -96,6 +96,34 @@ TEST(SpecErrors, LinkEfficiencyIsAFractionOfTheRatedRate) {
             "hw.yaml:17:32: field 'node.nvlink.efficiency': must be within [0.05, 1], got 1.2");
 }
 
+TEST(SpecErrors, NvlinkTopologyIsSwitchRingOrMeshAndTheOlderSwitchedStillReads) {
+  auto topology_of = [](const std::string& fields) {
+    return parse_cluster_text(replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s" + fields + "}"), "hw.yaml")
+        .node.nvlink->topology;
+  };
+  EXPECT_EQ(topology_of(""), NvlinkTopology::switched);  // absent: an NVSwitch, as before the field
+  EXPECT_EQ(topology_of(", topology: switch"), NvlinkTopology::switched);
+  EXPECT_EQ(topology_of(", topology: ring"), NvlinkTopology::ring);
+  EXPECT_EQ(topology_of(", topology: mesh"), NvlinkTopology::mesh);
+  EXPECT_EQ(topology_of(", switched: true"), NvlinkTopology::switched);  // profiles written before topology
+  EXPECT_EQ(topology_of(", switched: false"), NvlinkTopology::ring);
+  EXPECT_EQ(error_of([] {
+              parse_cluster_text(replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s, topology: star}"), "hw.yaml");
+            }),
+            "hw.yaml:17:32: field 'node.nvlink.topology': 'star' is not one of: switch, ring, mesh");
+  EXPECT_EQ(error_of([] {
+              parse_cluster_text(replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s, topology: mesh, switched: true}"),
+                                 "hw.yaml");
+            }),
+            "hw.yaml:17:48: field 'node.nvlink.switched': give topology: switch | ring | mesh, or the older switched: true "
+            "| false, not both");
+  EXPECT_EQ(error_of([] {
+              parse_cluster_text(
+                  replace(kCluster, "{bandwidth: 300GB/s}", "{bandwidth: 300GB/s, topology: mesh, domain_nodes: 2}"), "hw.yaml");
+            }),
+            "hw.yaml:17:48: field 'node.nvlink.domain_nodes': an NVLink domain across nodes needs topology: switch");
+}
+
 TEST(SpecErrors, AttentionEfficiencyIsAMeasuredFractionPerKernelGenerationAndPass) {
   const std::string curve = "matmul_efficiency: [[1GFLOP, 0.5], [1TFLOP, 0.9]]";
   const Cluster c = parse_cluster_text(
