@@ -58,6 +58,8 @@ void check_plan_supported(const Plan& p, int world_size) {
     throw SpecError(p.provenance.file + ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing (none), not selective");
   if (p.fp8 != Fp8::none)
     throw SpecError(p.provenance.file + ": field 'plan.fp8': starfish-run computes in fp32, bf16 or fp16 (no fp8 GEMMs)");
+  if (p.fp4 != Fp4::none)
+    throw SpecError(p.provenance.file + ": field 'plan.fp4': starfish-run computes in fp32, bf16 or fp16 (no fp4 GEMMs)");
   if (p.dp != 0 && p.dp != world_size)
     throw SpecError(p.provenance.file + ": field 'plan.data_parallel': the plan asks for " + std::to_string(p.dp) +
                     " ranks, this run has " + std::to_string(world_size) + " (WORLD_SIZE / --nproc)");

@@ -10,7 +10,7 @@
 #include "sim/cost/cpu_embedding.h"
 #include "sim/cost/context_parallel.h"
 #include "sim/cost/flops.h"
-#include "sim/cost/fp8.h"
+#include "sim/cost/low_precision.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
@@ -52,14 +52,14 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
     const double n = stage_n[stage];
     ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
-    const double fp8_weights = fp8_weight_cache_bytes(m, p, stage);
+    const double quantized_weights = quantized_weight_cache_bytes(m, p, stage);
     const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage, m.tied_embeddings);
     // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.
     if (p.chunked())
-      ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers + fp8_weights,
+      ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers + quantized_weights,
                                 TierBytes{capacity.gpu - communicators, capacity.cpu / g,
                                           chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
-    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers + fp8_weights;
+    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers + quantized_weights;
     const double total = allocator_reserved_bytes(p, allocated) + communicators;
     if (total > worst_gpu) {
       worst_gpu = total;
@@ -72,7 +72,7 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
       e.gpu.grads_bytes = ms.grads.gpu;
       e.gpu.optimizer_bytes = ms.optimizer.gpu;
       e.gpu.activations_bytes = act.total();
-      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers + fp8_weights;
+      e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers + quantized_weights;
     }
   }
   e.gpu.allocator_bytes = allocator_reserved_bytes(p, worst_allocated) - worst_allocated;
@@ -210,8 +210,9 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
     }
     e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
   }
-  // fp8: the weights' casts once per iteration, before the first micro-batch's forward (fp8.h).
-  e.time.optimizer_s += fp8_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
+  // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
+  // forward (low_precision.h).
+  e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
   if (p.offload.params != Tier::gpu) e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? p.dp_cp() : 1) * act_bytes / pcie;
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/collectives.h"
-#include "sim/cost/fp8.h"
+#include "sim/cost/low_precision.h"
 #include "sim/cost/params.h"
 #include "sim/spec/pipeline_layout.h"
 
@@ -46,11 +46,12 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(bytes_of(dtype)), h = m.hidden, E = m.moe.experts, in = in_matrices(m);
   auto add = [&](const char* name, double fwd, double bwd, bool gemm) { ops.push_back(LayerOp{name, fwd, bwd, false, gemm}); };
-  // The experts' (and shared experts') linear layers, in fp8 when the plan says so (fp8.h: the
+  // The experts' (and shared experts') linear layers, quantized when the plan says so (low_precision.h: the
   // grouped GEMMs are TE's GroupedLinear), of `in`/`out` elements of input and output in all.
   auto linear = [&](const char* name, double flop_each, double count, double in_elements, double out_elements) {
-    if (fp8_gemms(p)) {
-      const Fp8Linear t = fp8_linear_time(gpu, dtype, p.fp8_recipe, flop_each, count, in_elements, out_elements, false);
+    if (p.quantized_gemms()) {
+      const QuantizedLinear t = quantized_linear_time(gpu, dtype, gemm_quantization(p), flop_each, count, in_elements,
+                                                      out_elements, CastSource::tensor);
       add(name, t.forward_s, t.backward_s, true);
       return;
     }

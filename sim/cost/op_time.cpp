@@ -4,7 +4,7 @@
 
 #include "sim/cost/dispatch.h"
 #include "sim/cost/flops.h"
-#include "sim/cost/fp8.h"
+#include "sim/cost/low_precision.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/params.h"
@@ -109,13 +109,15 @@ class LayerOpsBuilder {
   }
 
   // A linear layer's GEMM of `mac` multiply-adds: forward once; backward computes the input
-  // gradient and the weight gradient, two GEMMs of the forward's size. With fp8 (fp8.h) the
-  // GEMMs run at the fp8 peak and TE's casts of the input (`input_elements`; none beyond the
-  // norm's own under delayed scaling when `after_norm`) and of the output gradient
+  // gradient and the weight gradient, two GEMMs of the forward's size. Quantized (fp8 or fp4,
+  // low_precision.h) the GEMMs run at the format's peak and TE's casts of the input
+  // (`input_elements`, a norm's output when `after_norm`) and of the output gradient
   // (`output_elements`) are added.
   void gemm(const char* name, double mac, double input_elements, double output_elements, bool after_norm = false) {
-    if (shape_.fp8 != Fp8::none) {
-      const Fp8Linear t = fp8_linear_time(gpu_, dtype_, shape_.fp8_recipe, 2 * mac, 1, input_elements, output_elements, after_norm);
+    if (shape_.quantization != GemmQuantization::none) {
+      const QuantizedLinear t =
+          quantized_linear_time(gpu_, dtype_, shape_.quantization, 2 * mac, 1, input_elements, output_elements,
+                                after_norm ? CastSource::norm_output : CastSource::tensor);
       add(name, t.forward_s, t.backward_s, false, true);
       return;
     }
@@ -321,8 +323,8 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
 }
 
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
-  return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr, p.fp8,
-                    p.fp8_recipe, p.cp, framework_traits(running_framework(p)).attention_head_copies,
+  return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr,
+                    gemm_quantization(p), p.cp, framework_traits(running_framework(p)).attention_head_copies,
                     framework_traits(running_framework(p)).linear_bias};
 }
 

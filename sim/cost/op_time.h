@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/cost/framework.h"
+#include "sim/cost/low_precision.h"
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
@@ -36,8 +37,8 @@ struct LayerShape {
   bool sequence_parallel = false;
   Attention attention = Attention::unfused;  // resolved (never framework_default)
   const Plan* moe = nullptr;  // an MoE layer of this plan: its MLP is the experts' (sim/cost/moe.h)
-  Fp8 fp8 = Fp8::none;        // fp8 linear layers (sim/cost/fp8.h), with their scaling recipe
-  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  // What the linear layers' GEMMs run in (sim/cost/low_precision.h: gemm_quantization).
+  GemmQuantization quantization = GemmQuantization::none;
   // Context parallel ranks: this rank computes seq_len / cp tokens of each sequence, and its
   // attention runs as cp blocks of ring attention (sim/cost/context_parallel.h).
   int cp = 1;

@@ -10,7 +10,7 @@
 
 #include "sim/cost/capacity.h"
 #include "sim/cost/flops.h"
-#include "sim/cost/fp8.h"
+#include "sim/cost/low_precision.h"
 #include "sim/des/engine.h"
 #include "sim/des/trace.h"
 #include "sim/schedule/chunked_iteration.h"

@@ -9,7 +9,7 @@
 
 #include "sim/cost/activations.h"
 #include "sim/cost/context_parallel.h"
-#include "sim/cost/fp8.h"
+#include "sim/cost/low_precision.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
 #include "sim/cost/moe.h"
@@ -148,7 +148,7 @@ class StaticIterationBuilder {
                                             static_cast<double>(count_parameters(job_.model).per_layer) / p.tp, nullptr);
     st.model_state_bytes = ms.total_gpu() + pipeline_buffer_bytes(job_.model, p, act_bytes_) +
                            framework_buffer_bytes(job_.training, job_.plan) +
-                           moe_dispatch_buffer_bytes(job_.model, p, act_bytes_) + fp8_weight_cache_bytes(job_.model, p, s);
+                           moe_dispatch_buffer_bytes(job_.model, p, act_bytes_) + quantized_weight_cache_bytes(job_.model, p, s);
     stage_cpu_bytes_.push_back(ms.params.cpu + ms.grads.cpu + ms.optimizer.cpu);
     stage_nvme_bytes_.push_back(ms.params.nvme + ms.grads.nvme + ms.optimizer.nvme);
   }
@@ -653,7 +653,7 @@ class StaticIterationBuilder {
     };
     if (p.offload.optimizer == Tier::gpu) {
       then(eng_.compute(lead, gpu_optimizer_step_time_s(c.node.gpu, tr, p, opt_params), label(out_.optimizer, "adam s{}", s)));
-      if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
+      if (p.quantized_gemms()) then(quantized_weight_cast(s, lead));
       return last;
     }
     if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
@@ -669,7 +669,7 @@ class StaticIterationBuilder {
       then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s{}", s)));
     if (p.offload.params == Tier::gpu)
       then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s{}", s)));
-    if (fp8_gemms(p)) then(fp8_weight_cast(s, lead));
+    if (p.quantized_gemms()) then(quantized_weight_cast(s, lead));
     return last;
   }
 
@@ -689,11 +689,11 @@ class StaticIterationBuilder {
     reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
   }
 
-  // fp8 (sim/cost/fp8.h): the stage's weights cast to fp8 once per iteration, costed with the
+  // Quantized GEMMs (sim/cost/low_precision.h): the stage's weights cast once per iteration, costed with the
   // optimizer step as the analytic tier does.
-  TaskId fp8_weight_cast(int s, int lead) {
-    const double t = fp8_weight_cast_time_s(job_.cluster.node.gpu, job_.model, job_.plan, s);
-    return eng_.compute(lead, t, label(out_.optimizer, "fp8 weight cast s{}", s));
+  TaskId quantized_weight_cast(int s, int lead) {
+    const double t = quantized_weight_cast_time_s(job_.cluster.node.gpu, job_.model, job_.plan, s);
+    return eng_.compute(lead, t, label(out_.optimizer, "weight quantization s{}", s));
   }
 
   const Job& job_;

@@ -65,8 +65,8 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
     return refuse("plan.schedule", "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe");
   if (t.optimizer == Optimizer::sgd && p.zero_stage == 1)
     return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
-  if (p.fp8 != Fp8::none && t.optimizer == Optimizer::sgd)
-    return refuse("training.optimizer", "Megatron-LM's fp8 training (TransformerEngine) is set up with adam");
+  if (p.quantized_gemms() && t.optimizer == Optimizer::sgd)
+    return refuse("training.optimizer", "Megatron-LM's fp8/fp4 training (TransformerEngine) is set up with adam");
   if (!p.stage_layers.per_stage.empty())
     return refuse("plan.stage_layers", "per-stage layer lists are not exported (Megatron-core takes first_stage_layers / "
                                        "last_stage_layers as --decoder-first/last-pipeline-num-layers)");
@@ -101,6 +101,8 @@ Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refu
     return refuse("plan.context_parallel", "DeepSpeed's config has no context parallelism (ring attention is Megatron-core's)");
   if (p.fp8 != Fp8::none)
     return refuse("plan.fp8", "DeepSpeed's config has no fp8 training (fp8 GEMMs come from TransformerEngine in the model code)");
+  if (p.fp4 != Fp4::none)
+    return refuse("plan.fp4", "DeepSpeed's config has no fp4 training (fp4 GEMMs come from TransformerEngine in the model code)");
   if (p.framework != Framework::deepspeed)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; DeepSpeed exports take deepspeed plans");
@@ -293,9 +295,10 @@ void add_parallel_arguments(const Job& job, ArgumentList& a) {
 
 void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) {
   auto add = [&](const char* name, const std::string& value = "") { a.emplace_back(name, value); };
-  // Precision: bf16 / fp16 mixed precision, fp32/tf32 without a flag; fp8 GEMMs are
+  // Precision: bf16 / fp16 mixed precision, fp32/tf32 without a flag; fp8 and fp4 GEMMs are
   // TransformerEngine's over the 16-bit params, in the plan's format (hybrid: E4M3 forward, E5M2
-  // gradients) and scaling recipe.
+  // gradients) and scaling recipe (fp4: E2M1 with NVFP4's block scales, --fp4-format/--fp4-recipe
+  // in arguments.py).
   if (t.dtype == DType::bf16) add("--bf16");
   if (t.dtype == DType::fp16) add("--fp16");
   // The gradient buffer's and reduction's precision (grad_buffers): fp32 is forced under bf16
@@ -305,6 +308,10 @@ void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) 
   if (p.fp8 != Fp8::none) {
     add("--fp8-format", to_string(p.fp8));
     add("--fp8-recipe", to_string(p.fp8_recipe));
+  }
+  if (p.fp4 == Fp4::nvfp4) {
+    add("--fp4-format", "e2m1");
+    add("--fp4-recipe", "nvfp4");
   }
   // The attention kernel the plan was simulated with (TransformerEngine's backends).
   add("--attention-backend", attention_kernel(p) == Attention::flash ? "flash" : "unfused");
@@ -396,6 +403,25 @@ std::string megatron_arguments(const Job& job) {
 
 namespace {
 
+// The precision recipe Megatron-Bridge registers (training/mixed_precision.py) that runs the
+// plan's GEMMs on every layer, or nullptr where none does:
+//  - <dtype>_mixed: no quantized GEMMs;
+//  - <dtype>_with_fp8_delayed_scaling_mixed: fp8 hybrid, delayed scaling;
+//  - <dtype>_with_mxfp8_mixed: fp8 e4m3, MXFP8 scaling (it also sets fp8_param_gather: Starfish
+//    costs the parameter gathers in 16 bits, more bytes than the run moves, never fewer);
+//  - bf16_with_nvfp4_mixed: fp4 e2m1, NVFP4 (bf16 only).
+// The current-scaling recipes keep the first and last layer in bf16 (first_last_layers_bf16),
+// which a plan's fp8 does not say: no recipe.
+const char* bridge_quantized_recipe(const Plan& p, const Training& t) {
+  const bool bf16 = t.dtype == DType::bf16;
+  if (p.fp4 == Fp4::nvfp4) return p.fp8 == Fp8::none && bf16 ? "bf16_with_nvfp4_mixed" : nullptr;
+  if (p.fp8 == Fp8::none) return bf16 ? "bf16_mixed" : "fp16_mixed";
+  if (p.fp8 == Fp8::hybrid && p.fp8_recipe == Fp8Recipe::delayed)
+    return bf16 ? "bf16_with_fp8_delayed_scaling_mixed" : "fp16_with_fp8_delayed_scaling_mixed";
+  if (p.fp8 == Fp8::e4m3 && p.fp8_recipe == Fp8Recipe::mxfp8) return bf16 ? "bf16_with_mxfp8_mixed" : "fp16_with_mxfp8_mixed";
+  return nullptr;
+}
+
 // Megatron-Bridge runs Megatron-core: plans costed as Megatron-core runs them, through the
 // precision recipes it registers (training/mixed_precision.py).
 Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
@@ -406,11 +432,11 @@ Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
   if (t.dtype != DType::bf16 && t.dtype != DType::fp16)
     return refuse("training.dtype", std::string("Megatron-Bridge's precision recipes train in bf16 or fp16, not ") +
                                         to_string(t.dtype));
-  // bf16/fp16_with_fp8_current_scaling_mixed keep the first and last layer in bf16 and run the
-  // hybrid format; only the delayed-scaling recipes are the plan's fp8 on every layer.
-  if (p.fp8 != Fp8::none && (p.fp8 != Fp8::hybrid || p.fp8_recipe != Fp8Recipe::delayed))
-    return refuse("plan.fp8", "Megatron-Bridge's fp8 recipes are hybrid with delayed scaling on every layer, or "
-                              "current scaling with the first and last layer in bf16: not this plan's fp8");
+  if (p.quantized_gemms() && bridge_quantized_recipe(p, t) == nullptr) {
+    if (p.fp4 != Fp4::none) return refuse("plan.fp4", "Megatron-Bridge's NVFP4 recipe (bf16_with_nvfp4_mixed) trains in bf16");
+    return refuse("plan.fp8", "Megatron-Bridge's fp8 recipes are hybrid with delayed scaling or e4m3 with MXFP8 on every "
+                              "layer, or current scaling with the first and last layer in bf16: not this plan's fp8");
+  }
   return {};
 }
 
@@ -520,7 +546,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   // Precision is the recipe's mixed_precision; the GQA flag is implied by num_query_groups; the
   // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length):
   // a model's longer table (max_positions) leaves the run fewer parameters than predicted, never more.
-  if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" ||
+  if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" || arg == "--fp4-format" ||
+      arg == "--fp4-recipe" ||
       arg == "--group-query-attention" || arg == "--max-position-embeddings")
     return;
   throw std::logic_error("Megatron-Bridge export: no override for Megatron-LM's " + arg);
@@ -560,8 +587,7 @@ std::vector<std::pair<std::string, std::string>> megatron_bridge_overrides(const
   // Every setting the plan decides, written even where it is the base recipe's default, so the
   // run does not depend on what vanilla_gpt_pretrain_config or GPTModelProvider default to.
   const Training& t = job.training;
-  const char* fp8 = job.plan.fp8 == Fp8::none ? "" : "_with_fp8_delayed_scaling";
-  set("mixed_precision", std::string(t.dtype == DType::bf16 ? "bf16" : "fp16") + fp8 + "_mixed");
+  set("mixed_precision", bridge_quantized_recipe(job.plan, t));
   for (const char* key : {"model.sequence_parallel", "ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer",
                           "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "optimizer.optimizer_cpu_offload",
                           "optimizer.use_precision_aware_optimizer", "model.cross_entropy_loss_fusion",

@@ -189,12 +189,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
     if (m.tied_embeddings) return "the CPU embedding cannot serve a tied output head";
   }
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
-  if (p.fp8 != Fp8::none) {  // make_job's check_fp8
-    if (!c.node.gpu.peak_flops.count(DType::fp8)) return "GPU has no fp8 peak";
-    if (t.dtype != DType::bf16 && t.dtype != DType::fp16) return "fp8 GEMMs need bf16 or fp16 training";
-    if (p.chunked()) return "the chunk runtime has no fp8 GEMMs";
-    if (p.framework != Framework::megatron_core) return "fp8 GEMMs are modelled under Megatron-core only";
-  }
+  if (p.quantized_gemms() && !quantized_gemm_problem(c.node.gpu, t, p).why.empty()) return "quantized GEMMs cannot run";
   return nullptr;
 }
 

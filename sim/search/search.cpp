@@ -239,8 +239,8 @@ class AnalyticPass {
       // The export's own search names its framework; otherwise the space's system decides.
       w.plan.framework = opt_.space.framework;
       // fp8 GEMMs are enumerated for a Megatron-core space; an export's search under another
-      // framework cannot run them (make_job's check_fp8).
-      if ((opt_.admit && !opt_.admit(w.plan)) || (w.plan.fp8 != Fp8::none && w.plan.framework != Framework::megatron_core)) {
+      // framework cannot run them (make_job's quantized_gemm_problem).
+      if ((opt_.admit && !opt_.admit(w.plan)) || (w.plan.quantized_gemms() && w.plan.framework != Framework::megatron_core)) {
         ++w.not_admitted;
         continue;
       }

@@ -80,6 +80,11 @@ struct GpuSpec {
   double hbm_bandwidth_Bps = 0;
   double hbm_efficiency = 0.85;     // achieved fraction of hbm_bandwidth for streaming kernels
   std::map<DType, double> peak_flops;  // dense peak per dtype
+  // Dense peaks of the block-scaled tensor-core formats, 0 where the GPU has none: MXFP8 (E4M3/E5M2
+  // with an E8M0 scale per 32 elements) and NVFP4 (E2M1 with an E4M3 scale per 16). Blackwell runs
+  // them in hardware (PTX ISA: tcgen05.mma .kind::mxf8f6f4 and .kind::mxf4nvf4); Hopper does not.
+  double mxfp8_peak_flops = 0;
+  double fp4_peak_flops = 0;
   EfficiencyCurve matmul_efficiency;
   AttentionEfficiency attention_efficiency;
   ElementwiseTimes elementwise;     // all 0 on GPUs: their element-wise kernels are memory-bound

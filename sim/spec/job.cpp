@@ -27,6 +27,30 @@ std::vector<int> Job::cp_group_ranks(int tp_rank, int dp_rank, int stage) const 
   return ranks;
 }
 
+QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan) {
+  if (!plan.quantized_gemms()) return {};
+  const bool fp4 = plan.fp4 != Fp4::none;
+  const std::string field = fp4 ? "plan.fp4" : "plan.fp8";
+  const char* what = fp4 ? "fp4 GEMMs" : "fp8 GEMMs";
+  // Megatron-LM's arguments.py: "--fp4-format and --fp8-format cannot be used simultaneously".
+  if (fp4 && plan.fp8 != Fp8::none) return {field, "fp4 and fp8 GEMMs exclude each other (Megatron refuses both): set fp8: none"};
+  if (fp4 && gpu.fp4_peak_flops <= 0) return {field, "GPU " + gpu.name + " has no fp4 peak (peak.fp4)", true};
+  if (!fp4 && !gpu.peak_flops.count(DType::fp8)) return {field, "GPU " + gpu.name + " has no fp8 peak", true};
+  if (!fp4 && plan.fp8_recipe == Fp8Recipe::mxfp8 && gpu.mxfp8_peak_flops <= 0)
+    return {"plan.fp8_recipe", "GPU " + gpu.name + " has no block-scaled MXFP8 tensor cores (peak.mxfp8)", true};
+  if (training.dtype != DType::bf16 && training.dtype != DType::fp16)
+    return {field, std::string(what) + " run inside bf16 or fp16 mixed precision, not " + to_string(training.dtype) +
+                       " (set training.dtype: bf16)"};
+  // TransformerEngine's NVFP4 recipe applies a random Hadamard transform to the wgrad GEMM's
+  // inputs, whose kernels assert "RHT is only supported for bfloat16 input" (hadamard_transform).
+  if (fp4 && training.dtype != DType::bf16) return {field, "NVFP4 GEMMs run inside bf16 mixed precision only (set training.dtype: bf16)"};
+  if (plan.chunked()) return {field, std::string("the chunk runtime has no ") + what};
+  if (plan.framework != Framework::megatron_core)
+    return {field, std::string(what) + " are TransformerEngine's, modelled as Megatron-core runs them: set framework: "
+                   "megatron-core (the plan says " + to_string(plan.framework) + ")"};
+  return {};
+}
+
 Plan default_plan() { return Plan{}; }
 
 bool tp_aligned_to_nodes(int tp, int gpus_per_node) {
@@ -135,20 +159,11 @@ void check_context_parallel(const Model& model, const Plan& plan, const std::str
                                      "does not take a sliding window" + of_model + "; context_parallel must be 1");
 }
 
-// FP8 GEMMs: TransformerEngine's, under Megatron-core, inside bf16/fp16 mixed precision, on a GPU
-// with fp8 tensor cores (a peak for fp8 in its hwprofile).
-void check_fp8(const Cluster& cluster, const Training& training, const Plan& plan, const std::string& of_cluster) {
-  if (plan.fp8 == Fp8::none) return;
-  const Provenance& pp = plan.provenance;
-  if (!cluster.node.gpu.peak_flops.count(DType::fp8))
-    pp.fail("plan.fp8", std::string("GPU ") + cluster.node.gpu.name + " has no fp8 peak" + of_cluster);
-  if (training.dtype != DType::bf16 && training.dtype != DType::fp16)
-    pp.fail("plan.fp8", std::string("fp8 GEMMs run inside bf16 or fp16 mixed precision, not ") + to_string(training.dtype) +
-                            " (set training.dtype: bf16)");
-  if (plan.chunked()) pp.fail("plan.fp8", "the chunk runtime has no fp8 GEMMs");
-  if (plan.framework != Framework::megatron_core)
-    pp.fail("plan.fp8", std::string("fp8 GEMMs are TransformerEngine's, modelled as Megatron-core runs them: set "
-                                    "framework: megatron-core (the plan says ") + to_string(plan.framework) + ")");
+// The quantized GEMMs (plan.fp8 / plan.fp4) through quantized_gemm_problem, the rules' one home.
+void check_quantized_gemms(const Cluster& cluster, const Training& training, const Plan& plan,
+                           const std::string& of_cluster) {
+  const QuantizedGemmProblem problem = quantized_gemm_problem(cluster.node.gpu, training, plan);
+  if (!problem.why.empty()) plan.provenance.fail(problem.field, problem.why + (problem.about_gpu ? of_cluster : ""));
 }
 
 }  // namespace
@@ -266,7 +281,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
     pp.fail("plan.offload", "offload to nvme, but the hardware has no node.nvme" + of_cluster);
   check_chunk_runtime(training, plan, m);
   check_cpu_embedding(model, plan);
-  check_fp8(cluster, training, plan, of_cluster);
+  check_quantized_gemms(cluster, training, plan, of_cluster);
   if (plan.chunked() && plan.grad_reduce == GradReduce::fp32 && training.dtype != DType::fp32)
     pp.fail("plan.grad_reduce_dtype", std::string("the chunk runtime reduces gradients in their chunks' dtype (") +
                                           to_string(training.dtype) + "), not fp32");

@@ -1,5 +1,6 @@
 #pragma once
 // A complete job: model, cluster, training and plan, checked against one another.
+#include <string>
 #include <vector>
 
 #include "sim/spec/hardware.h"
@@ -36,6 +37,16 @@ struct Job {
 // of GPUs on different nodes (TP 3 on 8-GPU nodes), which no framework lays out on purpose and
 // the simulator's hierarchical collectives do not model: such a plan is refused.
 bool tp_aligned_to_nodes(int tp, int gpus_per_node);
+
+// Why a plan's quantized GEMMs (plan.fp8, plan.fp4) cannot run, or an empty `why` when they
+// can: the one home of these rules, for make_job and the search's plan space. TransformerEngine's
+// kernels under Megatron-core, inside bf16/fp16 mixed precision, on a GPU with the format's peak.
+struct QuantizedGemmProblem {
+  std::string field;       // the plan field at fault, e.g. "plan.fp4"
+  std::string why;         // one line; empty when the GEMMs can run
+  bool about_gpu = false;  // the GPU lacks the format (the message should name the hwprofile)
+};
+QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan);
 
 // Checks every cross-spec rule and resolves plan.dp; throws SpecError naming the offending
 // field's file:line. Rules: TP divides heads, kv_heads and the FFN and is aligned to the nodes

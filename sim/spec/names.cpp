@@ -143,6 +143,15 @@ const char* to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::delayed: return "delayed";
     case Fp8Recipe::tensorwise: return "tensorwise";
+    case Fp8Recipe::mxfp8: return "mxfp8";
+  }
+  return "?";
+}
+
+const char* to_string(Fp4 f) {
+  switch (f) {
+    case Fp4::none: return "none";
+    case Fp4::nvfp4: return "nvfp4";
   }
   return "?";
 }

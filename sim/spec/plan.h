@@ -31,12 +31,18 @@ enum class Loss { framework_default, vocab_parallel, pytorch, fused };
 // forward and backward GEMMs take fp8 inputs, everything else (params, activations between
 // kernels, attention's core, norms, the LM head, gradients' reduction, the optimizer) stays in the
 // training dtype. `hybrid`: E4M3 forward, E5M2 gradients (TE's Format.HYBRID); `e4m3`: E4M3 both.
-// sim/cost/fp8.h holds their costs.
+// sim/cost/low_precision.h holds their costs.
 enum class Fp8 { none, hybrid, e4m3 };
 // How fp8 scaling factors are found (Megatron's --fp8-recipe): `delayed` from an amax history of
 // earlier iterations (TE's DelayedScaling, Megatron's default), `tensorwise` from the tensor's own
-// amax before each cast (TE's Float8CurrentScaling; Megatron-Bridge's "FP8-CS").
-enum class Fp8Recipe { delayed, tensorwise };
+// amax before each cast (TE's Float8CurrentScaling; Megatron-Bridge's "FP8-CS"), `mxfp8` one
+// power-of-two (E8M0) scale per 32 consecutive elements (TE's MXFP8BlockScaling, OCP MX spec
+// v1.0), which needs block-scaled tensor cores (Blackwell: the hwprofile's peak.mxfp8).
+enum class Fp8Recipe { delayed, tensorwise, mxfp8 };
+// FP4 GEMMs (Megatron's --fp4-format e2m1 --fp4-recipe nvfp4; TE's NVFP4BlockScaling): E2M1
+// values with an E4M3 scale per 16 elements and an fp32 scale per tensor, the linear layers' GEMMs
+// at the hwprofile's peak.fp4. Exclusive with fp8 (Megatron's arguments.py refuses both).
+enum class Fp4 { none, nvfp4 };
 // The precision the data-parallel gradient reduction moves: `fp32`, or the `training` dtype
 // (16-bit under bf16/fp16 mixed precision). Each framework has its default (framework.h's
 // grad_buffers): Megatron's fp32 main grads under bf16 (--grad-reduce-in-bf16 turns it to bf16,
@@ -111,6 +117,7 @@ struct Plan {
   Loss loss = Loss::framework_default;                 // resolved by loss_kernel()
   Fp8 fp8 = Fp8::none;                                 // fp8 GEMMs (TransformerEngine), none = training dtype
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  Fp4 fp4 = Fp4::none;                                 // fp4 GEMMs (TransformerEngine NVFP4)
   GradReduce grad_reduce = GradReduce::framework_default;  // resolved by grad_buffers()
   Provenance provenance;
 
@@ -119,6 +126,8 @@ struct Plan {
   // The ranks that hold the same parameters: Megatron's data-parallel group with context
   // parallelism (parallel_state.py, get_data_parallel_group(with_context_parallel=True)).
   int dp_cp() const { return dp * cp; }
+  // The linear layers' GEMMs run on quantized inputs (fp8 or fp4), not in the training dtype.
+  bool quantized_gemms() const { return fp8 != Fp8::none || fp4 != Fp4::none; }
   bool operator==(const Plan&) const = default;
 };
 
@@ -132,6 +141,7 @@ const char* to_string(Attention a);
 const char* to_string(Loss l);
 const char* to_string(Fp8 f);
 const char* to_string(Fp8Recipe r);
+const char* to_string(Fp4 f);
 const char* to_string(GradReduce g);
 
 }  // namespace starfish

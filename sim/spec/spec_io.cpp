@@ -74,6 +74,12 @@ GpuSpec read_gpu(MapReader r) {
     if (v <= 0) peak.fail(name, "must be positive");
     g.peak_flops[t] = v;
   }
+  // The block-scaled formats' peaks (hardware.h): optional, a GPU without them has none.
+  for (auto [name, field] : {std::pair{"mxfp8", &g.mxfp8_peak_flops}, std::pair{"fp4", &g.fp4_peak_flops}}) {
+    if (!peak.has(name)) continue;
+    *field = peak.flops(name);
+    if (*field <= 0) peak.fail(name, "must be positive");
+  }
   peak.finish();
   if (g.peak_flops.empty()) r.fail("peak", "needs at least one of fp32, tf32, fp16, bf16, fp8");
   const YAML::Node curve = r.sequence("matmul_efficiency");
@@ -526,7 +532,9 @@ void read_plan_kernels(MapReader& q, Plan& pl) {
   if (q.has("fp8"))
     pl.fp8 = q.choice<Fp8>("fp8", {{"none", Fp8::none}, {"hybrid", Fp8::hybrid}, {"e4m3", Fp8::e4m3}});
   if (q.has("fp8_recipe"))
-    pl.fp8_recipe = q.choice<Fp8Recipe>("fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}});
+    pl.fp8_recipe = q.choice<Fp8Recipe>(
+        "fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}, {"mxfp8", Fp8Recipe::mxfp8}});
+  if (q.has("fp4")) pl.fp4 = q.choice<Fp4>("fp4", {{"none", Fp4::none}, {"nvfp4", Fp4::nvfp4}});
   if (q.has("grad_reduce_dtype"))
     pl.grad_reduce = q.choice<GradReduce>(
         "grad_reduce_dtype",
@@ -644,6 +652,8 @@ void emit_gpu(YAML::Emitter& e, const NodeSpec& n) {
   emit_num(e, "hbm_efficiency", n.gpu.hbm_efficiency);
   e << YAML::Key << "peak" << YAML::Value << YAML::BeginMap;
   for (const auto& [t, v] : n.gpu.peak_flops) emit_kv(e, to_string(t), units::format_flops(v));
+  if (n.gpu.mxfp8_peak_flops > 0) emit_kv(e, "mxfp8", units::format_flops(n.gpu.mxfp8_peak_flops));
+  if (n.gpu.fp4_peak_flops > 0) emit_kv(e, "fp4", units::format_flops(n.gpu.fp4_peak_flops));
   e << YAML::EndMap;
   e << YAML::Key << "matmul_efficiency" << YAML::Value << YAML::BeginSeq;
   for (const auto& [flop, fraction] : n.gpu.matmul_efficiency.points) {
@@ -864,6 +874,7 @@ std::string to_yaml(const PlanFile& p) {
     emit_kv(e, "fp8", to_string(q.fp8));
     emit_kv(e, "fp8_recipe", to_string(q.fp8_recipe));
   }
+  if (q.fp4 != Fp4::none) emit_kv(e, "fp4", to_string(q.fp4));
   if (q.grad_reduce != GradReduce::framework_default) emit_kv(e, "grad_reduce_dtype", to_string(q.grad_reduce));
   e << YAML::EndMap;
   e << YAML::EndMap;

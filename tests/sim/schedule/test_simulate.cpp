@@ -7,7 +7,7 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
-#include "sim/cost/fp8.h"
+#include "sim/cost/low_precision.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
@@ -306,13 +306,16 @@ TEST(Simulate, ContextParallelComposesWithTensorPipelineDataAndExpertParallelism
 TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
   // An MoE model on TP2 x DP4 with EP4, fp8 GEMMs under Megatron-core on a GPU with an fp8 peak
   // and a finite HBM (so TE's casts cost time): both tiers run the fp8 layer ops and the weight
-  // cast, and each stage's model states carry the fp8 weight copies (fp8.h).
+  // cast, and each stage's model states carry the fp8 weight copies (low_precision.h); so for
+  // MXFP8 and NVFP4 on a GPU with their peaks.
   Model m = gpt(4, 1024, 16, 1024);
   m.moe = Moe{8, 2, 1, 2048, 1, 2, 0};
   Cluster c = ideal_node(8);
   c.node.nvlink = NvlinkSpec{100e9, 2e-6, NvlinkTopology::switched};
   c.node.gpu.hbm_bandwidth_Bps = 2e12;
   c.node.gpu.peak_flops[DType::fp8] = 624e12;
+  c.node.gpu.mxfp8_peak_flops = 624e12;
+  c.node.gpu.fp4_peak_flops = 1248e12;
   Plan plan;
   plan.tp = 2;
   plan.sequence_parallel = true;
@@ -320,13 +323,19 @@ TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
   plan.etp = 1;
   plan.framework = Framework::megatron_core;
   const SimReport bf16 = simulate(job(m, c, 16, plan));
-  plan.fp8 = Fp8::hybrid;
-  const Job j = job(m, c, 16, plan);
-  const SimReport r = simulate(j);
-  const Estimate e = estimate(j);
-  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
-  EXPECT_LT(r.iteration_s, bf16.iteration_s);
-  EXPECT_DOUBLE_EQ(r.memory[0].model_state_bytes - bf16.memory[0].model_state_bytes, fp8_weight_cache_bytes(m, j.plan, 0));
+  for (GemmQuantization q : {GemmQuantization::fp8_delayed, GemmQuantization::mxfp8, GemmQuantization::nvfp4}) {
+    plan.fp8 = q == GemmQuantization::nvfp4 ? Fp8::none : Fp8::hybrid;
+    plan.fp8_recipe = q == GemmQuantization::mxfp8 ? Fp8Recipe::mxfp8 : Fp8Recipe::delayed;
+    plan.fp4 = q == GemmQuantization::nvfp4 ? Fp4::nvfp4 : Fp4::none;
+    const Job j = job(m, c, 16, plan);
+    ASSERT_EQ(gemm_quantization(j.plan), q);
+    const SimReport r = simulate(j);
+    const Estimate e = estimate(j);
+    EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
+    EXPECT_LT(r.iteration_s, bf16.iteration_s);
+    EXPECT_DOUBLE_EQ(r.memory[0].model_state_bytes - bf16.memory[0].model_state_bytes,
+                     quantized_weight_cache_bytes(m, j.plan, 0));
+  }
 }
 
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {

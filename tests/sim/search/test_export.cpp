@@ -379,8 +379,19 @@ TEST(Export, PrecisionFlagsForEveryMixedPrecision) {
   EXPECT_TRUE(has_argument(job, "--fp8-format", "e4m3"));
   EXPECT_TRUE(has_argument(job, "--fp8-recipe", "tensorwise"));
   expect_megatron_accepts(job);
+  // MXFP8 (Blackwell's block scaling) and NVFP4: their own recipe and format arguments.
+  job.plan.fp8_recipe = Fp8Recipe::mxfp8;
+  EXPECT_TRUE(has_argument(job, "--fp8-recipe", "mxfp8"));
+  expect_megatron_accepts(job);
   job.plan.fp8 = Fp8::none;
+  job.plan.fp4 = Fp4::nvfp4;
+  EXPECT_TRUE(has_argument(job, "--fp4-format", "e2m1"));
+  EXPECT_TRUE(has_argument(job, "--fp4-recipe", "nvfp4"));
   EXPECT_FALSE(has_argument(job, "--fp8-format", "e4m3"));
+  expect_megatron_accepts(job);
+  job.plan.fp4 = Fp4::none;
+  EXPECT_FALSE(has_argument(job, "--fp8-format", "e4m3"));
+  EXPECT_FALSE(has_argument(job, "--fp4-format", "e2m1"));
   job.plan.framework = Framework::deepspeed;
   const JsonValue c = parse_json(deepspeed_config(job));
   EXPECT_TRUE(c.find("bf16")->find("enabled")->boolean);
@@ -596,6 +607,9 @@ TEST(Export, DeepSpeedRefusalsNameTheField) {
   Job fp8 = job_with(deepspeed_plan());
   fp8.plan.fp8 = Fp8::hybrid;
   EXPECT_EQ(deepspeed_unsupported(fp8).rfind("field 'plan.fp8': ", 0), 0u) << deepspeed_unsupported(fp8);
+  Job fp4 = job_with(deepspeed_plan());
+  fp4.plan.fp4 = Fp4::nvfp4;
+  EXPECT_EQ(deepspeed_unsupported(fp4).rfind("field 'plan.fp4': ", 0), 0u) << deepspeed_unsupported(fp4);
 }
 
 // A plan read from a file: the reason starts with the field's file:line:column.
@@ -858,6 +872,26 @@ TEST(Export, MegatronBridgeCarriesLlamaShapesExpertsAndPadsTheVocabularyForTp) {
   expect_bridge_accepts(m);
 }
 
+// Megatron-Bridge's block-scaled recipes (training/mixed_precision.py): E4M3 with MXFP8 scaling,
+// and NVFP4 under bf16; the recipe is the precision, no fp8/fp4 override beside it.
+TEST(Export, MegatronBridgeNamesTheBlockScaledRecipes) {
+  Job job = job_with(Plan{});
+  job.plan.framework = Framework::megatron_core;
+  job.training.dtype = DType::bf16;
+  job.plan.fp8 = Fp8::e4m3;
+  job.plan.fp8_recipe = Fp8Recipe::mxfp8;
+  EXPECT_EQ(bridge_value(job, "mixed_precision"), "bf16_with_mxfp8_mixed");
+  expect_bridge_accepts(job);
+  job.training.dtype = DType::fp16;
+  EXPECT_EQ(bridge_value(job, "mixed_precision"), "fp16_with_mxfp8_mixed");
+  job.training.dtype = DType::bf16;
+  job.plan.fp8 = Fp8::none;
+  job.plan.fp4 = Fp4::nvfp4;
+  EXPECT_EQ(bridge_value(job, "mixed_precision"), "bf16_with_nvfp4_mixed");
+  EXPECT_EQ(megatron_bridge_command(job).find("model.fp4"), std::string::npos) << megatron_bridge_command(job);
+  expect_bridge_accepts(job);
+}
+
 TEST(Export, MegatronBridgeRefusalsNameTheField) {
   std::vector<std::pair<const char*, Job>> cases;
   auto add = [&](const char* field, auto change) {
@@ -872,6 +906,8 @@ TEST(Export, MegatronBridgeRefusalsNameTheField) {
   add("training.dtype", [](Job& j) { j.training.dtype = DType::fp32; });
   add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::e4m3, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
   add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::hybrid, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
+  add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::hybrid, j.plan.fp8_recipe = Fp8Recipe::mxfp8; });
+  add("plan.fp4", [](Job& j) { j.plan.fp4 = Fp4::nvfp4, j.training.dtype = DType::fp16; });
   // Multi-head latent attention: the schema has no MLA ranks (DeepSeek-V3 crashed the export).
   add("model.mla", [](Job& j) { j.model.mla = Mla{1536, 512, 128, 64, 128}; });
   for (const auto& [field, job] : cases) {

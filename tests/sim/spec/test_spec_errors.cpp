@@ -310,6 +310,26 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "plan.yaml:2:8: field 'plan.fp8': 'e4m3x' is not one of: none, hybrid, e4m3");
 }
 
+// The block-scaled formats: a hwprofile's peak.mxfp8 / peak.fp4, the plan's fp8_recipe: mxfp8 and
+// fp4: nvfp4, each refused where the GPU lacks it, with the file, line and field.
+TEST(SpecErrors, BlockScaledPeaksAndRecipes) {
+  EXPECT_EQ(error_of([] { parse_cluster_text(replace(kCluster, "{bf16: 312TFLOPS}", "{bf16: 312TFLOPS, fp4: 0TFLOPS}"), "hw.yaml"); }),
+            "hw.yaml:9:29: field 'node.gpu.peak.fp4': must be positive");
+  EXPECT_EQ(error_of([] { parse_cluster_text(replace(kCluster, "{bf16: 312TFLOPS}", "{bf16: 312TFLOPS, fp5: 1TFLOPS}"), "hw.yaml"); })
+                .substr(0, 58),
+            "hw.yaml:9:29: field 'node.gpu.peak.fp5': unknown field (ex");
+  const Cluster blackwell =
+      parse_cluster_text(replace(kCluster, "{bf16: 312TFLOPS}", "{bf16: 312TFLOPS, mxfp8: 624TFLOPS, fp4: 1.25PFLOPS}"), "hw.yaml");
+  EXPECT_DOUBLE_EQ(blackwell.node.gpu.mxfp8_peak_flops, 624e12);
+  EXPECT_DOUBLE_EQ(blackwell.node.gpu.fp4_peak_flops, 1.25e15);
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: megatron-core, fp4: nvfp4}\n"),
+            "plan.yaml:2:34: field 'plan.fp4': GPU G has no fp4 peak (peak.fp4) of cluster box (hw.yaml)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {fp4: nvfp8}\n"),
+            "plan.yaml:2:8: field 'plan.fp4': 'nvfp8' is not one of: none, nvfp4");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {fp8: e4m3, fp8_recipe: mx}\n"),
+            "plan.yaml:2:19: field 'plan.fp8_recipe': 'mx' is not one of: delayed, tensorwise, mxfp8");
+}
+
 // TP 3 on 8-GPU nodes: some tensor-parallel groups straddle two nodes (the simulator used to
 // refuse the resulting uneven data-parallel groups in the middle of a collective).
 TEST(SpecErrors, TensorParallelMustBeAlignedToTheNodes) {
