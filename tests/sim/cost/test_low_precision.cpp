@@ -165,18 +165,28 @@ TEST(LowPrecision, WeightCacheIsTwoBytesPerGemmWeightOfTheStage) {
   EXPECT_EQ(quantized_weight_cache_bytes(m, p, 1), 0);
 }
 
+// Four Llama 2 7B layers on TP 8 with sequence parallelism under Megatron-core, batch 16.
+struct JobParts {
+  Model model;
+  Training training;
+  Plan plan;
+};
+JobParts tp8_llama() {
+  JobParts parts{testing::llama2_7b(), Training{}, Plan{}};
+  parts.model.layers = 4;
+  parts.training.global_batch = 16;
+  parts.plan.tp = 8;
+  parts.plan.sequence_parallel = true;
+  parts.plan.framework = Framework::megatron_core;
+  return parts;
+}
+
 // One truth: the estimate's GPU buffers grow by exactly the cache, and its optimizer phase by
 // the weights' cast (read 2, write 2 per GEMM weight), for the same plan with fp8.
 TEST(LowPrecision, EstimateCarriesTheWeightCacheAndCast) {
   const Cluster c = fp8_cluster();
-  Model m = testing::llama2_7b();
-  m.layers = 4;
-  Training t;
-  t.global_batch = 16;
-  Plan p;
-  p.tp = 8;
-  p.sequence_parallel = true;
-  p.framework = Framework::megatron_core;
+  const auto [m, t, bf16_plan] = tp8_llama();
+  Plan p = bf16_plan;
   const Estimate bf16 = estimate(make_job(m, c, t, p));
   p.fp8 = Fp8::hybrid;
   const Estimate fp8 = estimate(make_job(m, c, t, p));
@@ -243,14 +253,8 @@ TEST(LowPrecision, Nvfp4DenseLayerOpsAddTheirCastsToTheFp4Gemms) {
 // peak, and faster compute than the same plan's MXFP8.
 TEST(LowPrecision, EstimateOfAnNvfp4PlanCarriesItsCacheCastAndPeak) {
   const Cluster c = blackwell_cluster();
-  Model m = testing::llama2_7b();
-  m.layers = 4;
-  Training t;
-  t.global_batch = 16;
-  Plan p;
-  p.tp = 8;
-  p.sequence_parallel = true;
-  p.framework = Framework::megatron_core;
+  const auto [m, t, bf16_plan] = tp8_llama();
+  Plan p = bf16_plan;
   const Estimate bf16 = estimate(make_job(m, c, t, p));
   p.fp8 = Fp8::e4m3;
   p.fp8_recipe = Fp8Recipe::mxfp8;
