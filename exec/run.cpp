@@ -56,6 +56,8 @@ void check_plan_supported(const Plan& p, int world_size) {
   if (p.cp != 1) throw SpecError(p.provenance.file + ": field 'plan.context_parallel': starfish-run runs data parallelism only (context_parallel must be 1)");
   if (p.recompute == Recompute::selective)
     throw SpecError(p.provenance.file + ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing (none), not selective");
+  if (p.recompute_layers > 0)
+    throw SpecError(p.provenance.file + ": field 'plan.recompute_layers': starfish-run recomputes every layer or none");
   if (p.fp8 != Fp8::none)
     throw SpecError(p.provenance.file + ": field 'plan.fp8': starfish-run computes in fp32, bf16 or fp16 (no fp8 GEMMs)");
   if (p.fp4 != Fp4::none)

@@ -17,6 +17,7 @@ std::string plan_summary(const Job& job) {
   s += ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(job.micro_batches()) +
        ", global batch " + std::to_string(job.training.global_batch);
   s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + to_string(p.recompute);
+  if (p.recompute_layers > 0) s += " (first " + std::to_string(p.recompute_layers) + " layers of each virtual stage)";
   const Offload& o = p.offload;
   if (o.params != Tier::gpu || o.grads != Tier::gpu || o.optimizer != Tier::gpu)
     s += std::string(", offload params/grads/optimizer -> ") + to_string(o.params) + "/" + to_string(o.grads) + "/" +
@@ -44,6 +45,7 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.field("micro_batches", job.micro_batches()).field("global_batch", job.training.global_batch);
   w.field("schedule", to_string(p.schedule)).field("sequence_parallel", p.sequence_parallel);
   w.field("zero_stage", p.zero_stage).field("recompute", to_string(p.recompute));
+  if (p.recompute_layers > 0) w.field("recompute_layers", p.recompute_layers);
   w.key("offload").begin_object();
   w.field("params", to_string(p.offload.params)).field("grads", to_string(p.offload.grads));
   w.field("optimizer", to_string(p.offload.optimizer));

@@ -85,6 +85,18 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   const double moe_layers = m.is_moe() ? stage_moe_layers(m, plan, stage) : 0;
   const double moe_extra = moe_layers > 0 ? moe_layer_activation_bytes(m, plan, o) - per_layer : 0;
   const double mb = static_cast<double>(micro_batches);
+  const ActivationOptions rebuilt = plan_activation_options(plan, act_bytes, Recompute::none);
+  const double full_layer = plan.recompute != Recompute::none ? layer_activation_bytes(m, plan.micro_batch, rebuilt) : per_layer;
+  // Block recomputation: the layers that do not recompute keep all of theirs (their dense and
+  // MoE bytes over what a recomputing layer keeps).
+  double kept_extra = 0;
+  if (plan.recompute_layers > 0) {
+    const double kept = layers_per_stage - stage_recomputing_layers_where(m.layers, plan, stage, [](int) { return true; });
+    const double kept_moe =
+        m.is_moe() ? moe_layers - stage_recomputing_layers_where(m.layers, plan, stage, [&m](int l) { return m.moe_layer(l); }) : 0;
+    kept_extra = kept * (full_layer - per_layer);
+    if (kept_moe > 0) kept_extra += kept_moe * (moe_layer_activation_bytes(m, plan, rebuilt) - full_layer - moe_extra);
+  }
 
   StageActivations out;
   // Micro-batches whose activations a stage holds at its peak.
@@ -99,12 +111,9 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
       break;
   }
   out.in_flight_micro_batches = in_flight;
-  out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra);
+  out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
 
-  if (plan.recompute != Recompute::none) {
-    const ActivationOptions rebuilt = plan_activation_options(plan, act_bytes, Recompute::none);
-    out.recompute_working_bytes = layer_activation_bytes(m, plan.micro_batch, rebuilt) - per_layer;
-  }
+  if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer;
   const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);

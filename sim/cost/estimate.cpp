@@ -231,7 +231,18 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   // ---- time of one micro-batch on each stage; the slowest one paces the pipeline
   const PlanLayerTimes times = plan_layer_times(c.node, t.dtype, m, p);
   const StageCosts costs = micro_batch_costs(m, c, t, p, times);
-  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches);
+  // Block recomputation: the layers that keep their activations cost as without recomputation.
+  const bool block = p.recompute_layers > 0;
+  PlanLayerTimes kept_times;
+  StageCosts kept;
+  if (block) {
+    Plan keeping = p;
+    keeping.recompute = Recompute::none;
+    keeping.recompute_layers = 0;
+    kept_times = plan_layer_times(c.node, t.dtype, m, keeping);
+    kept = micro_batch_costs(m, c, t, keeping, kept_times);
+  }
+  const PipelineSlots slots = pipeline_slots(m, p, stage_n, costs, e.micro_batches, block ? &kept : nullptr);
   const StageSlot& slow = slots.slowest;
   const double mb = static_cast<double>(e.micro_batches);
   e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
@@ -239,7 +250,9 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.cp_comm_s = mb * slow.cp_comm_s;
   e.time.pp_comm_s = mb * costs.pp_comm_s;
   e.time.bubble_s = slots.bubble_s;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, times.layer, slow.layers, chunks, e) +
+  // (ZeRO-3's gathers hide behind a layer's compute: under block recomputation, behind that of a
+  // layer without recompute, the shorter one, so that less is said hidden, never more.)
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, block ? kept_times.layer : times.layer, slow.layers, chunks, e) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, chunks, e);
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
@@ -267,7 +280,7 @@ Estimate estimate(const Job& job) {
   Estimate e;
   const ChunkFootprint chunks = p.chunked() ? plan_chunk_footprint(job.model, job.training, p) : ChunkFootprint{};
   estimate_into(job.model, job.cluster, job.training, p, count_parameters(job.model), stage_params,
-                iteration_flops(job.model, job.training.global_batch, p.recompute), EstimateOptions{},
+                plan_iteration_flops(job.model, job.training.global_batch, p), EstimateOptions{},
                 p.chunked() ? &chunks : nullptr, e);
   return e;
 }

@@ -2,6 +2,7 @@
 
 #include "sim/cost/moe.h"
 #include "sim/cost/params.h"
+#include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
 
@@ -24,16 +25,39 @@ double logits_forward_flops(const Model& m, int64_t micro_batch) {
   return 2.0 * static_cast<double>(micro_batch) * m.seq_len * m.hidden * m.vocab;
 }
 
+namespace {
+
+// The forward FLOPs of the model's layers for which `counts(layer)` holds, over `global_batch`
+// sequences. An MoE layer's MLP computes what each token is routed to (sim/cost/moe.h): active FLOPs.
+template <class Predicate>
+double layers_forward_flops(const Model& m, int64_t global_batch, Predicate counts) {
+  const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
+  const double tokens = static_cast<double>(global_batch) * m.seq_len;
+  const double moe_extra = m.is_moe() ? moe_mlp_forward_flops(m, tokens) - layer.mlp_in - layer.mlp_out : 0;
+  int layers = 0, moe_layers = 0;
+  for (int l = 0; l < m.layers; ++l) {
+    if (!counts(l)) continue;
+    ++layers;
+    moe_layers += m.moe_layer(l) ? 1 : 0;
+  }
+  double total = layer.total() * layers;
+  if (moe_layers > 0) total += moe_layers * moe_extra;
+  return total;
+}
+
+}  // namespace
+
+IterationFlops plan_iteration_flops(const Model& m, int64_t global_batch, const Plan& plan) {
+  IterationFlops out = iteration_flops(m, global_batch, plan.recompute);
+  if (plan.recompute != Recompute::full || plan.recompute_layers == 0) return out;
+  const std::vector<bool> recomputing = recomputing_layers(m.layers, plan);
+  out.hardware = out.model + layers_forward_flops(m, global_batch, [&](int l) { return recomputing[static_cast<size_t>(l)]; });
+  return out;
+}
+
 IterationFlops iteration_flops(const Model& m, int64_t global_batch, Recompute recompute) {
   const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
-  double layers_fwd = layer.total() * m.layers;
-  if (m.is_moe()) {
-    // An MoE layer's MLP computes what each token is routed to (sim/cost/moe.h): active FLOPs.
-    int moe_layers = 0;
-    for (int l = 0; l < m.layers; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
-    const double tokens = static_cast<double>(global_batch) * m.seq_len;
-    layers_fwd += moe_layers * (moe_mlp_forward_flops(m, tokens) - layer.mlp_in - layer.mlp_out);
-  }
+  const double layers_fwd = layers_forward_flops(m, global_batch, [](int) { return true; });
   const double logits_fwd = logits_forward_flops(m, global_batch);
   IterationFlops out;
   out.model = 3 * (layers_fwd + logits_fwd);

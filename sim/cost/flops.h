@@ -36,6 +36,9 @@ double tokens_per_s(const Model& model, int64_t global_batch, double iteration_s
 
 // FLOPs of one whole iteration of `global_batch` sequences over all GPUs.
 IterationFlops iteration_flops(const Model& model, int64_t global_batch, Recompute recompute);
+// The same for a plan: under block recomputation (Plan::recompute_layers) only the recomputing
+// layers' forwards run again.
+IterationFlops plan_iteration_flops(const Model& model, int64_t global_batch, const Plan& plan);
 
 // Narayanan et al. 2021, eq. (3) family, as an independent cross-check for GELU MHA models:
 // no recompute 72 B s L h^2 (1 + s/6h + V/12Lh); full recompute 96 B s L h^2 (1 + s/6h + V/16Lh).

@@ -12,10 +12,26 @@ int stage_windowed_layers(const Model& m, const Plan& p, int stage) {
   return stage_layers_where(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage,
                             [&m](int l) { return m.windowed_layer(l); });
 }
+
+// A stage's transformer layers of one kind (all, MoE, sliding-window), of which `kept` do not
+// run the plan's recomputation (block recomputation; 0 otherwise).
+struct LayerCount {
+  double all = 0, kept = 0;
+  double recomputing() const { return all - kept; }
+};
+
+// Adds `layers` layers of `moe` MoE and `window` sliding-window ones, at costs `c`, to a slot.
+void add_layers(StageSlot& x, const StageCosts& c, double layers, double moe, double window) {
+  x.compute_s += layers * c.layer_s + moe * c.moe_extra_s + window * c.window_extra_s;
+  x.tp_comm_s += layers * c.tp_per_layer_s;
+  x.cp_comm_s += layers * c.cp_per_layer_s;
+  x.forward_s += layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) +
+                 moe * c.moe_forward_extra_s + window * c.window_forward_extra_s;
+}
 }  // namespace
 
 PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<double>& stage_params,
-                             const StageCosts& c, int64_t micro_batches) {
+                             const StageCosts& c, int64_t micro_batches, const StageCosts* kept) {
   PipelineSlots out;
   double total_slots = 0;
   auto slot_of = [&](int s) {
@@ -23,19 +39,22 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     x.stage = s;
     x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
     const bool last = s == p.pp - 1;
-    const double moe_layers = m.is_moe() ? stage_moe_layers(m, p, s) : 0;
-    const double window_layers = c.window_extra_s != 0 ? stage_windowed_layers(m, p, s) : 0;
-    x.compute_s = x.layers * c.layer_s + moe_layers * c.moe_extra_s + window_layers * c.window_extra_s +
-                  (last ? c.output_s : 0);
+    LayerCount all{x.layers}, moe{m.is_moe() ? static_cast<double>(stage_moe_layers(m, p, s)) : 0},
+        window{c.window_extra_s != 0 ? static_cast<double>(stage_windowed_layers(m, p, s)) : 0};
+    if (kept) {
+      all.kept = all.all - stage_recomputing_layers_where(m.layers, p, s, [](int) { return true; });
+      moe.kept = moe.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.moe_layer(l); });
+      window.kept = window.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.windowed_layer(l); });
+      add_layers(x, *kept, all.kept, moe.kept, window.kept);
+    }
+    add_layers(x, c, all.recomputing(), moe.recomputing(), window.recomputing());
+    x.compute_s += last ? c.output_s : 0;
     x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
-    x.tp_comm_s = x.layers * c.tp_per_layer_s;
-    x.cp_comm_s = x.layers * c.cp_per_layer_s;
     x.pp_comm_s = c.pp_comm_s;
     // The output layer's forward is a third of its work (one GEMM to backward's two); the
     // sends split evenly between activations and gradients.
-    x.forward_s = x.layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) + moe_layers * c.moe_forward_extra_s +
-                  window_layers * c.window_forward_extra_s +
-                  (last ? output_forward_s(c.output_s) : 0) + c.pp_comm_s / 2;
+    x.forward_s += last ? output_forward_s(c.output_s) : 0;
+    x.forward_s += c.pp_comm_s / 2;
     return x;
   };
   const double mb = static_cast<double>(micro_batches);

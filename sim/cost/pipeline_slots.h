@@ -53,8 +53,11 @@ struct PipelineSlots {
   double bubble_s = 0;  // the fill and drain around the slowest stage's m slots
 };
 
-// `stage_params`: parameters one GPU of each stage holds; `micro_batches` per pipeline.
+// `stage_params`: parameters one GPU of each stage holds; `micro_batches` per pipeline. `costs`
+// are those of a layer that runs the plan's recomputation; under block recomputation
+// (Plan::recompute_layers) `kept` are those of a layer that does not (it keeps its activations),
+// nullptr otherwise.
 PipelineSlots pipeline_slots(const Model& model, const Plan& plan, const std::vector<double>& stage_params,
-                             const StageCosts& costs, int64_t micro_batches);
+                             const StageCosts& costs, int64_t micro_batches, const StageCosts* kept = nullptr);
 
 }  // namespace starfish

@@ -305,7 +305,7 @@ SimReport simulate(const Job& job, const SimOptions& options) {
   rep.used_links = r.used_links.size();
   rep.link_classes = engine.link_classes();
   rep.iteration_s = r.makespan_s;
-  const IterationFlops fl = iteration_flops(job.model, job.training.global_batch, job.plan.recompute);
+  const IterationFlops fl = plan_iteration_flops(job.model, job.training.global_batch, job.plan);
   rep.tokens_per_s = tokens_per_s(job.model, job.training.global_batch, rep.iteration_s);
   rep.tflops_per_gpu = fl.hardware / rep.iteration_s / rep.gpus / 1e12;
   rep.mfu = fl.model / rep.iteration_s / rep.gpus / mfu_peak_flops(job.cluster.node.gpu, job.training.dtype, job.plan);

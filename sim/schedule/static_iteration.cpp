@@ -249,7 +249,7 @@ class StaticIterationBuilder {
   }
 
   // Layer `l` of the op, forward: its gathered params (ZeRO-3), its compute, the activations it
-  // keeps, its TP collective and (MoE) its token exchange.
+  // keeps (all of them where it does not recompute), its TP collective and (MoE) its token exchange.
   void forward_layer(StageInfo& st, const StageOp& o, int l) {
     const TaskId g = gather_layer(o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
@@ -261,7 +261,8 @@ class StaticIterationBuilder {
     computed(x);
     cp_ring_pass(st, o, l, ring_.forward, out_.fwd);
     const bool embedding = o.first_layer + l == 0;  // the model's first layer also keeps the embedding's
-    st.memory.push_back({x, (moe ? costs_.moe_stored_bytes : stored_) + (embedding ? embedding_bytes_ : 0)});
+    const double kept = job_.plan.recomputes_layer(l) ? (moe ? costs_.moe_stored_bytes : stored_) : (moe ? costs_.moe_full_bytes : full_);
+    st.memory.push_back({x, kept + (embedding ? embedding_bytes_ : 0)});
     tp_collective(o.stage, o.mb, l, out_.tp);
     if (moe) expert_exchange(o, l);
   }
@@ -275,8 +276,9 @@ class StaticIterationBuilder {
     for (int l = o.layers - 1; l >= 0; --l) backward_layer(st, o, l);
   }
 
-  // Layer `l` of the op, backward: its gathered params (ZeRO-3), its recompute (and with full
-  // recompute the forward's collectives again), its backward, the activations it frees, its TP
+  // Layer `l` of the op, backward: its gathered params (ZeRO-3), its recompute if it recomputes
+  // (Plan::recomputes_layer; with full recompute the forward's collectives again), its backward,
+  // the activations it frees (all of the layer's: the kept or rebuilt ones), its TP
   // collective and token exchange, and (ZeRO-3) its gradients' reduce-scatter.
   void backward_layer(StageInfo& st, const StageOp& o, int l) {
     const Plan& p = job_.plan;
@@ -286,7 +288,8 @@ class StaticIterationBuilder {
     const LayerTime time = time_of_layer(o.first_layer + l);
     const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
     TaskId first = kNone;
-    if (p.recompute != Recompute::none) {
+    const bool recomputes = p.recomputes_layer(l);
+    if (recomputes) {
       const bool full_ring = p.recompute == Recompute::full;  // the whole forward again, its ring included
       first = eng_.compute(lead, time.recompute_s - (full_ring ? ring_core_s(time.core_forward_s) : 0),
                            label(out_.recompute, "R s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
@@ -306,7 +309,9 @@ class StaticIterationBuilder {
     computed(b);
     cp_ring_pass(st, o, l, ring_.backward, out_.bwd);
     const bool embedding = o.first_layer + l == 0;
-    st.memory.push_back({b, -(p.recompute != Recompute::none ? full : stored) - (embedding ? embedding_bytes_ : 0)});
+    // A layer that recomputed holds its rebuilt activations, one that did not kept them all:
+    // either way its full bytes (without recomputation stored and full are the same).
+    st.memory.push_back({b, -full - (embedding ? embedding_bytes_ : 0)});
     tp_collective(o.stage, o.mb, l, out_.tp);
     if (moe) expert_exchange(o, l);
     // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,

@@ -278,9 +278,10 @@ void add_parallel_arguments(const Job& job, ArgumentList& a) {
   if (p.sequence_parallel) add("--sequence-parallel");
   if (p.recompute == Recompute::selective) add("--recompute-granularity", "selective");
   if (p.recompute == Recompute::full) {
+    // Every layer its own recompute unit (uniform, 1), or the first N of each virtual stage (block).
     add("--recompute-granularity", "full");
-    add("--recompute-method", "uniform");
-    add("--recompute-num-layers", "1");
+    add("--recompute-method", p.recompute_layers > 0 ? "block" : "uniform");
+    add("--recompute-num-layers", whole(std::max(1, p.recompute_layers)));
   }
   if (p.zero_stage == 1) add("--use-distributed-optimizer");
   if (p.overlap_grad_reduce) add("--overlap-grad-reduce");

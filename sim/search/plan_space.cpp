@@ -190,6 +190,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   }
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
   if (p.quantized_gemms() && !quantized_gemm_problem(c.node.gpu, t, p).why.empty()) return "quantized GEMMs cannot run";
+  if (!recompute_layers_problem(p).empty()) return "block recomputation cannot run";
   return nullptr;
 }
 
@@ -209,6 +210,8 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (!contains(s.chunk_elements, p.chunk_elements)) return false;
   if (!contains(s.cpu_embedding, p.cpu_embedding)) return false;
   if (!contains(fp8_formats(c, s), p.fp8)) return false;
+  // The space tries Megatron's default delayed scaling only, no fp4, and recomputes every layer or none.
+  if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none || p.recompute_layers != 0) return false;
   for (const Placement& pl : placements(c, s, p.zero_stage))
     if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
         pl.optimizer == p.offload.optimizer)

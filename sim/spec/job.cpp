@@ -27,6 +27,18 @@ std::vector<int> Job::cp_group_ranks(int tp_rank, int dp_rank, int stage) const 
   return ranks;
 }
 
+std::string recompute_layers_problem(const Plan& plan) {
+  if (plan.recompute_layers == 0) return "";
+  if (plan.recompute != Recompute::full)
+    return std::string("block recomputation redoes whole layers: set recompute: full (the plan says ") +
+           to_string(plan.recompute) + ")";
+  if (plan.framework != Framework::megatron_lm && plan.framework != Framework::megatron_core)
+    return std::string("block recomputation is Megatron's (--recompute-method block): set framework: megatron-lm or "
+                       "megatron-core (the plan says ") + to_string(plan.framework) + ")";
+  if (plan.chunked()) return "the chunk runtime recomputes every layer or none (leave out recompute_layers)";
+  return "";
+}
+
 QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan) {
   if (!plan.quantized_gemms()) return {};
   const bool fp4 = plan.fp4 != Fp4::none;
@@ -282,6 +294,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   check_chunk_runtime(training, plan, m);
   check_cpu_embedding(model, plan);
   check_quantized_gemms(cluster, training, plan, of_cluster);
+  if (const std::string why = recompute_layers_problem(plan); !why.empty()) pp.fail("plan.recompute_layers", why);
   if (plan.chunked() && plan.grad_reduce == GradReduce::fp32 && training.dtype != DType::fp32)
     pp.fail("plan.grad_reduce_dtype", std::string("the chunk runtime reduces gradients in their chunks' dtype (") +
                                           to_string(training.dtype) + "), not fp32");

@@ -48,6 +48,11 @@ struct QuantizedGemmProblem {
 };
 QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan);
 
+// Why the plan's block recomputation (plan.recompute_layers) cannot run, or "" when it can (or
+// the plan has none): Megatron's --recompute-method block, under full recomputation, outside the
+// chunk runtime. The one home of the rule, for make_job and the search's plan space.
+std::string recompute_layers_problem(const Plan& plan);
+
 // Checks every cross-spec rule and resolves plan.dp; throws SpecError naming the offending
 // field's file:line. Rules: TP divides heads, kv_heads and the FFN and is aligned to the nodes
 // (tp_aligned_to_nodes); PP * virtual stages divides

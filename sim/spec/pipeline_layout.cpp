@@ -78,6 +78,16 @@ LayerRange virtual_stage_layer_range(int layers, int pp, int v, const StageLayou
   return {first, stage_layer_count(layers, pp, v, s, stage) / v};
 }
 
+std::vector<bool> recomputing_layers(int layers, const Plan& plan) {
+  std::vector<bool> out(static_cast<size_t>(layers), false);
+  for (int stage = 0; stage < plan.pp; ++stage)
+    for (int v = 0; v < plan.virtual_stages; ++v) {
+      const LayerRange r = virtual_stage_layer_range(layers, plan.pp, plan.virtual_stages, plan.stage_layers, stage, v);
+      for (int l = r.first; l < r.first + r.count; ++l) out[static_cast<size_t>(l)] = plan.recomputes_layer(l - r.first);
+    }
+  return out;
+}
+
 int max_stage_layers(int layers, int pp, int v, const StageLayout& s) {
   int most = 0;
   for (int st = 0; st < pp; ++st) most = std::max(most, stage_layer_count(layers, pp, v, s, st));

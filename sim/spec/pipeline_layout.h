@@ -2,6 +2,7 @@
 // The one home of how a plan's transformer layers are spread over its pipeline stages and
 // virtual stages (Plan::stage_layers): every tier, the parameter shards and the search ask here.
 #include <string>
+#include <vector>
 
 #include "sim/spec/plan.h"
 
@@ -38,6 +39,21 @@ int stage_layers_where(int layers, int pp, int virtual_stages, const StageLayout
   }
   return n;
 }
+
+// Layers of stage `stage` that run the plan's recomputation (Plan::recomputes_layer: under block
+// recomputation the first recompute_layers of each virtual stage) and for which `counts(layer)` holds.
+template <class Predicate>
+int stage_recomputing_layers_where(int layers, const Plan& plan, int stage, Predicate counts) {
+  int n = 0;
+  for (int v = 0; v < plan.virtual_stages; ++v) {
+    const LayerRange r = virtual_stage_layer_range(layers, plan.pp, plan.virtual_stages, plan.stage_layers, stage, v);
+    for (int l = r.first; l < r.first + r.count; ++l) n += plan.recomputes_layer(l - r.first) && counts(l) ? 1 : 0;
+  }
+  return n;
+}
+
+// For each of the model's `layers`, whether it runs the plan's recomputation (in model order).
+std::vector<bool> recomputing_layers(int layers, const Plan& plan);
 
 // Layers of the most loaded stage.
 int max_stage_layers(int layers, int pp, int virtual_stages, const StageLayout& layout);

@@ -112,6 +112,12 @@ struct Plan {
   // Gloo. Chunked plans only, without TP and without a tied output head (sim/cost/cpu_embedding.h).
   bool cpu_embedding = false;
   Recompute recompute = Recompute::none;
+  // Under full recomputation, how many layers of each virtual stage recompute: 0 = every layer
+  // (Megatron's --recompute-method uniform --recompute-num-layers 1), N = the first N of each
+  // virtual stage, the rest keep all their activations (--recompute-method block
+  // --recompute-num-layers N: megatron/core/transformer/transformer_block.py,
+  // _checkpointed_forward, `layer_idx < recompute_num_layers`, per model chunk).
+  int recompute_layers = 0;
   Framework framework = Framework::megatron_lm;
   Attention attention = Attention::framework_default;  // resolved by attention_kernel()
   Loss loss = Loss::framework_default;                 // resolved by loss_kernel()
@@ -128,6 +134,11 @@ struct Plan {
   int dp_cp() const { return dp * cp; }
   // The linear layers' GEMMs run on quantized inputs (fp8 or fp4), not in the training dtype.
   bool quantized_gemms() const { return fp8 != Fp8::none || fp4 != Fp4::none; }
+  // Whether the layer at `index_in_virtual_stage` (0 = its virtual stage's first) runs the
+  // plan's recomputation: every layer, but only the first recompute_layers under block recompute.
+  bool recomputes_layer(int index_in_virtual_stage) const {
+    return recompute != Recompute::none && (recompute_layers == 0 || index_in_virtual_stage < recompute_layers);
+  }
   bool operator==(const Plan&) const = default;
 };
 

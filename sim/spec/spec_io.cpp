@@ -499,6 +499,7 @@ void read_plan_layout(MapReader& q, Plan& pl) {
   if (q.has("recompute"))
     pl.recompute = q.choice<Recompute>(
         "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
+  if (q.has("recompute_layers")) pl.recompute_layers = static_cast<int>(q.whole("recompute_layers", 1, limits::kMaxLayers));
   if (q.has("offload")) {
     MapReader o = q.map("offload");
     if (o.has("params")) pl.offload.params = o.choice<Tier>("params", kTiers);
@@ -860,6 +861,7 @@ std::string to_yaml(const PlanFile& p) {
   e << YAML::Key << "overlap_grad_reduce" << YAML::Value << q.overlap_grad_reduce;
   emit_num(e, "zero_stage", q.zero_stage);
   emit_kv(e, "recompute", to_string(q.recompute));
+  if (q.recompute_layers > 0) emit_num(e, "recompute_layers", q.recompute_layers);
   e << YAML::Key << "offload" << YAML::Value << YAML::Flow << YAML::BeginMap;
   emit_kv(e, "params", to_string(q.offload.params));
   emit_kv(e, "grads", to_string(q.offload.grads));

@@ -253,6 +253,21 @@ Plan interleaved_zero1_plan(Framework framework = Framework::megatron_lm) {
   return p;
 }
 
+// Block recomputation: Megatron's --recompute-method block with the plan's layer count, and the
+// same as Megatron-Bridge's model overrides.
+TEST(Export, BlockRecomputeIsMegatronsBlockMethod) {
+  Plan p = interleaved_zero1_plan(Framework::megatron_core);
+  p.recompute_layers = 3;
+  const Job job = job_with(p);
+  EXPECT_TRUE(has_argument(job, "--recompute-granularity", "full"));
+  EXPECT_TRUE(has_argument(job, "--recompute-method", "block"));
+  EXPECT_TRUE(has_argument(job, "--recompute-num-layers", "3"));
+  expect_megatron_accepts(job);
+  EXPECT_EQ(bridge_value(job, "model.recompute_method"), "block");
+  EXPECT_EQ(bridge_value(job, "model.recompute_num_layers"), "3");
+  EXPECT_TRUE(has_argument(job_with(interleaved_zero1_plan()), "--recompute-num-layers", "1"));
+}
+
 TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   const Plan p = interleaved_zero1_plan();
   const std::string a = megatron_arguments(job_with(p));

@@ -310,6 +310,19 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "plan.yaml:2:8: field 'plan.fp8': 'e4m3x' is not one of: none, hybrid, e4m3");
 }
 
+// Block recomputation: Megatron's, under full recomputation, a whole number of layers.
+TEST(SpecErrors, BlockRecomputeNamesItsField) {
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: full, recompute_layers: 2}\n"), "(no error)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute_layers: 2}\n"),
+            "plan.yaml:2:8: field 'plan.recompute_layers': block recomputation redoes whole layers: set recompute: "
+            "full (the plan says none)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: fsdp, recompute: full, recompute_layers: 2}\n"),
+            "plan.yaml:2:42: field 'plan.recompute_layers': block recomputation is Megatron's (--recompute-method block): "
+            "set framework: megatron-lm or megatron-core (the plan says fsdp)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: full, recompute_layers: 0}\n"),
+            "plan.yaml:2:25: field 'plan.recompute_layers': must be at least 1, got '0'");
+}
+
 // The block-scaled formats: a hwprofile's peak.mxfp8 / peak.fp4, the plan's fp8_recipe: mxfp8 and
 // fp4: nvfp4, each refused where the GPU lacks it, with the file, line and field.
 TEST(SpecErrors, BlockScaledPeaksAndRecipes) {
