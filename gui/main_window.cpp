@@ -433,6 +433,12 @@ void MainWindow::showDetails() {
                                   (p.cpu_embedding ? ", embeddings on the CPU" : "")
                             : QString("static placement"));
     if (p.cp > 1) html += QString("<p>Context parallel %1: each sequence split over %1 ranks (ring attention).</p>").arg(p.cp);
+    if (p.recompute_layers > 0)
+      html += QString("<p>Block recomputation: the first %1 layers of each virtual stage recompute, the others keep "
+                      "their activations.</p>").arg(p.recompute_layers);
+    if (p.fp8 != Fp8::none)
+      html += QString("<p>GEMMs in fp8 (TransformerEngine): %1 format, %2 scaling.</p>").arg(to_string(p.fp8), to_string(p.fp8_recipe));
+    if (p.fp4 != Fp4::none) html += QString("<p>GEMMs in fp4 (TransformerEngine): %1.</p>").arg(to_string(p.fp4));
     html += "<table cellspacing=6><tr><th></th><th align=right>analytic</th><th align=right>simulated</th></tr>";
     const schedule::SimReport* s = simulated_ ? &simulator_->report() : nullptr;
     auto line = [&](const QString& name, const QString& a, const QString& b) {

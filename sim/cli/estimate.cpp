@@ -26,7 +26,34 @@ void write_tier(JsonWriter& w, const char* name, const TierUse& u) {
   w.end_object();
 }
 
-std::string json(const Job& job, const Estimate& e) {
+// Under full recomputation of every layer, the fewest layers per virtual stage that may recompute
+// with the plan still fitting (Megatron's block method: fewer recomputed forwards), and its time;
+// `without` when no recomputation fits at all.
+struct BlockHint {
+  int layers = 0;  // 0: no hint
+  bool without = false;
+  double iteration_s = 0;
+};
+BlockHint block_recompute_hint(const Job& job, const Estimate& e) {
+  BlockHint hint;
+  if (!e.fits) return hint;
+  hint.layers = fewest_fitting_recompute_layers(job);
+  if (hint.layers == 0) return hint;
+  Job faster = job;
+  if (hint.layers == 1) {  // perhaps none need recompute
+    faster.plan.recompute = Recompute::none;
+    const Estimate none = estimate(faster);
+    hint.without = none.fits;
+    hint.iteration_s = none.time.iteration_s;
+    if (hint.without) return hint;
+    faster.plan.recompute = Recompute::full;
+  }
+  faster.plan.recompute_layers = hint.layers;
+  hint.iteration_s = estimate(faster).time.iteration_s;
+  return hint;
+}
+
+std::string json(const Job& job, const Estimate& e, const BlockHint& hint) {
   JsonWriter w(true);
   w.begin_object();
   w.field("kind", "starfish.estimate");
@@ -51,6 +78,11 @@ std::string json(const Job& job, const Estimate& e) {
   w.end_object();
   w.field("fits", e.fits).field("within_allocator_reserve", e.memory.within_allocator_reserve);
   if (!e.fits) w.field("why_not", e.why_not);
+  if (hint.layers > 0) {  // what recomputes less and still fits: no layer, or the first recompute_layers
+    w.key("fits_recomputing_less").begin_object().field("recompute", hint.without ? "none" : "full");
+    if (!hint.without) w.field("recompute_layers", hint.layers);
+    w.field("iteration_s", hint.iteration_s).end_object();
+  }
   w.key("time_s").begin_object();
   w.field("compute", e.time.compute_s).field("bubble", e.time.bubble_s).field("tp_comm", e.time.tp_comm_s);
   w.field("cp_comm", e.time.cp_comm_s);
@@ -63,7 +95,7 @@ std::string json(const Job& job, const Estimate& e) {
   return w.str() + "\n";
 }
 
-void table(const Job& job, const Estimate& e) {
+void table(const Job& job, const Estimate& e, const BlockHint& hint) {
   using units::human_bytes;
   using units::human_count;
   using units::human_seconds;
@@ -91,8 +123,16 @@ void table(const Job& job, const Estimate& e) {
   row("total", e.gpu.total(), e.cpu.total(), e.nvme.total());
   row("capacity", e.gpu.capacity_bytes, e.cpu.capacity_bytes, e.nvme.capacity_bytes);
   fmt::print("  (GPU column: pipeline stage {}, the most loaded)\n", e.peak_stage);
-  if (e.fits) fmt::print("fits         yes\n\n");
-  else fmt::print("fits         NO: {}\n\n", e.why_not);
+  if (e.fits) fmt::print("fits         yes\n");
+  else fmt::print("fits         NO: {}\n", e.why_not);
+  if (hint.without)
+    fmt::print("hint         recompute: none also fits: {} an iteration instead of {}\n", human_seconds(hint.iteration_s),
+               human_seconds(e.time.iteration_s));
+  else if (hint.layers > 0)
+    fmt::print("hint         recompute_layers: {} also fits (that many layers of each virtual stage recompute, Megatron's "
+               "block method): {} an iteration instead of {}\n",
+               hint.layers, human_seconds(hint.iteration_s), human_seconds(e.time.iteration_s));
+  fmt::print("\n");
   fmt::print("time/iter    (analytic: no overlap of communication with compute)\n");
   auto trow = [&](const char* name, double s) {
     fmt::print("  {:<10} {:>12} {:>5.1f}%\n", name, human_seconds(s), 100 * s / e.time.iteration_s);
@@ -125,8 +165,9 @@ int run_estimate(const std::vector<std::string>& argv) {
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
   const Job job = load_job(args.get("model"), args.get("hw"), args.get("plan"), args.get("nodes"));
   const Estimate e = estimate(job);
-  if (args.flag("json")) std::fputs(json(job, e).c_str(), stdout);
-  else table(job, e);
+  const BlockHint hint = block_recompute_hint(job, e);
+  if (args.flag("json")) std::fputs(json(job, e, hint).c_str(), stdout);
+  else table(job, e, hint);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/pipeline_slots.h"
+#include "sim/spec/pipeline_layout.h"
 #include "sim/spec/units.h"
 
 namespace starfish {
@@ -270,6 +271,30 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.tflops_per_gpu = e.hardware_flops / e.time.iteration_s / gpus / 1e12;
   e.mfu = e.model_flops / e.time.iteration_s / gpus / mfu_peak_flops(c.node.gpu, t.dtype, p);
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
+}
+
+int fewest_fitting_recompute_layers(const Job& job) {
+  const Plan& p = job.plan;
+  if (p.recompute != Recompute::full || p.recompute_layers != 0) return 0;
+  Job trial = job;
+  trial.plan.recompute_layers = 1;
+  if (!recompute_layers_problem(trial.plan).empty()) return 0;
+  int largest = 0;  // layers of the largest virtual stage
+  for (int stage = 0; stage < p.pp; ++stage)
+    for (int v = 0; v < p.virtual_stages; ++v)
+      largest = std::max(largest, virtual_stage_layer_range(job.model.layers, p.pp, p.virtual_stages, p.stage_layers, stage, v).count);
+  auto fits = [&](int n) {
+    trial.plan.recompute_layers = n;
+    return estimate(trial).fits;
+  };
+  if (largest < 2 || !fits(largest - 1)) return 0;
+  int lo = 1, hi = largest - 1;  // hi fits; find the smallest that does
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return hi;
 }
 
 Estimate estimate(const Job& job) {

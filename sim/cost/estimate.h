@@ -59,6 +59,13 @@ struct Estimate {
 
 Estimate estimate(const Job& job);
 
+// For a job under full recomputation of every layer that block recomputation could run
+// (recompute_layers_problem): the fewest layers of each virtual stage that may recompute with
+// the plan still fitting, 1 .. (layers of the largest virtual stage) - 1, or 0 when every one
+// must (or the plan does not fit, or is not such a job). Memory only falls as more layers
+// recompute, so a bisection over the estimate finds it.
+int fewest_fitting_recompute_layers(const Job& job);
+
 // The same for a caller that evaluates many plans of one model (the search): what depends on
 // the model alone is given, computed once -- the parameter count, the parameters one GPU of each
 // pipeline stage holds (shard_parameters per stage), and the iteration's FLOPs for the plan's

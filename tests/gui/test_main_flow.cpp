@@ -80,6 +80,8 @@ class MainFlowTest : public QObject {
     QVERIFY2(m.hasMatch(), qPrintable(details));
     QCOMPARE(m.captured(1), QString::number(r->rows[0].analytic.tflops_per_gpu, 'f', 1));
     QVERIFY2(m.captured(2).toDouble() > 1, qPrintable(details));  // the simulated value, in TFLOP/s too
+    // The GEMMs' precision is said when the plan quantizes them, and only then.
+    QCOMPARE(details.contains("GEMMs in fp8"), r->rows[0].plan.fp8 != Fp8::none);
     // The plan table fits the window: no horizontal scrolling, the throughput and memory shown.
     QTRY_COMPARE(w.planTable()->horizontalScrollBar()->maximum(), 0);
     QVERIFY(w.planColumns()->shown(gui::PlanTableModel::ColTokensPerS));

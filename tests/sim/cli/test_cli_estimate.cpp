@@ -45,6 +45,39 @@ TEST(CliEstimate, JsonIsMachineReadable) {
   EXPECT_NE(r.out.find("\"data_parallel\": 16"), std::string::npos);
 }
 
+// Under full recomputation the estimate says how few layers could recompute and still fit
+// (Megatron's block method), and that answer is one `estimate` itself accepts: it fits with those
+// layers and not with one fewer. Llama 2 7B, TP 2, micro-batch 2 on a DGX A100 80GB.
+TEST(CliEstimate, SaysTheFewestRecomputingLayersThatFitAndTheyDo) {
+  auto plan_file = [](const std::string& recompute_layers) {
+    const std::string path = "/tmp/starfish_cli_block_" + std::to_string(::getpid()) + ".yaml";
+    std::ofstream(path) << "model: " << kRoot << "/configs/models/llama2-7b.yaml\nhardware: " << kRoot
+                        << "/hwprofiles/dgx-a100-80gb.yaml\ntraining: {global_batch: 64}\n"
+                        << "plan: {tensor_parallel: 2, micro_batch: 2, zero_stage: 1, recompute: full"
+                        << recompute_layers << "}\n";
+    return path;
+  };
+  const std::string path = plan_file("");
+  const auto table = run_command(kCli + " estimate --plan " + path);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("also fits (that many layers of each virtual stage recompute"), std::string::npos) << table.out;
+  const auto r = run_command(kCli + " estimate --json --plan " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const JsonValue j = parse_json(r.out);
+  ASSERT_EQ(j.string_at("fits_recomputing_less.recompute").value_or(""), "full") << r.out;
+  const int n = static_cast<int>(j.number_at("fits_recomputing_less.recompute_layers").value_or(0));
+  ASSERT_GT(n, 1) << r.out;
+  auto fits_with = [&](int layers) {
+    const auto e = run_command(kCli + " estimate --json --plan " + plan_file(", recompute_layers: " + std::to_string(layers)));
+    EXPECT_EQ(e.exit_code, 0) << e.err;
+    const JsonValue* fits = parse_json(e.out).find("fits");
+    return fits && fits->boolean;
+  };
+  EXPECT_TRUE(fits_with(n));
+  EXPECT_FALSE(fits_with(n - 1));
+  std::remove(path.c_str());
+}
+
 TEST(CliEstimate, BadInputIsOneLineAndNonZero) {
   const std::string bad = "/tmp/starfish_cli_bad_model.yaml";
   std::ofstream(bad) << "name: x\nlayers: 2\nhidden: 64\nheads: 4\nseq_len: 8\nvocab: 10\nwidth: 3\n";

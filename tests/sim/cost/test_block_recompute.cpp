@@ -91,5 +91,43 @@ TEST(BlockRecompute, AsManyLayersAsTheStageHoldsIsFullRecomputation) {
   }
 }
 
+// The fewest recomputing layers that fit: on a GPU with room for full recomputation but not for
+// none, the bisection's answer fits and one layer fewer does not.
+TEST(BlockRecompute, TheFewestLayersThatFitAreFound) {
+  const Model m = testing::gpt(8, 2048, 16, 2048, 50257);
+  Training t;
+  t.global_batch = 16;
+  Plan p;
+  p.tp = 8;
+  p.recompute = Recompute::full;
+  Cluster c = testing::dgx(1);
+  const Estimate full = estimate(make_job(m, c, t, p));
+  p.recompute = Recompute::none;
+  const Estimate none = estimate(make_job(m, c, t, p));
+  // Memory so that the usable capacity lies halfway between the two peaks.
+  const double usable_share = full.gpu.capacity_bytes / static_cast<double>(c.node.gpu.memory_bytes);
+  c.node.gpu.memory_bytes = static_cast<int64_t>((full.gpu.total() + none.gpu.total()) / 2 / usable_share);
+  EXPECT_FALSE(estimate(make_job(m, c, t, p)).fits);
+  p.recompute = Recompute::full;
+  const Job job = make_job(m, c, t, p);
+  ASSERT_TRUE(estimate(job).fits);
+  const int n = fewest_fitting_recompute_layers(job);
+  ASSERT_GE(n, 1);
+  ASSERT_LE(n, 7);
+  Job block = job;
+  block.plan.recompute_layers = n;
+  EXPECT_TRUE(estimate(block).fits) << n;
+  EXPECT_LT(estimate(block).time.iteration_s, estimate(job).time.iteration_s);
+  if (n > 1) {
+    block.plan.recompute_layers = n - 1;
+    EXPECT_FALSE(estimate(block).fits) << n;
+  }
+  // Not a question for a plan that already recomputes by block, nor for DeepSpeed's.
+  EXPECT_EQ(fewest_fitting_recompute_layers(block), 0);
+  Job deepspeed = job;
+  deepspeed.plan.framework = Framework::deepspeed;
+  EXPECT_EQ(fewest_fitting_recompute_layers(deepspeed), 0);
+}
+
 }  // namespace
 }  // namespace starfish

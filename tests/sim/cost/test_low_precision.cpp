@@ -108,16 +108,22 @@ TEST(LowPrecision, PlanFieldsNameTheRecipe) {
   EXPECT_TRUE(p.quantized_gemms());
 }
 
-// A dense layer's linear ops with fp8, by hand: hidden 1024, 16 heads, FFN 4096, seq 1024,
-// micro-batch 2 (T = 2048 tokens), TP 2 with sequence parallelism.
-TEST(LowPrecision, DenseLayerLinearOpsAddTheirCastsToTheFp8Gemms) {
-  const GpuSpec gpu = fp8_cluster().node.gpu;
-  const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
+// TP 2 with sequence parallelism and micro-batch 2 under Megatron-core: the layer-op tests' plan.
+Plan tp2_sequence_parallel_plan() {
   Plan p;
   p.tp = 2;
   p.micro_batch = 2;
   p.sequence_parallel = true;
   p.framework = Framework::megatron_core;
+  return p;
+}
+
+// A dense layer's linear ops with fp8, by hand: hidden 1024, 16 heads, FFN 4096, seq 1024,
+// micro-batch 2 (T = 2048 tokens), TP 2 with sequence parallelism.
+TEST(LowPrecision, DenseLayerLinearOpsAddTheirCastsToTheFp8Gemms) {
+  const GpuSpec gpu = fp8_cluster().node.gpu;
+  const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
+  Plan p = tp2_sequence_parallel_plan();
   p.fp8 = Fp8::hybrid;
   const double T = 2048, h = 1024, f = 4096, t = 2;
   const std::vector<LayerOp> ops = layer_ops(gpu, DType::bf16, m, plan_layer_shape(p));
@@ -200,21 +206,23 @@ TEST(LowPrecision, EstimateCarriesTheWeightCacheAndCast) {
   EXPECT_NEAR(bf16.mfu, bf16.model_flops / bf16.time.iteration_s / 8 / 1000e12, 1e-12);
 }
 
+// make_job's error for a small GPT on `cluster`, or "(no error)".
+std::string make_job_error(const Cluster& cluster, const Training& training, const Plan& plan) {
+  try {
+    make_job(testing::gpt(4, 1024, 16, 1024, 1000), cluster, training, plan);
+  } catch (const SpecError& e) {
+    return std::string(e.what());
+  }
+  return std::string("(no error)");
+}
+
 // make_job admits fp8 only as TransformerEngine runs it: Megatron-core, 16-bit mixed precision.
 TEST(LowPrecision, MakeJobRefusesWhatTransformerEngineDoesNotRun) {
-  const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
   Training t;
   t.global_batch = 8;
   Plan p;
   p.fp8 = Fp8::hybrid;
-  auto error = [&](const Training& tr, const Plan& plan) {
-    try {
-      make_job(m, fp8_cluster(), tr, plan);
-    } catch (const SpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error = [&](const Training& tr, const Plan& plan) { return make_job_error(fp8_cluster(), tr, plan); };
   EXPECT_NE(error(t, p).find("field 'plan.fp8': fp8 GEMMs are TransformerEngine's, modelled as Megatron-core runs them: "
                              "set framework: megatron-core (the plan says megatron-lm)"),
             std::string::npos)
@@ -233,11 +241,7 @@ TEST(LowPrecision, MakeJobRefusesWhatTransformerEngineDoesNotRun) {
 TEST(LowPrecision, Nvfp4DenseLayerOpsAddTheirCastsToTheFp4Gemms) {
   const GpuSpec gpu = blackwell_cluster().node.gpu;
   const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
-  Plan p;
-  p.tp = 2;
-  p.micro_batch = 2;
-  p.sequence_parallel = true;
-  p.framework = Framework::megatron_core;
+  Plan p = tp2_sequence_parallel_plan();
   p.fp4 = Fp4::nvfp4;
   const double T = 2048, h = 1024, f = 4096, t = 2;
   const std::vector<LayerOp> ops = layer_ops(gpu, DType::bf16, m, plan_layer_shape(p));
@@ -273,19 +277,11 @@ TEST(LowPrecision, EstimateOfAnNvfp4PlanCarriesItsCacheCastAndPeak) {
 
 // make_job refuses the block-scaled recipes where they cannot run, naming the field and why.
 TEST(LowPrecision, MakeJobRefusesBlockScaledRecipesWhereTheyCannotRun) {
-  const Model m = testing::gpt(4, 1024, 16, 1024, 1000);
   Training t;
   t.global_batch = 8;
   Plan p;
   p.framework = Framework::megatron_core;
-  auto error = [&](const Cluster& c, const Training& tr, const Plan& plan) {
-    try {
-      make_job(m, c, tr, plan);
-    } catch (const SpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  const auto error = make_job_error;
   auto expect_error = [&](const Cluster& c, const Training& tr, const Plan& plan, const std::string& text) {
     EXPECT_NE(error(c, tr, plan).find(text), std::string::npos) << error(c, tr, plan);
   };

@@ -72,6 +72,28 @@ TEST(Analytic, MatchesEstimateOnGpt3On1024A100s) {
   check_parity(m, c, t, 997);  // ~340 plans spread over the whole space
 }
 
+// A plan the space does not enumerate, block recomputation (plan.recompute_layers), through the
+// evaluator as the GUI's what-if and the exports pass user plans: the same as estimate().
+TEST(Analytic, MatchesEstimateUnderBlockRecomputation) {
+  const Model m = search_test::small_gpt(8, 512, 8);
+  const Cluster c = search_test::small_cluster(4);
+  const Training t = search_test::fp16_training(64);
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::interleaved;
+  p.recompute = Recompute::full;
+  p.recompute_layers = 1;
+  AnalyticEvaluator ev(m, c, t);
+  Estimate fast;
+  ev.evaluate(make_job(m, c, t, p).plan, fast);
+  const Estimate slow = estimate(make_job(m, c, t, p));
+  expect_same(fast, slow, "block recompute");
+  p.recompute_layers = 0;
+  EXPECT_GT(estimate(make_job(m, c, t, p)).hardware_flops, slow.hardware_flops);
+}
+
 TEST(Analytic, StatesBoundNeverExceedsTheEstimate) {
   const Model m = search_test::small_gpt();
   const Cluster c = search_test::small_cluster(2, 1.0);
