@@ -70,7 +70,8 @@ TEST(CliEstimate, SaysTheFewestRecomputingLayersThatFitAndTheyDo) {
   auto fits_with = [&](int layers) {
     const auto e = run_command(kCli + " estimate --json --plan " + plan_file(", recompute_layers: " + std::to_string(layers)));
     EXPECT_EQ(e.exit_code, 0) << e.err;
-    const JsonValue* fits = parse_json(e.out).find("fits");
+    const JsonValue result = parse_json(e.out);  // named: find() points into it
+    const JsonValue* fits = result.find("fits");
     return fits && fits->boolean;
   };
   EXPECT_TRUE(fits_with(n));
