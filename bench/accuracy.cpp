@@ -383,6 +383,13 @@ Plan bridge_plan(const Table& t, const std::vector<std::string>& r, int gpus) {
   // Megatron FSDP shards params, grads and optimizer states over DP (ZeRO-3); otherwise the
   // distributed optimizer (ZeRO-1).
   p.zero_stage = t.at(r, "fsdp") == "1" ? 3 : 1;
+  // The perf scripts (r0.2.0 scripts/performance/configs/{llama3,qwen3}/*_llm_pretrain.py) set
+  // ddp.grad_reduce_in_fp32 = False: bf16 gradient buffers and reductions.
+  p.grad_reduce = GradReduce::training;
+  // bf16_with_fp8_current_scaling_mixed sets fp8_param_gather = True (training/mixed_precision.py):
+  // fp8 params under the distributed optimizer. Under Megatron FSDP they are not modelled: those
+  // rows keep 16-bit params and their fp8 copies (more memory, never less).
+  p.fp8_params = p.zero_stage <= 2;
   return p;
 }
 

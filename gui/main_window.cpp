@@ -437,7 +437,8 @@ void MainWindow::showDetails() {
       html += QString("<p>Block recomputation: the first %1 layers of each virtual stage recompute, the others keep "
                       "their activations.</p>").arg(p.recompute_layers);
     if (p.fp8 != Fp8::none)
-      html += QString("<p>GEMMs in fp8 (TransformerEngine): %1 format, %2 scaling.</p>").arg(to_string(p.fp8), to_string(p.fp8_recipe));
+      html += QString("<p>GEMMs in fp8 (TransformerEngine): %1 format, %2 scaling%3.</p>")
+                  .arg(to_string(p.fp8), to_string(p.fp8_recipe), p.fp8_params ? "; the GEMM weights kept and gathered in fp8" : "");
     if (p.fp4 != Fp4::none) html += QString("<p>GEMMs in fp4 (TransformerEngine): %1.</p>").arg(to_string(p.fp4));
     html += "<table cellspacing=6><tr><th></th><th align=right>analytic</th><th align=right>simulated</th></tr>";
     const schedule::SimReport* s = simulated_ ? &simulator_->report() : nullptr;

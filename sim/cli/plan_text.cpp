@@ -25,7 +25,9 @@ std::string plan_summary(const Job& job) {
   if (p.chunked()) s += ", chunks of " + units::format_count(p.chunk_elements) + " elements";
   if (p.cpu_embedding) s += ", embeddings on the CPU";
   s += std::string(", ") + to_string(job.training.dtype) + " " + to_string(job.training.optimizer);
-  if (p.fp8 != Fp8::none) s += std::string(", fp8 GEMMs (") + to_string(p.fp8) + ", " + to_string(p.fp8_recipe) + " scaling)";
+  if (p.fp8 != Fp8::none)
+    s += std::string(", fp8 GEMMs (") + to_string(p.fp8) + ", " + to_string(p.fp8_recipe) + " scaling" +
+         (p.fp8_params ? ", fp8 params)" : ")");
   if (p.fp4 != Fp4::none) s += std::string(", fp4 GEMMs (") + to_string(p.fp4) + ")";
   return s;
 }
@@ -54,6 +56,7 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.field("dtype", to_string(job.training.dtype)).field("optimizer", to_string(job.training.optimizer));
   w.field("fp8", to_string(p.fp8));
   if (p.fp8 != Fp8::none) w.field("fp8_recipe", to_string(p.fp8_recipe));
+  if (p.fp8_params) w.field("fp8_params", true);
   w.field("fp4", to_string(p.fp4));
   w.end_object();
 }

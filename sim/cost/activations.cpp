@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/framework.h"
+#include "sim/cost/low_precision.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/params.h"
 #include "sim/spec/pipeline_layout.h"
@@ -12,8 +13,11 @@ namespace starfish {
 double mlp_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
   if (o.recompute == Recompute::full) return 0;
   const double sb = static_cast<double>(m.seq_len) / o.cp * micro_batch, f = m.ffn_hidden, B = static_cast<double>(o.act_bytes);
-  // SwiGLU keeps gate, up and their product; GELU its input and output. Split over TP.
-  return (m.activation == Activation::swiglu ? 3 : 2) * B * sb * f / o.tp;
+  // The activation keeps its input (SwiGLU: gate and up; GELU: one tensor: Megatron's
+  // bias_swiglu / bias_gelu save it in the training dtype), the second GEMM its input (the
+  // product; quantized under TE's fp8/fp4 GEMMs). Split over TP.
+  const double kept_by_activation = m.activation == Activation::swiglu ? 2 : 1;
+  return (kept_by_activation * B + o.gemm_input_bytes()) * sb * f / o.tp;
 }
 
 double layer_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
@@ -29,7 +33,10 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   // A parallel layer with one input norm (shared_input_norm) saves one norm input fewer (its two
   // GEMMs' shared input is still counted twice: an upper bound); post-norms save their inputs,
   // attention's and the MLP's outputs (Gemma 2).
-  double replicated = (m.norms_per_layer() + 2) * B * sb * h + 2 * mask * sb * h;
+  // The two TP regions' inputs are the norms' outputs the QKV and MLP-in GEMMs save for their
+  // weight gradients: quantized under fp8/fp4 (TE's LayerNormLinear keeps ln_out in fp8, only
+  // the columnwise copy, or with SP the rowwise shard it gathers again: layernorm_linear.py).
+  double replicated = m.norms_per_layer() * B * sb * h + 2 * o.gemm_input_bytes() * sb * h + 2 * mask * sb * h;
   // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
   // sequence-parallel gather, like every column-parallel GEMM's input).
   if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);
@@ -37,7 +44,12 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   // Parts split across TP ranks (heads and FFN columns are divided).
   double split = B * sb * (m.q_dim() + m.k_dim() + m.v_dim());  // Q, K, V kept for the score and context GEMMs
   if (m.qk_norm) split += B * sb * (m.q_dim() + m.k_dim());       // the query/key norms' inputs
-  split += B * sb * m.context_dim();  // attention output projection input (context)
+  // The attention output projection's input (the context). Flash attention keeps it as its
+  // output; in 16 bits the projection saves that same tensor, quantized it saves its own copy
+  // beside it (TE's Linear: the input's columnwise fp8 data, linear.py). Unfused attention
+  // keeps no copy of it: the projection's saved input is all.
+  if (!fused(o.attention) || o.quantized_input_bytes <= 0) split += o.gemm_input_bytes() * sb * m.context_dim();
+  else split += (B + o.gemm_input_bytes()) * sb * m.context_dim();
   split += mlp_activation_bytes(m, micro_batch, o) * t;
   if (fused(o.attention)) {
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
@@ -65,7 +77,10 @@ double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOption
 }
 
 ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, Recompute recompute) {
-  return ActivationOptions{plan.tp, plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan), plan.cp};
+  const GemmQuantization q = gemm_quantization(plan);
+  const double quantized_input_bytes = q == GemmQuantization::none ? 0 : saved_gemm_input_bytes_per_element(q);
+  return ActivationOptions{plan.tp, plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan), plan.cp,
+                           quantized_input_bytes};
 }
 
 double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {

@@ -18,9 +18,15 @@ struct ActivationOptions {
   int64_t act_bytes = 2;  // bytes per activation element (2 for fp16/bf16, 4 for fp32)
   Attention attention = Attention::unfused;  // flash stores no s x s scores
   int cp = 1;  // context parallel: a rank keeps seq_len / cp tokens of each sequence
+  // Bytes per element of the quantized copy of a linear layer's input TransformerEngine saves
+  // for the weight gradient under fp8/fp4 GEMMs (saved_gemm_input_bytes_per_element in
+  // low_precision.h); 0: the GEMMs are not quantized, the input is saved in act_bytes.
+  double quantized_input_bytes = 0;
+  double gemm_input_bytes() const { return quantized_input_bytes > 0 ? quantized_input_bytes : static_cast<double>(act_bytes); }
 };
 
-// The options of a plan's layers (attention kernel resolved through the framework), with `recompute`.
+// The options of a plan's layers (attention kernel resolved through the framework, GEMM inputs
+// saved quantized when the plan's GEMMs are), with `recompute`.
 ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, Recompute recompute);
 
 // Bytes one transformer layer keeps for backward, per micro-batch of `micro_batch` sequences.

@@ -51,7 +51,7 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
   const double g = c.node.gpus;
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
-    ModelStates ms = moe_model_states(t, p, n, stage_expert_params(m, p, stage), layer_params, chunks);
+    ModelStates ms = stage_model_states(m, t, p, stage, n, layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
     const double quantized_weights = quantized_weight_cache_bytes(m, p, stage);
     const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage, m.tied_embeddings);
@@ -164,15 +164,22 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   const double expert_params = stage_expert_params(m, p, e.peak_stage);
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double grad_bytes = (comm_params - expert_params) * grad_buffers(t, p).reduce_bytes;
-  double total = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, e.micro_batches);
+  // What ZeRO-1/2 all-gather after the step: the params in their dtype (fp8 params: 1 byte).
+  const ParamGatherBytes gathered = zero_param_gather_bytes(m, t, p, e.peak_stage, comm_params);
+  double total = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, gathered.expert_bytes,
+                                          e.micro_batches);
   if (dp <= 1) return total;
   const LinkParams link = link_for_group(c, dp, p.tp);
-  auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, grad_bytes, link); };
-  // ZeRO-0/1 reduce once. ZeRO-2 and -3 keep only their gradient partition, so every
-  // micro-batch's gradients are reduce-scattered after its backward (deepspeedai/DeepSpeed#2252);
-  // ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers them where they are used.
-  double dp_time = p.zero_stage < 2 ? ring(CollectiveKind::all_reduce) : mb * ring(CollectiveKind::reduce_scatter);
-  if (p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather);
+  auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, bytes, link); };
+  // ZeRO-0 all-reduces once; ZeRO-1 reduce-scatters once and all-gathers the updated params
+  // (Megatron's distributed optimizer). ZeRO-2 and -3 keep only their gradient partition, so
+  // every micro-batch's gradients are reduce-scattered after its backward
+  // (deepspeedai/DeepSpeed#2252); ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers
+  // them where they are used.
+  double dp_time = p.zero_stage == 0 ? ring(CollectiveKind::all_reduce, grad_bytes)
+                   : p.zero_stage == 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes)
+                                       : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
+  if (p.zero_stage == 1 || p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather, gathered.dense_bytes);
   if (p.zero_stage == 3) {
     // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
     // backward, one layer ahead, and reduce-scatter its gradients after its backward, all

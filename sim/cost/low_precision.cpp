@@ -85,6 +85,8 @@ double quantized_weight_bytes_per_element(GemmQuantization q) {
   return 0;
 }
 
+double saved_gemm_input_bytes_per_element(GemmQuantization q) { return quantized_weight_bytes_per_element(q) / 2; }
+
 QuantizedLinear quantized_linear_time(const GpuSpec& gpu, DType training_dtype, GemmQuantization q, double flop_each,
                                       double count, double input_elements, double output_elements, CastSource input) {
   const double gemm = count * quantized_matmul_time_s(gpu, training_dtype, q, flop_each);
@@ -115,15 +117,43 @@ double quantized_weight_cache_bytes(const Model& m, const Plan& p, int stage) {
   if (q == GemmQuantization::none) return 0;
   const int layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage);
   const double gemms_per_layer = 4 + (m.is_moe() ? 2 : 0);  // QKV, proj, fc1, fc2 (+ shared experts')
-  return quantized_weight_bytes_per_element(q) * stage_quantized_gemm_weights(m, p, stage) +
-         layers * gemms_per_layer * scaling_bytes_per_gemm(q);
+  const double scaling = layers * gemms_per_layer * scaling_bytes_per_gemm(q);
+  // fp8 params: the quantized weights are the params (fp8_params_bytes_change), not a cache.
+  if (p.fp8_params) return scaling;
+  return quantized_weight_bytes_per_element(q) * stage_quantized_gemm_weights(m, p, stage) + scaling;
+}
+
+double fp8_params_bytes_change(const Model& m, const Training& t, const Plan& p, int stage) {
+  if (!p.fp8_params) return 0;
+  const double weights = stage_quantized_gemm_weights(m, p, stage);
+  return weights * (quantized_weight_bytes_per_element(gemm_quantization(p)) - static_cast<double>(bytes_of(t.dtype)));
+}
+
+ParamGatherBytes zero_param_gather_bytes(const Model& m, const Training& t, const Plan& p, int stage, double params) {
+  const double expert = stage_expert_params(m, p, stage), b = static_cast<double>(bytes_of(t.dtype));
+  ParamGatherBytes out{(params - expert) * b, expert * b};
+  if (!p.fp8_params) return out;
+  // Every routed-expert weight is a GEMM weight; the rest of the quantized ones are dense.
+  const double dense_fp8 = stage_quantized_gemm_weights(m, p, stage) - expert;
+  out.dense_bytes -= dense_fp8 * (b - 1);
+  out.expert_bytes = expert;
+  return out;
 }
 
 double quantized_weight_cast_time_s(const GpuSpec& gpu, const Model& m, const Plan& p, int stage) {
   const GemmQuantization q = gemm_quantization(p);
   if (q == GemmQuantization::none) return 0;
-  return memory_bound_time_s(gpu, quantized_cast_bytes_per_element(q, CastSource::weight) *
-                                      stage_quantized_gemm_weights(m, p, stage));
+  const double weights = stage_quantized_gemm_weights(m, p, stage);
+  if (!p.fp8_params) return memory_bound_time_s(gpu, quantized_cast_bytes_per_element(q, CastSource::weight) * weights);
+  // fp8 params: TE's cast_master_weights_to_fp8 reads each fp32 master element of this rank's
+  // shard and writes its fp8 byte (current scaling first reads the shard for its amax, all-
+  // reduced over DP: 4 + 4 + 1; delayed scaling uses the last scale: 4 + 1); after the gather
+  // the first micro-batch's forward builds each weight's fp8 transpose (read 1, write 1):
+  // utils.py "We cannot create transpose cache here", Linear's update_usage(columnwise_usage).
+  const double expert = stage_expert_params(m, p, stage);
+  const double shard = (weights - expert) / p.dp_cp() + expert / expert_data_parallel(p);
+  const double master_read = q == GemmQuantization::fp8_tensorwise ? 8 : 4;
+  return memory_bound_time_s(gpu, (master_read + 1) * shard + 2 * weights);
 }
 
 double mfu_peak_flops(const GpuSpec& gpu, DType training_dtype, const Plan& plan) {

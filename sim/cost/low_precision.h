@@ -15,11 +15,13 @@
 //    is_first_microbatch: Megatron passes it), so they stay on the GPU through the iteration;
 //  - scaling state: per quantized tensor of each GEMM (input, weight, output gradient) the
 //    per-tensor fp32 scales the recipe keeps.
-// Activations are counted as in 16-bit training: TE keeps some saved inputs quantized (smaller),
-// so the memory figure stays an upper bound, never under.
+// Activations: the inputs the QKV, attention-output, MLP-in and MLP-out GEMMs save for their
+// weight gradients are kept quantized (sim/cost/activations.cpp); the attention core, the
+// activation function, norms and the routed experts' tensors stay in the training dtype.
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
+#include "sim/spec/training.h"
 
 namespace starfish {
 
@@ -63,6 +65,12 @@ double quantized_cast_bytes_per_element(GemmQuantization q, CastSource source);
 // way (1.125).
 double quantized_weight_bytes_per_element(GemmQuantization q);
 
+// Bytes per element of a linear layer's input kept for its weight gradient: TE drops the rowwise
+// data after the forward GEMM and keeps one quantized copy (linear.py, layernorm_linear.py:
+// update_usage(rowwise_usage=False), or with sequence parallelism the rowwise shard it gathers
+// again in backward): fp8 1; mxfp8 1 and a scale byte per 32; nvfp4 0.5 and a scale byte per 16.
+double saved_gemm_input_bytes_per_element(GemmQuantization q);
+
 // Time of one quantized linear layer on one GPU: `count` GEMMs of `flop_each` FLOP (a grouped
 // GEMM of `count` experts, or one GEMM), `input_elements` of input and `output_elements` of
 // output in all. Forward: the input cast and the GEMMs; backward: the output gradient's cast
@@ -80,10 +88,28 @@ QuantizedLinear quantized_linear_time(const GpuSpec& gpu, DType training_dtype, 
 double stage_quantized_gemm_weights(const Model& model, const Plan& plan, int stage);
 
 // GPU bytes quantization adds to a stage for the whole iteration: the cached quantized weights
-// with their columnwise copies and the scaling state. 0 without quantized GEMMs.
+// with their columnwise copies and the scaling state (with fp8 params, the scaling state only:
+// the weights are params). 0 without quantized GEMMs.
 double quantized_weight_cache_bytes(const Model& model, const Plan& plan, int stage);
 
-// Time of casting a stage's weights once per iteration (first micro-batch). 0 without.
+// fp8 params (plan.fp8_params): what the GEMM weights' params on a GPU of stage `stage` change
+// by when TE's Float8Tensors replace their 16-bit copies: the fp8 data and, built in the first
+// forward and kept to the next step, its transpose (quantized_weight_bytes_per_element) instead
+// of training-dtype bytes (negative: saved). 0 without fp8 params.
+double fp8_params_bytes_change(const Model& model, const Training& training, const Plan& plan, int stage);
+
+// Bytes the distributed optimizer all-gathers after its step for a GPU of stage `stage` holding
+// `params` parameters: the dense ones over DP, the routed experts over expert DP. The params'
+// dtype, but 1 byte per fp8 param (Megatron's --fp8-param-gather: its point).
+struct ParamGatherBytes {
+  double dense_bytes = 0;
+  double expert_bytes = 0;
+};
+ParamGatherBytes zero_param_gather_bytes(const Model& model, const Training& training, const Plan& plan, int stage,
+                                         double params);
+
+// Time of casting a stage's weights once per iteration (first micro-batch); with fp8 params,
+// casting the master shard to fp8 after the step and building the transposes. 0 without.
 double quantized_weight_cast_time_s(const GpuSpec& gpu, const Model& model, const Plan& plan, int stage);
 
 // The peak MFU is measured against: the quantized format's peak for a plan whose GEMMs run

@@ -140,26 +140,31 @@ double moe_mlp_forward_flops(const Model& m, double tokens) {
   return 2 * tokens * h * m.moe.experts + (m.moe.top_k + m.moe.shared_experts) * expert;
 }
 
-double moe_expert_reduce_time_s(const Cluster& c, const Plan& p, double grad_bytes, int64_t micro_batches) {
+double moe_expert_reduce_time_s(const Cluster& c, const Plan& p, double grad_bytes, double gather_bytes,
+                                int64_t micro_batches) {
   const int edp = expert_data_parallel(p);
   if (edp <= 1 || grad_bytes <= 0) return 0;
   const LinkParams link = link_for_group(c, edp, p.ep * p.expert_tp());
-  auto ring = [&](CollectiveKind k) { return collective_time_s(k, CollectiveAlgorithm::ring, edp, grad_bytes, link); };
-  if (p.zero_stage < 2) return ring(CollectiveKind::all_reduce);
-  return static_cast<double>(micro_batches) * ring(CollectiveKind::reduce_scatter) + ring(CollectiveKind::all_gather);
+  auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, edp, bytes, link); };
+  if (p.zero_stage == 0) return ring(CollectiveKind::all_reduce, grad_bytes);
+  const double reductions = p.zero_stage == 1 ? 1 : static_cast<double>(micro_batches);
+  return reductions * ring(CollectiveKind::reduce_scatter, grad_bytes) + ring(CollectiveKind::all_gather, gather_bytes);
 }
 
-ModelStates moe_model_states(const Training& t, const Plan& p, double params, double expert_params, double layer_params,
-                             const ChunkFootprint* chunks) {
-  ModelStates dense = model_states(t, p, p.dp_cp(), params - expert_params, layer_params, chunks);
-  if (expert_params <= 0) return dense;
-  const ModelStates experts = model_states(t, p, expert_data_parallel(p), expert_params, 0, nullptr);
-  for (Tier tier : {Tier::gpu, Tier::cpu, Tier::nvme}) {
-    dense.params.at(tier) += experts.params.at(tier);
-    dense.grads.at(tier) += experts.grads.at(tier);
-    dense.optimizer.at(tier) += experts.optimizer.at(tier);
+ModelStates stage_model_states(const Model& m, const Training& t, const Plan& p, int stage, double params,
+                               double layer_params, const ChunkFootprint* chunks) {
+  const double expert_params = stage_expert_params(m, p, stage);
+  ModelStates states = model_states(t, p, p.dp_cp(), params - expert_params, layer_params, chunks);
+  if (expert_params > 0) {
+    const ModelStates experts = model_states(t, p, expert_data_parallel(p), expert_params, 0, nullptr);
+    for (Tier tier : {Tier::gpu, Tier::cpu, Tier::nvme}) {
+      states.params.at(tier) += experts.params.at(tier);
+      states.grads.at(tier) += experts.grads.at(tier);
+      states.optimizer.at(tier) += experts.optimizer.at(tier);
+    }
   }
-  return dense;
+  states.params.gpu += fp8_params_bytes_change(m, t, p, stage);
+  return states;
 }
 
 int stage_moe_layers(const Model& m, const Plan& p, int stage) {

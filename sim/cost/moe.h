@@ -69,15 +69,19 @@ int expert_data_parallel(const Plan& plan);
 double optimizer_params_per_gpu(const Plan& plan, double params, double expert_params);
 
 // Time of the expert gradients' reduction over the expert-data-parallel group (members EP x ETP
-// apart), `grad_bytes` per GPU: once per iteration under ZeRO-0/1 (all-reduce), every
-// micro-batch under ZeRO-2 (reduce-scatter) with one all-gather of the updated params, as the
-// dense gradients over DP (sim/cost/estimate.cpp).
-double moe_expert_reduce_time_s(const Cluster& cluster, const Plan& plan, double grad_bytes, int64_t micro_batches);
+// apart), `grad_bytes` per GPU: ZeRO-0 all-reduces once per iteration, ZeRO-1 reduce-scatters
+// once, ZeRO-2 every micro-batch; ZeRO-1/2 then all-gather the updated params (`gather_bytes`),
+// as the dense gradients over DP (sim/cost/estimate.cpp).
+double moe_expert_reduce_time_s(const Cluster& cluster, const Plan& plan, double grad_bytes, double gather_bytes,
+                                int64_t micro_batches);
 
-// Model states of one GPU holding `params` parameters of which `expert_params` are routed-expert
-// parameters: the dense ones sharded by ZeRO over DP, the expert ones over expert DP.
-ModelStates moe_model_states(const Training& training, const Plan& plan, double params, double expert_params,
-                             double layer_params, const ChunkFootprint* chunks);
+// Model states of one GPU of pipeline stage `stage` holding `params` parameters: the dense ones
+// sharded by ZeRO over DP, the stage's routed-expert ones over expert DP; with fp8 params
+// (plan.fp8_params) the GEMM weights are kept as their fp8 copies, not in 16 bits
+// (low_precision.h). `layer_params`: one layer's share on this GPU (ZeRO-3 / offload working
+// buffers); `chunks`: a chunked plan's footprint.
+ModelStates stage_model_states(const Model& model, const Training& training, const Plan& plan, int stage, double params,
+                               double layer_params, const ChunkFootprint* chunks);
 
 // MoE layers of pipeline stage `stage`.
 int stage_moe_layers(const Model& model, const Plan& plan, int stage);

@@ -144,8 +144,8 @@ class StaticIterationBuilder {
     const Shard shard = plan_shard(p, s);
     const double n = static_cast<double>(shard_parameters(job_.model, shard));
     // (static plans only: a chunked plan's iteration is build_chunked_iteration's)
-    const ModelStates ms = moe_model_states(job_.training, p, n, stage_expert_params(job_.model, p, s),
-                                            static_cast<double>(count_parameters(job_.model).per_layer) / p.tp, nullptr);
+    const ModelStates ms = stage_model_states(job_.model, job_.training, p, s, n,
+                                              static_cast<double>(count_parameters(job_.model).per_layer) / p.tp, nullptr);
     st.model_state_bytes = ms.total_gpu() + pipeline_buffer_bytes(job_.model, p, act_bytes_) +
                            framework_buffer_bytes(job_.training, job_.plan) +
                            moe_dispatch_buffer_bytes(job_.model, p, act_bytes_) + quantized_weight_cache_bytes(job_.model, p, s);
@@ -679,19 +679,22 @@ class StaticIterationBuilder {
   }
 
   // ZeRO-1/2 (and 3 with resident shards) all-gather the updated params after the step.
+  // The bytes are the params' dtype, 1 per fp8 param (zero_param_gather_bytes).
   void gather_updated_params(int s, double stage_params, double stage_experts, TaskId last) {
     const Plan& p = job_.plan;
     if (p.zero_stage < 1 || p.zero_stage >= 3) return;
+    const ParamGatherBytes gathered = zero_param_gather_bytes(job_.model, job_.training, p, s, stage_params);
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t) {
       des::CollectiveOptions o;
       o.algo = dp_algo();
       o.stream = streams[static_cast<size_t>(t)];
-      const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), (stage_params - stage_experts) * act_bytes_,
+      const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), gathered.dense_bytes,
                                        label(out_.dp, "params s{} t{}", s, t), o);
       eng_.depends(x, last);
     }
-    reduce_experts(s, CollectiveKind::all_gather, stage_experts * act_bytes_ / grad_reduce_bytes_, last, "expert params", 0, 0);
+    if (stage_experts > 0)
+      reduce_experts(s, CollectiveKind::all_gather, gathered.expert_bytes / grad_reduce_bytes_, last, "expert params", 0, 0);
   }
 
   // Quantized GEMMs (sim/cost/low_precision.h): the stage's weights cast once per iteration, costed with the

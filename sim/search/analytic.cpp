@@ -76,8 +76,7 @@ AnalyticEvaluator::StatesBound AnalyticEvaluator::states_lower_bound(const Plan&
   const TierBytes capacity = usable_capacity(cluster_);
   const double g = cluster_.node.gpus;
   for (int stage = 0; stage < p.pp; ++stage) {
-    ModelStates ms =
-        moe_model_states(training_, p, stage_n[stage], stage_expert_params(model_, p, stage), layer_params, chunks);
+    ModelStates ms = stage_model_states(model_, training_, p, stage, stage_n[stage], layer_params, chunks);
     // Chunks pool the tiers; without activations (>= 0) on the GPU, as much as can goes there,
     // so the host and NVMe shares are lower bounds of estimate()'s.
     if (p.chunked())

@@ -309,6 +309,7 @@ void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) 
   if (p.fp8 != Fp8::none) {
     add("--fp8-format", to_string(p.fp8));
     add("--fp8-recipe", to_string(p.fp8_recipe));
+    if (p.fp8_params) add("--fp8-param-gather");
   }
   if (p.fp4 == Fp4::nvfp4) {
     add("--fp4-format", "e2m1");
@@ -408,11 +409,12 @@ namespace {
 // plan's GEMMs on every layer, or nullptr where none does:
 //  - <dtype>_mixed: no quantized GEMMs;
 //  - <dtype>_with_fp8_delayed_scaling_mixed: fp8 hybrid, delayed scaling;
-//  - <dtype>_with_mxfp8_mixed: fp8 e4m3, MXFP8 scaling (it also sets fp8_param_gather: Starfish
-//    costs the parameter gathers in 16 bits, more bytes than the run moves, never fewer);
+//  - <dtype>_with_mxfp8_mixed: fp8 e4m3, MXFP8 scaling;
 //  - bf16_with_nvfp4_mixed: fp4 e2m1, NVFP4 (bf16 only).
 // The current-scaling recipes keep the first and last layer in bf16 (first_last_layers_bf16),
-// which a plan's fp8 does not say: no recipe.
+// which a plan's fp8 does not say: no recipe. The fp8 recipes set fp8_param_gather: a plan with
+// fp8_params is costed as they run; one without is costed with 16-bit params and gathers, more
+// bytes than the run holds and moves, never fewer.
 const char* bridge_quantized_recipe(const Plan& p, const Training& t) {
   const bool bf16 = t.dtype == DType::bf16;
   if (p.fp4 == Fp4::nvfp4) return p.fp8 == Fp8::none && bf16 ? "bf16_with_nvfp4_mixed" : nullptr;
@@ -548,7 +550,7 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length):
   // a model's longer table (max_positions) leaves the run fewer parameters than predicted, never more.
   if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" || arg == "--fp4-format" ||
-      arg == "--fp4-recipe" ||
+      arg == "--fp4-recipe" || arg == "--fp8-param-gather" ||
       arg == "--group-query-attention" || arg == "--max-position-embeddings")
     return;
   throw std::logic_error("Megatron-Bridge export: no override for Megatron-LM's " + arg);

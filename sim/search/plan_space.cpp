@@ -65,6 +65,13 @@ std::vector<Fp8> fp8_formats(const Cluster& c, const SearchSpace& s) {
   return out;
 }
 
+// The search's fp8 plans keep their GEMM weights in fp8 where the distributed optimizer gathers
+// them (plan.fp8_params), as Megatron-Bridge's fp8 recipes set fp8_param_gather: fewer bytes
+// held and gathered, the same fp32 master weights.
+bool searched_fp8_params(const Plan& p) {
+  return p.fp8 != Fp8::none && (p.zero_stage == 1 || p.zero_stage == 2) && p.offload.params == Tier::gpu && !p.chunked();
+}
+
 }  // namespace
 
 Plan Candidate::to_plan() const {
@@ -92,6 +99,7 @@ void Candidate::fill(Plan& p) const {
   p.fp8 = fp8;
   p.fp8_recipe = Fp8Recipe::delayed;
   p.cpu_embedding = cpu_embedding;
+  p.fp8_params = searched_fp8_params(p);
 }
 
 Candidate to_candidate(const Plan& p) {
@@ -212,6 +220,7 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (!contains(fp8_formats(c, s), p.fp8)) return false;
   // The space tries Megatron's default delayed scaling only, no fp4, and recomputes every layer or none.
   if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none || p.recompute_layers != 0) return false;
+  if (p.fp8_params != searched_fp8_params(p)) return false;
   for (const Placement& pl : placements(c, s, p.zero_stage))
     if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
         pl.optimizer == p.offload.optimizer)

@@ -39,7 +39,28 @@ std::string recompute_layers_problem(const Plan& plan) {
   return "";
 }
 
+namespace {
+
+// fp8 params (plan.fp8_params) as Megatron takes them: arguments.py asserts "--fp8-param-gather
+// only supported with distributed optimizer, torch fsdp2, megatron fsdp"; Megatron-Bridge's
+// MixedPrecisionConfig requires reuse_grad_buf_for_mxfp8_param_ag for MXFP8 params, a buffer
+// reuse Starfish does not model, and Megatron FSDP's fp8 shards are not modelled either.
+std::string fp8_params_problem(const Plan& plan) {
+  if (!plan.fp8_params) return "";
+  if (plan.fp8 == Fp8::none) return "fp8 params need fp8 GEMMs: set fp8: hybrid or e4m3";
+  if (plan.fp8_recipe == Fp8Recipe::mxfp8)
+    return "fp8 params are modelled for the delayed and tensorwise recipes only (MXFP8 params reuse the gradient buffer)";
+  if (plan.zero_stage < 1 || plan.zero_stage > 2)
+    return "fp8 params are gathered by Megatron's distributed optimizer: set zero_stage: 1 or 2 (the plan says " +
+           std::to_string(plan.zero_stage) + ")";
+  if (plan.offload.params != Tier::gpu) return "fp8 params stay on the GPU: set offload.params: gpu";
+  return "";
+}
+
+}  // namespace
+
 QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan) {
+  if (const std::string why = fp8_params_problem(plan); !why.empty()) return {"plan.fp8_params", why};
   if (!plan.quantized_gemms()) return {};
   const bool fp4 = plan.fp4 != Fp4::none;
   const std::string field = fp4 ? "plan.fp4" : "plan.fp8";

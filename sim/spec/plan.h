@@ -124,6 +124,12 @@ struct Plan {
   Fp8 fp8 = Fp8::none;                                 // fp8 GEMMs (TransformerEngine), none = training dtype
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   Fp4 fp4 = Fp4::none;                                 // fp4 GEMMs (TransformerEngine NVFP4)
+  // The GEMM weights are kept only as fp8 (Megatron's --fp8-param-gather, Megatron-Bridge's
+  // mixed_precision.fp8_param_gather): TransformerEngine's Float8Tensor params, no 16-bit copy;
+  // the distributed optimizer casts its fp32 master shard to fp8 after the step and all-gathers
+  // the fp8 bytes (megatron/core/fp8_utils.py quantize_param_shard, TE's
+  // cast_master_weights_to_fp8). Needs fp8 GEMMs (delayed or tensorwise) and ZeRO-1/2.
+  bool fp8_params = false;
   GradReduce grad_reduce = GradReduce::framework_default;  // resolved by grad_buffers()
   Provenance provenance;
 

@@ -536,6 +536,7 @@ void read_plan_kernels(MapReader& q, Plan& pl) {
     pl.fp8_recipe = q.choice<Fp8Recipe>(
         "fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}, {"mxfp8", Fp8Recipe::mxfp8}});
   if (q.has("fp4")) pl.fp4 = q.choice<Fp4>("fp4", {{"none", Fp4::none}, {"nvfp4", Fp4::nvfp4}});
+  if (q.has("fp8_params")) pl.fp8_params = q.boolean("fp8_params");
   if (q.has("grad_reduce_dtype"))
     pl.grad_reduce = q.choice<GradReduce>(
         "grad_reduce_dtype",
@@ -877,6 +878,7 @@ std::string to_yaml(const PlanFile& p) {
     emit_kv(e, "fp8_recipe", to_string(q.fp8_recipe));
   }
   if (q.fp4 != Fp4::none) emit_kv(e, "fp4", to_string(q.fp4));
+  if (q.fp8_params) e << YAML::Key << "fp8_params" << YAML::Value << true;
   if (q.grad_reduce != GradReduce::framework_default) emit_kv(e, "grad_reduce_dtype", to_string(q.grad_reduce));
   e << YAML::EndMap;
   e << YAML::EndMap;

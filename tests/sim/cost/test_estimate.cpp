@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/spec/units.h"
 #include "sim/cost/op_time.h"
@@ -164,18 +165,29 @@ TEST(Estimate, ZeroThreeWithCpuOffloadFitsWhereDataParallelDoesNot) {
 }
 
 TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatch) {
-  // 8 GPUs of data parallelism, 4 micro-batches each. ZeRO-1 reduces once (a ring all-reduce is a
-  // reduce-scatter plus an all-gather of the same size); ZeRO-2 reduce-scatters after each of
-  // the 4 backward passes, then all-gathers the updated params once: 3 reduce-scatters more.
+  // 8 GPUs of data parallelism, 4 micro-batches each, bf16 under Megatron-LM: fp32 main grads.
+  // ZeRO-1 (the distributed optimizer) reduce-scatters the fp32 gradients once and all-gathers
+  // the bf16 params; ZeRO-2 reduce-scatters after each of the 4 backward passes, then
+  // all-gathers the updated params once: 3 reduce-scatters more.
   const Model m = testing::gpt(8, 1024, 16, 1024, 50257);
+  const Cluster c = testing::dgx(1);
   Plan p;
   p.zero_stage = 1;
-  const Estimate one = estimate(job_of(m, testing::dgx(1), 32, p));
+  const Estimate one = estimate(job_of(m, c, 32, p));
   ASSERT_EQ(one.micro_batches, 4);
   p.zero_stage = 2;
-  const Estimate two = estimate(job_of(m, testing::dgx(1), 32, p));
-  EXPECT_GT(one.time.dp_comm_s, 0);
-  EXPECT_NEAR(two.time.dp_comm_s - one.time.dp_comm_s, 3 * one.time.dp_comm_s / 2, 1e-12);
+  const Estimate two = estimate(job_of(m, c, 32, p));
+  const double n = one.params_per_gpu;
+  const LinkParams link = link_for_group(c, 8, 1);
+  const double rs = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 8, 4 * n, link);
+  const double ag = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 8, 2 * n, link);
+  EXPECT_GT(rs, ag);
+  EXPECT_NEAR(one.time.dp_comm_s, rs + ag, 1e-12);
+  EXPECT_NEAR(two.time.dp_comm_s, 4 * rs + ag, 1e-12);
+  // ZeRO-0 all-reduces the fp32 gradients: a reduce-scatter and an all-gather of 4 bytes each.
+  p.zero_stage = 0;
+  const Estimate zero = estimate(job_of(m, c, 32, p));
+  EXPECT_NEAR(zero.time.dp_comm_s, collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, 4 * n, link), 1e-12);
 }
 
 }  // namespace

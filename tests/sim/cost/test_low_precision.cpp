@@ -7,6 +7,8 @@
 #include <cmath>
 #include <string>
 
+#include "sim/cost/activations.h"
+#include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/low_precision.h"
 #include "sim/cost/op_time.h"
@@ -198,7 +200,11 @@ TEST(LowPrecision, EstimateCarriesTheWeightCacheAndCast) {
   const Estimate fp8 = estimate(make_job(m, c, t, p));
   EXPECT_DOUBLE_EQ(fp8.gpu.buffers_bytes - bf16.gpu.buffers_bytes, quantized_weight_cache_bytes(m, p, 0));
   EXPECT_NEAR(fp8.time.optimizer_s - bf16.time.optimizer_s, hbm_s(c.node.gpu, 4 * stage_quantized_gemm_weights(m, p, 0)), 1e-15);
-  EXPECT_DOUBLE_EQ(fp8.gpu.activations_bytes, bf16.gpu.activations_bytes);
+  // The saved GEMM inputs in fp8 (per token and layer, TP 8 with SP): the two norm outputs
+  // (h each, replicated, split by SP) and MLP-out's input (f, split) 1 byte fewer each; the
+  // projection's fp8 copy of the context (h) beside flash attention's 16-bit output 1 more.
+  const double h = m.hidden, f = m.ffn_hidden, tokens = static_cast<double>(m.seq_len);
+  EXPECT_DOUBLE_EQ(bf16.gpu.activations_bytes - fp8.gpu.activations_bytes, m.layers * tokens * (2 * h + f - h) / 8);
   EXPECT_LT(fp8.time.compute_s, bf16.time.compute_s);
   EXPECT_GT(fp8.time.compute_s, bf16.time.compute_s / 2);
   // MFU against the fp8 peak the GEMMs run at (PaLM's definition), the 16-bit one without fp8.
@@ -302,6 +308,111 @@ TEST(LowPrecision, MakeJobRefusesBlockScaledRecipesWhereTheyCannotRun) {
   p.fp8 = Fp8::none;
   p.fp4 = Fp4::nvfp4;
   expect_error(blackwell_cluster(), t, p, "field 'plan.fp4': fp4 GEMMs are TransformerEngine's");
+}
+
+}  // namespace
+}  // namespace starfish
+
+namespace starfish {
+namespace {
+
+// A layer's saved GEMM inputs under each recipe, TP 1, flash attention, by hand: the norms'
+// outputs (2h per token) and MLP-out's input (f) at the quantized bytes instead of 2, and the
+// projection's copy of the context (h) beside the attention output; unfused attention keeps no
+// 16-bit context, so only the quantized copy remains.
+TEST(LowPrecision, SavedGemmInputsAreKeptQuantized) {
+  const Model m = testing::llama2_7b();
+  const double h = m.hidden, f = m.ffn_hidden, tokens = static_cast<double>(m.seq_len);
+  Plan p;
+  p.framework = Framework::megatron_core;
+  const ActivationOptions bf16 = plan_activation_options(p, 2, Recompute::none);
+  EXPECT_EQ(bf16.quantized_input_bytes, 0);
+  for (auto [recipe, bytes] : {std::pair{Fp8Recipe::delayed, 1.0}, std::pair{Fp8Recipe::mxfp8, 1 + 1.0 / 32}}) {
+    p.fp8 = Fp8::hybrid;
+    p.fp8_recipe = recipe;
+    const ActivationOptions q = plan_activation_options(p, 2, Recompute::none);
+    EXPECT_EQ(q.quantized_input_bytes, bytes);
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, bf16) - layer_activation_bytes(m, 1, q),
+                     tokens * ((2 * h + f) * (2 - bytes) - bytes * h));
+    ActivationOptions unfused_bf16 = bf16, unfused_q = q;
+    unfused_bf16.attention = unfused_q.attention = Attention::unfused;
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, unfused_bf16) - layer_activation_bytes(m, 1, unfused_q),
+                     tokens * (3 * h + f) * (2 - bytes));
+  }
+  p.fp8 = Fp8::none;
+  p.fp4 = Fp4::nvfp4;
+  EXPECT_EQ(plan_activation_options(p, 2, Recompute::none).quantized_input_bytes, 0.5 + 1.0 / 16);
+  // Full recomputation keeps the layer's 16-bit input only, quantized GEMMs or not.
+  EXPECT_EQ(layer_activation_bytes(m, 1, plan_activation_options(p, 2, Recompute::full)),
+            layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::full, 2}));
+}
+
+// fp8 params (Megatron's --fp8-param-gather) on TP 8 x DP 2 with the distributed optimizer:
+// the GEMM weights' 16-bit copies go (2 bytes each; their fp8 data and transpose were counted
+// as a cache and are now the params), the all-gather after the step moves 1 byte per GEMM weight
+// instead of 2, and the weights' cast reads the fp32 master shard (delayed: 4 + 1 bytes per
+// element of this rank's half) and builds every weight's transpose (1 + 1) instead of casting
+// the 16-bit weights (read 2, write 1 + 1).
+TEST(LowPrecision, Fp8ParamsReplaceTheSixteenBitCopiesAndGatherOneByte) {
+  const Cluster c = fp8_cluster(2);
+  auto [m, t, p] = tp8_llama();
+  p.fp8 = Fp8::hybrid;
+  p.zero_stage = 1;
+  const Estimate cached = estimate(make_job(m, c, t, p));
+  p.fp8_params = true;
+  const Estimate params = estimate(make_job(m, c, t, p));
+  const double weights = stage_quantized_gemm_weights(m, p, 0);
+  EXPECT_DOUBLE_EQ(fp8_params_bytes_change(m, t, p, 0), 0.0);  // fp8 data + transpose: 2 bytes, as bf16
+  EXPECT_DOUBLE_EQ(cached.gpu.params_bytes + cached.gpu.buffers_bytes - params.gpu.params_bytes - params.gpu.buffers_bytes,
+                   2 * weights);
+  EXPECT_DOUBLE_EQ(cached.gpu.activations_bytes, params.gpu.activations_bytes);
+
+  const double n = params.params_per_gpu;
+  EXPECT_DOUBLE_EQ(zero_param_gather_bytes(m, t, p, 0, n).dense_bytes, 2 * n - weights);
+  const LinkParams link = link_for_group(c, 2, 8);
+  auto gather_s = [&](double bytes) { return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 2, bytes, link); };
+  EXPECT_NEAR(cached.time.dp_comm_s - params.time.dp_comm_s, gather_s(2 * n) - gather_s(2 * n - weights), 1e-12);
+  EXPECT_NEAR(params.time.optimizer_s - cached.time.optimizer_s,
+              hbm_s(c.node.gpu, 5 * weights / 2 + 2 * weights) - hbm_s(c.node.gpu, 4 * weights), 1e-12);
+}
+
+// The distributed optimizer's ZeRO-1 step: the gradients reduce-scattered in their reduction
+// dtype (fp32 main grads under bf16), the params all-gathered in theirs (bf16): not an
+// all-reduce of fp32 bytes both ways.
+TEST(LowPrecision, ZeroOneGathersParamsInTheirOwnDtype) {
+  const Cluster c = fp8_cluster(2);
+  auto [m, t, p] = tp8_llama();
+  p.zero_stage = 1;
+  const Estimate e = estimate(make_job(m, c, t, p));
+  const double n = e.params_per_gpu;
+  const LinkParams link = link_for_group(c, 2, 8);
+  auto ring_s = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, 2, bytes, link); };
+  EXPECT_NEAR(e.time.dp_comm_s, ring_s(CollectiveKind::reduce_scatter, 4 * n) + ring_s(CollectiveKind::all_gather, 2 * n), 1e-12);
+}
+
+// fp8 params as Megatron takes them: with fp8 GEMMs, the distributed optimizer, and a recipe
+// whose params are Float8Tensors.
+TEST(LowPrecision, MakeJobRefusesFp8ParamsWhereMegatronDoesNot) {
+  Training t;
+  t.global_batch = 8;
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.fp8_params = true;
+  p.zero_stage = 1;
+  auto error = [&](const Plan& plan) { return make_job_error(blackwell_cluster(), t, plan); };
+  EXPECT_NE(error(p).find("field 'plan.fp8_params': fp8 params need fp8 GEMMs"), std::string::npos) << error(p);
+  p.fp8 = Fp8::hybrid;
+  EXPECT_EQ(error(p), "(no error)");
+  p.zero_stage = 0;
+  EXPECT_NE(error(p).find("field 'plan.fp8_params': fp8 params are gathered by Megatron's distributed optimizer: set "
+                          "zero_stage: 1 or 2 (the plan says 0)"),
+            std::string::npos)
+      << error(p);
+  p.zero_stage = 2;
+  p.fp8_recipe = Fp8Recipe::mxfp8;
+  EXPECT_NE(error(p).find("field 'plan.fp8_params': fp8 params are modelled for the delayed and tensorwise recipes"),
+            std::string::npos)
+      << error(p);
 }
 
 }  // namespace

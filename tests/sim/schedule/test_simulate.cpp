@@ -371,6 +371,20 @@ TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
     EXPECT_DOUBLE_EQ(r.memory[0].model_state_bytes - bf16.memory[0].model_state_bytes,
                      quantized_weight_cache_bytes(m, j.plan, 0));
   }
+  // fp8 params under the distributed optimizer: the 16-bit copies of the GEMM weights go, the
+  // gathers after the step move 1 byte per GEMM weight; the tiers still agree.
+  plan.fp4 = Fp4::none;
+  plan.fp8 = Fp8::hybrid;
+  plan.fp8_recipe = Fp8Recipe::delayed;
+  plan.zero_stage = 1;
+  const SimReport cached = simulate(job(m, c, 16, plan));
+  plan.fp8_params = true;
+  const Job j = job(m, c, 16, plan);
+  const SimReport r = simulate(j);
+  EXPECT_NEAR(r.iteration_s / estimate(j).time.iteration_s, 1.0, 0.03);
+  EXPECT_LT(r.iteration_s, cached.iteration_s);
+  EXPECT_DOUBLE_EQ(cached.memory[0].model_state_bytes - r.memory[0].model_state_bytes,
+                   2 * stage_quantized_gemm_weights(m, j.plan, 0));
 }
 
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {

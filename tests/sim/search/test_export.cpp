@@ -393,7 +393,14 @@ TEST(Export, PrecisionFlagsForEveryMixedPrecision) {
   job.plan.fp8_recipe = Fp8Recipe::tensorwise;
   EXPECT_TRUE(has_argument(job, "--fp8-format", "e4m3"));
   EXPECT_TRUE(has_argument(job, "--fp8-recipe", "tensorwise"));
+  EXPECT_FALSE(has_argument(job, "--fp8-param-gather"));
   expect_megatron_accepts(job);
+  job.plan.zero_stage = 1;
+  job.plan.fp8_params = true;
+  EXPECT_TRUE(has_argument(job, "--fp8-param-gather"));
+  expect_megatron_accepts(job);
+  job.plan.fp8_params = false;
+  job.plan.zero_stage = 0;
   // MXFP8 (Blackwell's block scaling) and NVFP4: their own recipe and format arguments.
   job.plan.fp8_recipe = Fp8Recipe::mxfp8;
   EXPECT_TRUE(has_argument(job, "--fp8-recipe", "mxfp8"));

@@ -265,6 +265,7 @@ TEST(PlanSpace, Fp8GemmsAreTriedUnderMegatronCoreOnAGpuWithAnFp8Peak) {
   SearchSpace s;
   s.chunk_elements = {0, 1 << 20};
   s.framework = Framework::megatron_core;
+  int64_t with_params = 0;
   auto count_fp8 = [&](const SearchSpace& space) {
     int64_t n = 0, all = 0;
     for (const Candidate& k : enumerate_plans(m, c, t, space)) {
@@ -278,6 +279,13 @@ TEST(PlanSpace, Fp8GemmsAreTriedUnderMegatronCoreOnAGpuWithAnFp8Peak) {
       if (n % 97 == 1) EXPECT_NO_THROW(make_job(m, c, t, p)) << short_label(k);
       EXPECT_NE(short_label(k).find(" fp8-hybrid"), std::string::npos);
       EXPECT_TRUE(is_enumerated_shape(p, c, space));
+      // fp8 params where the distributed optimizer gathers them (Megatron-Bridge's fp8 recipes),
+      // and only there: the other setting is not a plan the space holds.
+      const bool gathered = (p.zero_stage == 1 || p.zero_stage == 2) && p.offload.params == Tier::gpu;
+      EXPECT_EQ(p.fp8_params, gathered) << short_label(k);
+      with_params += p.fp8_params ? 1 : 0;
+      p.fp8_params = !p.fp8_params;
+      EXPECT_FALSE(is_enumerated_shape(p, c, space)) << short_label(k);
     }
     return std::make_pair(n, all);
   };
@@ -285,6 +293,7 @@ TEST(PlanSpace, Fp8GemmsAreTriedUnderMegatronCoreOnAGpuWithAnFp8Peak) {
   c.node.gpu.peak_flops[DType::fp8] = 2 * c.node.gpu.peak_flops.at(DType::fp16);
   const auto [fp8, all] = count_fp8(s);
   EXPECT_GT(fp8, 0);
+  EXPECT_GT(with_params, 0);
   s.framework = Framework::megatron_lm;  // TransformerEngine's fp8 is modelled under Megatron-core only
   EXPECT_EQ(count_fp8(s).first, 0);
   s.framework = Framework::megatron_core;

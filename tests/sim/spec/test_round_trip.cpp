@@ -111,6 +111,10 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.fp8 = Fp8::e4m3;
   p.plan.fp8_recipe = Fp8Recipe::tensorwise;
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.fp8_params = true;
+  EXPECT_NE(to_yaml(p).find("fp8_params: true"), std::string::npos) << to_yaml(p);
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.fp8_params = false;
   p.plan.fp8_recipe = Fp8Recipe::mxfp8;
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
   p.plan.fp8 = Fp8::none;

@@ -343,6 +343,14 @@ TEST(SpecErrors, BlockScaledPeaksAndRecipes) {
             "plan.yaml:2:19: field 'plan.fp8_recipe': 'mx' is not one of: delayed, tensorwise, mxfp8");
 }
 
+// fp8 params: a boolean, and only where Megatron gathers them (fp8 GEMMs, distributed optimizer).
+TEST(SpecErrors, Fp8ParamsNeedFp8GemmsAndTheDistributedOptimizer) {
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {fp8_params: yes please}\n"),
+            "plan.yaml:2:8: field 'plan.fp8_params': expected true or false, got 'yes please'");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: megatron-core, zero_stage: 1, fp8_params: true}\n"),
+            "plan.yaml:2:49: field 'plan.fp8_params': fp8 params need fp8 GEMMs: set fp8: hybrid or e4m3");
+}
+
 // TP 3 on 8-GPU nodes: some tensor-parallel groups straddle two nodes (the simulator used to
 // refuse the resulting uneven data-parallel groups in the middle of a collective).
 TEST(SpecErrors, TensorParallelMustBeAlignedToTheNodes) {
