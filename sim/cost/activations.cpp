@@ -45,11 +45,12 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   double split = B * sb * (m.q_dim() + m.k_dim() + m.v_dim());  // Q, K, V kept for the score and context GEMMs
   if (m.qk_norm) split += B * sb * (m.q_dim() + m.k_dim());       // the query/key norms' inputs
   // The attention output projection's input (the context). Flash attention keeps it as its
-  // output; in 16 bits the projection saves that same tensor, quantized it saves its own copy
-  // beside it (TE's Linear: the input's columnwise fp8 data, linear.py). Unfused attention
-  // keeps no copy of it: the projection's saved input is all.
-  if (!fused(o.attention) || o.quantized_input_bytes <= 0) split += o.gemm_input_bytes() * sb * m.context_dim();
-  else split += (B + o.gemm_input_bytes()) * sb * m.context_dim();
+  // output; the projection saves that same tensor, or under fp8 delayed scaling and NVFP4 a
+  // quantized copy of it beside it (TE's Linear: the input's columnwise data, linear.py).
+  // Unfused attention keeps no copy of its own: the projection's saved input is all.
+  const double flash_output = fused(o.attention) ? B : 0;
+  const double projection_copy = o.projection_saves_original_input ? (fused(o.attention) ? 0 : B) : o.gemm_input_bytes();
+  split += (flash_output + projection_copy) * sb * m.context_dim();
   split += mlp_activation_bytes(m, micro_batch, o) * t;
   if (fused(o.attention)) {
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
@@ -79,8 +80,8 @@ double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOption
 ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, Recompute recompute) {
   const GemmQuantization q = gemm_quantization(plan);
   const double quantized_input_bytes = q == GemmQuantization::none ? 0 : saved_gemm_input_bytes_per_element(q);
-  return ActivationOptions{plan.tp, plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan), plan.cp,
-                           quantized_input_bytes};
+  return ActivationOptions{plan.tp,        plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan),
+                           plan.cp,        quantized_input_bytes,  projection_saves_original_input(q)};
 }
 
 double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {

@@ -22,6 +22,10 @@ struct ActivationOptions {
   // for the weight gradient under fp8/fp4 GEMMs (saved_gemm_input_bytes_per_element in
   // low_precision.h); 0: the GEMMs are not quantized, the input is saved in act_bytes.
   double quantized_input_bytes = 0;
+  // The attention output projection saves its 16-bit input (the context flash attention keeps
+  // anyway) rather than a quantized copy of it: 16-bit GEMMs, and Megatron-core's fp8 recipes
+  // other than delayed scaling (projection_saves_original_input in low_precision.h).
+  bool projection_saves_original_input = true;
   double gemm_input_bytes() const { return quantized_input_bytes > 0 ? quantized_input_bytes : static_cast<double>(act_bytes); }
 };
 

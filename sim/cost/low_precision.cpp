@@ -87,6 +87,10 @@ double quantized_weight_bytes_per_element(GemmQuantization q) {
 
 double saved_gemm_input_bytes_per_element(GemmQuantization q) { return quantized_weight_bytes_per_element(q) / 2; }
 
+bool projection_saves_original_input(GemmQuantization q) {
+  return q == GemmQuantization::none || q == GemmQuantization::fp8_tensorwise || q == GemmQuantization::mxfp8;
+}
+
 QuantizedLinear quantized_linear_time(const GpuSpec& gpu, DType training_dtype, GemmQuantization q, double flop_each,
                                       double count, double input_elements, double output_elements, CastSource input) {
   const double gemm = count * quantized_matmul_time_s(gpu, training_dtype, q, flop_each);

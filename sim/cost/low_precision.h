@@ -71,6 +71,14 @@ double quantized_weight_bytes_per_element(GemmQuantization q);
 // again in backward): fp8 1; mxfp8 1 and a scale byte per 32; nvfp4 0.5 and a scale byte per 16.
 double saved_gemm_input_bytes_per_element(GemmQuantization q);
 
+// Whether the attention output projection saves its 16-bit input instead of a quantized copy:
+// Megatron-core (>= 0.15 with TE >= 2.6) sets save_original_input on linear_proj for fp8 recipes
+// other than delayed ("the output of the fused core_attn is saved by itself, and linear_proj also
+// saves the quantized tensor of this output": megatron/core/transformer/attention.py); TE refuses
+// it under delayed scaling, and fp4 plans are not fp8 to Megatron's check. True without
+// quantized GEMMs (the projection saves the tensor it is given).
+bool projection_saves_original_input(GemmQuantization q);
+
 // Time of one quantized linear layer on one GPU: `count` GEMMs of `flop_each` FLOP (a grouped
 // GEMM of `count` experts, or one GEMM), `input_elements` of input and `output_elements` of
 // output in all. Forward: the input cast and the GEMMs; backward: the output gradient's cast

@@ -121,13 +121,21 @@ double moe_layer_activation_bytes(const Model& m, const Plan& p, const Activatio
   if (o.recompute == Recompute::full) return dense;  // only the layer input, as a dense layer
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(o.act_bytes), h = m.hidden, E = m.moe.experts;
+  // A GEMM's saved input (quantized under fp8/fp4: TE's GroupedLinear and Linear keep the
+  // columnwise copy, grouped_linear.py) and what the activation function keeps (its input).
+  const double q = o.gemm_input_bytes(), activation_input = in_matrices(m) == 2 ? 2 : 1;
   double moe = x.tokens * E * (4 + 1) + x.routed * (4 + 8);  // fp32 probabilities, routing map; top-k weights, indices
-  moe += x.received * h * B;                                  // expert inputs
-  moe += (in_matrices(m) == 2 ? 3 : 2) * x.received * x.expert_ffn * B;  // expert intermediates
+  moe += x.received * h * q;                                  // expert inputs (the grouped fc1's)
+  moe += (activation_input * B + q) * x.received * x.expert_ffn;  // expert intermediates
   moe += x.routed * h * B;                                    // expert outputs, for the combine's backward
-  if (m.moe.shared_experts > 0)
-    moe += (in_matrices(m) == 2 ? 3 : 2) * static_cast<double>(m.seq_len) / p.cp * p.micro_batch *
-           (m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp) * B;
+  // The MLP norm's output is the router's input, saved in 16 bits (the dense count has it as
+  // MLP-in's, quantized under fp8); a quantized shared expert saves its own copy besides.
+  moe += (B - q) * x.tokens * h;
+  if (m.moe.shared_experts > 0) {
+    const double tokens = static_cast<double>(m.seq_len) / p.cp * p.micro_batch;
+    moe += (activation_input * B + q) * tokens * (m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp);
+    if (o.quantized_input_bytes > 0) moe += q * x.tokens * h;
+  }
   return dense - mlp_activation_bytes(m, p.micro_batch, o) + moe;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/low_precision.h"
+#include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/spec/error.h"
 #include "test_support.h"
@@ -317,9 +318,11 @@ namespace starfish {
 namespace {
 
 // A layer's saved GEMM inputs under each recipe, TP 1, flash attention, by hand: the norms'
-// outputs (2h per token) and MLP-out's input (f) at the quantized bytes instead of 2, and the
-// projection's copy of the context (h) beside the attention output; unfused attention keeps no
-// 16-bit context, so only the quantized copy remains.
+// outputs (2h per token) and MLP-out's input (f) at the quantized bytes instead of 2. Under
+// delayed scaling the projection keeps a quantized copy of the context (h) beside flash
+// attention's output; under the other fp8 recipes Megatron-core has it save the original
+// (save_original_input), so no copy. Unfused attention keeps no 16-bit context of its own: the
+// projection's saved input is all there is (quantized under delayed scaling).
 TEST(LowPrecision, SavedGemmInputsAreKeptQuantized) {
   const Model m = testing::llama2_7b();
   const double h = m.hidden, f = m.ffn_hidden, tokens = static_cast<double>(m.seq_len);
@@ -327,24 +330,59 @@ TEST(LowPrecision, SavedGemmInputsAreKeptQuantized) {
   p.framework = Framework::megatron_core;
   const ActivationOptions bf16 = plan_activation_options(p, 2, Recompute::none);
   EXPECT_EQ(bf16.quantized_input_bytes, 0);
-  for (auto [recipe, bytes] : {std::pair{Fp8Recipe::delayed, 1.0}, std::pair{Fp8Recipe::mxfp8, 1 + 1.0 / 32}}) {
+  struct Case {
+    Fp8Recipe recipe;
+    double bytes;
+    bool projection_copy;
+  };
+  for (const Case& k : {Case{Fp8Recipe::delayed, 1.0, true}, Case{Fp8Recipe::tensorwise, 1.0, false},
+                        Case{Fp8Recipe::mxfp8, 1 + 1.0 / 32, false}}) {
     p.fp8 = Fp8::hybrid;
-    p.fp8_recipe = recipe;
+    p.fp8_recipe = k.recipe;
     const ActivationOptions q = plan_activation_options(p, 2, Recompute::none);
-    EXPECT_EQ(q.quantized_input_bytes, bytes);
+    EXPECT_EQ(q.quantized_input_bytes, k.bytes);
+    EXPECT_EQ(q.projection_saves_original_input, !k.projection_copy);
+    const double copy = k.projection_copy ? k.bytes * h : 0;
     EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, bf16) - layer_activation_bytes(m, 1, q),
-                     tokens * ((2 * h + f) * (2 - bytes) - bytes * h));
+                     tokens * ((2 * h + f) * (2 - k.bytes) - copy));
     ActivationOptions unfused_bf16 = bf16, unfused_q = q;
     unfused_bf16.attention = unfused_q.attention = Attention::unfused;
+    const double context_saved = k.projection_copy ? h * (2 - k.bytes) : 0;
     EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, unfused_bf16) - layer_activation_bytes(m, 1, unfused_q),
-                     tokens * (3 * h + f) * (2 - bytes));
+                     tokens * ((2 * h + f) * (2 - k.bytes) + context_saved));
   }
   p.fp8 = Fp8::none;
   p.fp4 = Fp4::nvfp4;
   EXPECT_EQ(plan_activation_options(p, 2, Recompute::none).quantized_input_bytes, 0.5 + 1.0 / 16);
+  EXPECT_FALSE(plan_activation_options(p, 2, Recompute::none).projection_saves_original_input);
   // Full recomputation keeps the layer's 16-bit input only, quantized GEMMs or not.
   EXPECT_EQ(layer_activation_bytes(m, 1, plan_activation_options(p, 2, Recompute::full)),
             layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::full, 2}));
+}
+
+// An MoE layer under fp8 (delayed), TP 1, one shared expert, by hand against bf16: the routed
+// experts' grouped GEMMs save their inputs in fp8 (received x h and received x f, 1 byte fewer
+// each); the MLP norm's output stays 16-bit (the router saves it) while the shared expert's
+// fc1 keeps an fp8 copy (h, 1 byte more) and its fc2 input is fp8 (f_shared, 1 fewer); in the
+// attention part QKV's fp8 input (1 byte fewer per h) and the projection's fp8 copy of the
+// context (1 more) cancel.
+TEST(LowPrecision, MoeExpertsSaveTheirGemmInputsQuantized) {
+  Model m = testing::gpt(2, 1024, 16, 1024, 1000);
+  m.activation = Activation::swiglu;
+  m.ffn_hidden = 2048;
+  m.moe = Moe{8, 2, 1, 512, 1, 1, 0};
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.ep = 1;
+  const ActivationOptions bf16 = plan_activation_options(p, 2, Recompute::none);
+  p.fp8 = Fp8::hybrid;
+  const ActivationOptions q = plan_activation_options(p, 2, Recompute::none);
+  const MoeLayerShape x = moe_layer_shape(m, p);
+  const double h = m.hidden, tokens = static_cast<double>(m.seq_len), fe = m.moe.expert_ffn_hidden;
+  const double routed = x.received * h + x.received * x.expert_ffn;
+  const double shared = tokens * fe - tokens * h;
+  EXPECT_DOUBLE_EQ(moe_layer_activation_bytes(m, p, bf16) - moe_layer_activation_bytes(m, p, q),
+                   routed + shared);
 }
 
 // fp8 params (Megatron's --fp8-param-gather) on TP 8 x DP 2 with the distributed optimizer:
