@@ -15,9 +15,10 @@
 //    is_first_microbatch: Megatron passes it), so they stay on the GPU through the iteration;
 //  - scaling state: per quantized tensor of each GEMM (input, weight, output gradient) the
 //    per-tensor fp32 scales the recipe keeps.
-// Activations: the inputs the QKV, attention-output, MLP-in and MLP-out GEMMs save for their
-// weight gradients are kept quantized (sim/cost/activations.cpp); the attention core, the
-// activation function, norms and the routed experts' tensors stay in the training dtype.
+// Activations: the inputs the linear layers (QKV, MLP-in and MLP-out, the experts' grouped
+// GEMMs; the attention output projection under delayed scaling) save for their weight gradients
+// are kept quantized (sim/cost/activations.cpp, moe.cpp); the attention core, the activation
+// function's input, norms and the router's input stay in the training dtype.
 #include "sim/spec/hardware.h"
 #include "sim/spec/model.h"
 #include "sim/spec/plan.h"
