@@ -121,6 +121,10 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes);
 //  - One fused kernel (flash-attn's CrossEntropyLoss, flash_attn/ops/triton/cross_entropy.py):
 //    forward reads the 16-bit logits once and keeps one log-sum-exp per token; backward reads
 //    them again and writes their 16-bit gradient: 6. Alive at most: logits and gradient, 4.
+//  - TransformerEngine's parallel cross-entropy (transformer_engine/pytorch/triton/
+//    cross_entropy.py): an online-softmax pass reads the 16-bit logits (2), a second reads them
+//    and writes the gradient into them in place (2 + 2); backward scales that gradient by the
+//    loss's output gradient in place (2 + 2) = 10. Alive at most: the logits, 2.
 struct LossKernel {
   double traffic_bytes_per_logit = 0;
   double peak_bytes_per_logit = 0;

@@ -74,6 +74,12 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
     return refuse("plan.attention", "Megatron-LM has no FlashAttention-1 kernel (its --attention-backend flash is FlashAttention-2 class)");
   if (loss_kernel_of(p) == Loss::pytorch)
     return refuse("plan.loss", "Megatron-LM computes the loss with its vocab-parallel cross-entropy, not PyTorch's cross_entropy");
+  // Megatron's --cross-entropy-loss-fusion runs TransformerEngine's kernel (loss: te) or its
+  // native one, which keeps an fp32 copy of the logits as the vocab-parallel kernels do
+  // (megatron/core/fusions/fused_cross_entropy.py): neither is flash-attn's.
+  if (loss_kernel_of(p) == Loss::fused)
+    return refuse("plan.loss", "flash-attn's fused cross-entropy is not Megatron's: set loss: te (TransformerEngine's, "
+                               "--cross-entropy-fusion-impl te) or vocab-parallel");
   return {};
 }
 
@@ -317,7 +323,10 @@ void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) 
   }
   // The attention kernel the plan was simulated with (TransformerEngine's backends).
   add("--attention-backend", attention_kernel(p) == Attention::flash ? "flash" : "unfused");
-  if (loss_kernel_of(p) == Loss::fused) add("--cross-entropy-loss-fusion");
+  if (loss_kernel_of(p) == Loss::te) {
+    add("--cross-entropy-loss-fusion");
+    add("--cross-entropy-fusion-impl", "te");
+  }
 }
 
 // The model's shape, as Megatron-LM's GPT builds it.
@@ -459,6 +468,7 @@ const std::map<std::string, std::string>& bridge_renamed_arguments() {
       {"--recompute-method", "model.recompute_method"},
       {"--recompute-num-layers", "model.recompute_num_layers"},
       {"--attention-backend", "model.attention_backend"},
+      {"--cross-entropy-fusion-impl", "model.cross_entropy_fusion_impl"},
       {"--num-layers", "model.num_layers"},
       {"--hidden-size", "model.hidden_size"},
       {"--num-attention-heads", "model.num_attention_heads"},

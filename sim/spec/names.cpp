@@ -126,6 +126,7 @@ const char* to_string(Loss l) {
     case Loss::vocab_parallel: return "vocab-parallel";
     case Loss::pytorch: return "pytorch";
     case Loss::fused: return "fused";
+    case Loss::te: return "te";
   }
   return "?";
 }

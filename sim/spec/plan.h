@@ -24,9 +24,11 @@ enum class Attention { framework_default, unfused, flash, flash1 };
 inline bool fused(Attention a) { return a == Attention::flash || a == Attention::flash1; }
 // How the softmax cross-entropy over the vocabulary runs: Megatron's vocab-parallel kernels
 // (Megatron-LM, Megatron-core, Megatron-DeepSpeed), PyTorch's cross_entropy on fp32 logits
-// (torchtitan, Starfish's executor), or one fused kernel over the 16-bit logits
-// (flash-attn's CrossEntropyLoss, llm-foundry's default). sim/cost/framework.h has their costs.
-enum class Loss { framework_default, vocab_parallel, pytorch, fused };
+// (torchtitan, Starfish's executor), one fused kernel over the 16-bit logits (flash-attn's
+// CrossEntropyLoss, llm-foundry's default), or TransformerEngine's parallel cross-entropy, which
+// writes the gradient into the logits in place (Megatron-core's --cross-entropy-fusion-impl te,
+// Megatron-Bridge's Llama and Qwen recipes). sim/cost/framework.h has their costs.
+enum class Loss { framework_default, vocab_parallel, pytorch, fused, te };
 // FP8 GEMMs as TransformerEngine runs them under Megatron-core (--fp8-format): the linear layers'
 // forward and backward GEMMs take fp8 inputs, everything else (params, activations between
 // kernels, attention's core, norms, the LM head, gradients' reduction, the optimizer) stays in the

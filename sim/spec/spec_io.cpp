@@ -529,7 +529,8 @@ void read_plan_kernels(MapReader& q, Plan& pl) {
     pl.loss = q.choice<Loss>("loss", {{"default", Loss::framework_default},
                                       {"vocab-parallel", Loss::vocab_parallel},
                                       {"pytorch", Loss::pytorch},
-                                      {"fused", Loss::fused}});
+                                      {"fused", Loss::fused},
+                                      {"te", Loss::te}});
   if (q.has("fp8"))
     pl.fp8 = q.choice<Fp8>("fp8", {{"none", Fp8::none}, {"hybrid", Fp8::hybrid}, {"e4m3", Fp8::e4m3}});
   if (q.has("fp8_recipe"))

@@ -460,8 +460,15 @@ TEST(Framework, LossKernelsMoveWhatTheirKernelsReadAndWrite) {
   EXPECT_DOUBLE_EQ(loss_kernel(fused).traffic_bytes_per_logit, 6);
   EXPECT_DOUBLE_EQ(loss_kernel(fused).peak_bytes_per_logit, 4);
   EXPECT_EQ(parse_plan_file_text("training: {global_batch: 8}\nplan: {loss: fused}\n", "p.yaml").plan.loss, Loss::fused);
+  // TransformerEngine's: two reads and an in-place gradient write forward, an in-place scaling
+  // backward; nothing but the logits alive.
+  Plan te = plan_of(Framework::megatron_core);
+  te.loss = Loss::te;
+  EXPECT_DOUBLE_EQ(loss_kernel(te).traffic_bytes_per_logit, 10);
+  EXPECT_DOUBLE_EQ(loss_kernel(te).peak_bytes_per_logit, 2);
+  EXPECT_EQ(parse_plan_file_text("training: {global_batch: 8}\nplan: {loss: te}\n", "p.yaml").plan.loss, Loss::te);
   EXPECT_EQ(testing::error_of([] { parse_plan_file_text("training: {global_batch: 8}\nplan: {loss: l2}\n", "p.yaml"); }),
-            "p.yaml:2:8: field 'plan.loss': 'l2' is not one of: default, vocab-parallel, pytorch, fused");
+            "p.yaml:2:8: field 'plan.loss': 'l2' is not one of: default, vocab-parallel, pytorch, fused, te");
   // The output layer's time is its three GEMMs and the loss's bytes at HBM speed.
   const Cluster c = testing::dgx(1);
   const Model m = testing::gpt(2, 1024, 16, 1024, 1000);

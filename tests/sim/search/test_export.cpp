@@ -562,12 +562,24 @@ TEST(Export, MegatronAndBridgeCarryTheGradientReductionsPrecision) {
   expect_megatron_accepts(job);
 }
 
+// TransformerEngine's in-place cross-entropy is Megatron's fused loss with impl te; its native
+// fused kernel keeps an fp32 copy of the logits (as vocab-parallel): flash-attn's is neither.
 TEST(Export, MegatronFusesTheLossWhenThePlanDoes) {
   Plan p;
-  p.loss = Loss::fused;
-  const std::string args = megatron_arguments(job_with(p));
-  EXPECT_NE(args.find("--cross-entropy-loss-fusion"), std::string::npos) << args;
+  p.loss = Loss::te;
+  Job job = job_with(p);
+  EXPECT_TRUE(has_argument(job, "--cross-entropy-loss-fusion"));
+  EXPECT_TRUE(has_argument(job, "--cross-entropy-fusion-impl", "te"));
+  expect_megatron_accepts(job);
+  job.plan.framework = Framework::megatron_core;
+  EXPECT_EQ(bridge_value(job, "model.cross_entropy_loss_fusion"), "true");
+  EXPECT_EQ(bridge_value(job, "model.cross_entropy_fusion_impl"), "te");
+  expect_bridge_accepts(job);
   EXPECT_EQ(megatron_arguments(job_with(Plan{})).find("--cross-entropy-loss-fusion"), std::string::npos);
+  p.loss = Loss::fused;
+  EXPECT_EQ(megatron_unsupported(job_with(p)).rfind("field 'plan.loss': flash-attn's fused cross-entropy is not Megatron's", 0),
+            0u)
+      << megatron_unsupported(job_with(p));
 }
 
 TEST(Export, DeepSpeedConfigOfZeroInfinity) {
