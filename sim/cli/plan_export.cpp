@@ -126,7 +126,7 @@ void print_legend(const search::SearchResult& r, int limit) {
   if (experts) s += " EPN/ETPN expert-parallel / expert-tensor-parallel degrees (MoE);";
   if (uneven) s += " firstN lastN layers of the first / last pipeline stage (the others share the rest);";
   s += " mbN micro-batch of N sequences; ZeRO-N ZeRO stage (0: none, 1: optimizer, 2: +grads, 3: +params sharded);";
-  if (recompute) s += " rc-full/rc-selective activation recompute (none when absent);";
+  if (recompute) s += " rc-full/rc-selective activation recompute (none when absent; rc-full/N: the first N layers of each virtual stage);";
   if (offload) s += " off:P/G/O the tiers of params/grads/optimizer states;";
   if (chunk) s += " chunk 2^N chunk runtime with chunks of 2^N elements;";
   if (cpu_embedding) s += " cpu-emb embeddings on the CPU (PatrickStar's use_cpu_embedding);";

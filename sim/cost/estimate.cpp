@@ -280,20 +280,15 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.bubble_fraction = e.time.bubble_s / e.time.iteration_s;
 }
 
-int fewest_fitting_recompute_layers(const Job& job) {
-  const Plan& p = job.plan;
+int fewest_fitting_recompute_layers(const Model& m, const Plan& p, const std::function<bool(int)>& fits) {
   if (p.recompute != Recompute::full || p.recompute_layers != 0) return 0;
-  Job trial = job;
-  trial.plan.recompute_layers = 1;
-  if (!recompute_layers_problem(trial.plan).empty()) return 0;
+  Plan block = p;
+  block.recompute_layers = 1;
+  if (!recompute_layers_problem(block).empty()) return 0;
   int largest = 0;  // layers of the largest virtual stage
   for (int stage = 0; stage < p.pp; ++stage)
     for (int v = 0; v < p.virtual_stages; ++v)
-      largest = std::max(largest, virtual_stage_layer_range(job.model.layers, p.pp, p.virtual_stages, p.stage_layers, stage, v).count);
-  auto fits = [&](int n) {
-    trial.plan.recompute_layers = n;
-    return estimate(trial).fits;
-  };
+      largest = std::max(largest, virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, v).count);
   if (largest < 2 || !fits(largest - 1)) return 0;
   int lo = 1, hi = largest - 1;  // hi fits; find the smallest that does
   while (lo < hi) {
@@ -302,6 +297,14 @@ int fewest_fitting_recompute_layers(const Job& job) {
     else lo = mid + 1;
   }
   return hi;
+}
+
+int fewest_fitting_recompute_layers(const Job& job) {
+  Job trial = job;
+  return fewest_fitting_recompute_layers(job.model, job.plan, [&trial](int n) {
+    trial.plan.recompute_layers = n;
+    return estimate(trial).fits;
+  });
 }
 
 Estimate estimate(const Job& job) {

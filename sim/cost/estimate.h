@@ -2,6 +2,7 @@
 // The analytic model of one training iteration: memory per tier and time per component, from
 // closed forms and the hwprofile (no event simulation). It is the search's fast first tier and
 // the cross-check of the discrete-event simulator.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,9 @@ Estimate estimate(const Job& job);
 // (recompute_layers_problem): the fewest layers of each virtual stage that may recompute with
 // the plan still fitting, 1 .. (layers of the largest virtual stage) - 1, or 0 when every one
 // must (or the plan does not fit, or is not such a job). Memory only falls as more layers
-// recompute, so a bisection over the estimate finds it.
+// recompute, so a bisection over the estimate finds it. The search bisects with its own
+// evaluator through `fits(n)` (the plan with recompute_layers = n fits).
+int fewest_fitting_recompute_layers(const Model& model, const Plan& plan, const std::function<bool(int)>& fits);
 int fewest_fitting_recompute_layers(const Job& job);
 
 // The same for a caller that evaluates many plans of one model (the search): what depends on

@@ -96,6 +96,7 @@ void Candidate::fill(Plan& p) const {
   p.offload = Offload{params, grads, optimizer};
   p.chunk_elements = chunk_elements;
   p.recompute = recompute;
+  p.recompute_layers = recompute_layers;
   p.fp8 = fp8;
   p.fp8_recipe = Fp8Recipe::delayed;
   p.cpu_embedding = cpu_embedding;
@@ -118,6 +119,7 @@ Candidate to_candidate(const Plan& p) {
   c.zero_stage = static_cast<uint8_t>(p.zero_stage);
   c.schedule = p.schedule;
   c.recompute = p.recompute;
+  c.recompute_layers = p.recompute_layers;
   c.sequence_parallel = p.sequence_parallel;
   c.params = p.offload.params;
   c.grads = p.offload.grads;
@@ -218,8 +220,10 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (!contains(s.chunk_elements, p.chunk_elements)) return false;
   if (!contains(s.cpu_embedding, p.cpu_embedding)) return false;
   if (!contains(fp8_formats(c, s), p.fp8)) return false;
-  // The space tries Megatron's default delayed scaling only, no fp4, and recomputes every layer or none.
-  if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none || p.recompute_layers != 0) return false;
+  // The space tries Megatron's default delayed scaling only and no fp4; it recomputes every layer,
+  // none, or (on its best rows, search.h) the first N of each virtual stage where Megatron can.
+  if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none) return false;
+  if (p.recompute_layers != 0 && !recompute_layers_problem(p).empty()) return false;
   if (p.fp8_params != searched_fp8_params(p)) return false;
   for (const Placement& pl : placements(c, s, p.zero_stage))
     if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
@@ -439,6 +443,7 @@ std::string short_label(const Candidate& c) {
   if (c.etp > 1) s += " ETP" + std::to_string(c.etp);
   s += " mb" + std::to_string(c.micro_batch) + " ZeRO-" + std::to_string(c.zero_stage);
   if (c.recompute != Recompute::none) s += std::string(" rc-") + to_string(c.recompute);
+  if (c.recompute_layers > 0) s += "/" + std::to_string(c.recompute_layers);
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" off:") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
   if (c.fp8 != Fp8::none) s += std::string(" fp8-") + to_string(c.fp8);

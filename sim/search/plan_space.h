@@ -86,6 +86,9 @@ struct Candidate {
   uint8_t zero_stage = 0;
   Schedule schedule = Schedule::one_f_one_b;
   Recompute recompute = Recompute::none;
+  // Under full recomputation, the first N layers of each virtual stage recompute (Megatron's
+  // block method): not enumerated, set by the search on its best rows (search.h).
+  int32_t recompute_layers = 0;
   bool sequence_parallel = false;
   Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
   Fp8 fp8 = Fp8::none;  // fp8 GEMMs (delayed scaling)

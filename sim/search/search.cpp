@@ -68,6 +68,7 @@ bool better(const Row& a, const Row& b) {
 struct Worker {
   Plan plan;             // scratch, reused for every candidate
   Estimate estimate;     // likewise
+  Estimate block;        // scratch of the block-recomputation variants (AnalyticPass::recompute_fewer)
   std::vector<Row> top;  // a heap of at most `keep` rows, worst at the front
   std::map<FamilyKey, Rejections> rejected;
   std::map<BoundKey, BoundVerdict> bounds;
@@ -254,11 +255,42 @@ class AnalyticPass {
         w.rejected[family_key(c, Constraint::time)].add(e.time.iteration_s, opt_.max_iteration_s, c, i);
       } else {
         ++w.fitting;
-        offer_row(w, c, i);
+        if (!recompute_fewer(w, c, i)) offer_row(w, c, i);
       }
     }
     done_.fetch_add(end - begin, std::memory_order_relaxed);
     fitting_.fetch_add(w.fitting - fitting_before, std::memory_order_relaxed);
+  }
+
+  // A fitting plan that recomputes every layer, where Megatron's block method could recompute
+  // fewer: the fewest layers per virtual stage that still fit (fewest_fitting_recompute_layers,
+  // the rule `estimate` advises by), offered instead when that plan is faster; true when it was.
+  // Skipped when even recomputing nothing could not enter the kept rows: recomputation adds one
+  // forward to a forward and backward (at most a third of the compute), so no block plan is
+  // more than 1.5x faster than the full one.
+  bool recompute_fewer(Worker& w, const Candidate& c, int64_t i) {
+    if (c.recompute != Recompute::full || c.chunk_elements > 0) return false;
+    const double fastest = 1.5 * w.estimate.tokens_per_s;
+    if (static_cast<int>(w.top.size()) >= keep_ && fastest < w.top.front().tokens_per_s) return false;
+    auto fits = [&](int n) {
+      w.plan.recompute_layers = n;
+      evaluator_.evaluate(w.plan, w.block, /*memory_only_if_rejected=*/true, /*explain=*/false);
+      return w.block.fits && !(opt_.max_iteration_s > 0 && w.block.time.iteration_s > opt_.max_iteration_s);
+    };
+    w.plan.recompute_layers = 0;
+    const int layers = fewest_fitting_recompute_layers(result_.model, w.plan, fits);
+    w.plan.recompute_layers = 0;
+    if (layers <= 0 || !fits(layers) || w.block.tokens_per_s <= w.estimate.tokens_per_s) {
+      w.plan.recompute_layers = 0;
+      return false;
+    }
+    Candidate block = c;
+    block.recompute_layers = layers;
+    std::swap(w.estimate, w.block);
+    offer_row(w, block, i);
+    std::swap(w.estimate, w.block);
+    w.plan.recompute_layers = 0;
+    return true;
   }
 
   // The family memory bound's verdict, memoised per family; true when it rejects the plan.

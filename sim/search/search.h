@@ -138,6 +138,10 @@ struct SearchResult {
   Constraint binding_constraint() const;
 };
 
+// Ranks the space's plans with the analytic tier and refines the best with opt.refiner. A plan
+// that recomputes every layer under Megatron is ranked as the faster of itself and its block
+// variant: the first N layers of each virtual stage recompute, the fewest that fit (Megatron's
+// --recompute-method block, Starfish's recompute_layers).
 SearchResult search(const Model& model, const Cluster& cluster, const Training& training,
                     const SearchOptions& options);
 
