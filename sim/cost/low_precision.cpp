@@ -154,8 +154,7 @@ double quantized_weight_cast_time_s(const GpuSpec& gpu, const Model& m, const Pl
   // reduced over DP: 4 + 4 + 1; delayed scaling uses the last scale: 4 + 1); after the gather
   // the first micro-batch's forward builds each weight's fp8 transpose (read 1, write 1):
   // utils.py "We cannot create transpose cache here", Linear's update_usage(columnwise_usage).
-  const double expert = stage_expert_params(m, p, stage);
-  const double shard = (weights - expert) / p.dp_cp() + expert / expert_data_parallel(p);
+  const double shard = optimizer_params_per_gpu(p, weights, stage_expert_params(m, p, stage));
   const double master_read = q == GemmQuantization::fp8_tensorwise ? 8 : 4;
   return memory_bound_time_s(gpu, (master_read + 1) * shard + 2 * weights);
 }

@@ -68,7 +68,7 @@ bool better(const Row& a, const Row& b) {
 struct Worker {
   Plan plan;             // scratch, reused for every candidate
   Estimate estimate;     // likewise
-  Estimate block;        // scratch of the block-recomputation variants (AnalyticPass::recompute_fewer)
+  Estimate block, trial;  // scratch of the block-recomputation variants (AnalyticPass::recompute_fewer)
   std::vector<Row> top;  // a heap of at most `keep` rows, worst at the front
   std::map<FamilyKey, Rejections> rejected;
   std::map<BoundKey, BoundVerdict> bounds;
@@ -272,26 +272,33 @@ class AnalyticPass {
     if (c.recompute != Recompute::full || c.chunk_elements > 0) return false;
     const double fastest = 1.5 * w.estimate.tokens_per_s;
     if (static_cast<int>(w.top.size()) >= keep_ && fastest < w.top.front().tokens_per_s) return false;
+    // The bisection's fewest fitting count so far; w.block holds its estimate.
+    int fewest = 0;
     auto fits = [&](int n) {
       w.plan.recompute_layers = n;
-      evaluator_.evaluate(w.plan, w.block, /*memory_only_if_rejected=*/true, /*explain=*/false);
-      return w.block.fits && !(opt_.max_iteration_s > 0 && w.block.time.iteration_s > opt_.max_iteration_s);
+      evaluator_.evaluate(w.plan, w.trial, /*memory_only_if_rejected=*/true, /*explain=*/false);
+      const bool ok = w.trial.fits && !(opt_.max_iteration_s > 0 && w.trial.time.iteration_s > opt_.max_iteration_s);
+      if (ok && (fewest == 0 || n < fewest)) {
+        fewest = n;
+        std::swap(w.block, w.trial);
+      }
+      return ok;
     };
     w.plan.recompute_layers = 0;
     const int layers = fewest_fitting_recompute_layers(result_.model, w.plan, fits);
-    w.plan.recompute_layers = 0;
-    if (layers <= 0 || !fits(layers) || w.block.tokens_per_s <= w.estimate.tokens_per_s) {
-      w.plan.recompute_layers = 0;
-      return false;
+    const bool faster = layers > 0 && w.block.tokens_per_s > w.estimate.tokens_per_s;
+    if (faster) {
+      Candidate block = c;
+      block.recompute_layers = layers;
+      w.plan.recompute_layers = layers;
+      std::swap(w.estimate, w.block);
+      offer_row(w, block, i);
+      std::swap(w.estimate, w.block);
     }
-    Candidate block = c;
-    block.recompute_layers = layers;
-    std::swap(w.estimate, w.block);
-    offer_row(w, block, i);
-    std::swap(w.estimate, w.block);
     w.plan.recompute_layers = 0;
-    return true;
+    return faster;
   }
+
 
   // The family memory bound's verdict, memoised per family; true when it rejects the plan.
   bool pruned_by_bound(Worker& w, const Candidate& c, int64_t i) {
