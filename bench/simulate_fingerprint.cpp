@@ -76,8 +76,11 @@ int main(int argc, char** argv) {
   print("zero3 tp8 dp8", [&] { return variant(m, "dgx-a100-80gb", 8, 32, [](Plan& p) { p.tp = 8; p.zero_stage = 3; }); });
   print("dp64 tp1 (hier 8 per node)", [&] { return variant(m, "dgx-a100-80gb", 8, 128, [](Plan& p) { p.zero_stage = 1; }); });
   print("cpu adam tp1 pp4 zero1", [&] { return variant(m, "dgx-a100-80gb", 4, 64, [](Plan& p) { p.pp = 4; p.zero_stage = 1; p.offload.optimizer = Tier::cpu; }); });
-  print("nvme adam tp2 pp2 interleaved", [&] { return variant(m, "dgx-a100-80gb", 2, 32, [](Plan& p) { p.tp = 2; p.pp = 2; p.schedule = Schedule::interleaved; p.virtual_stages = 2; p.zero_stage = 1; p.offload.optimizer = Tier::nvme; }); });
-  print("params offload zero3 tp2", [&] { return variant(m, "dgx-a100-80gb", 2, 32, [](Plan& p) { p.tp = 2; p.zero_stage = 3; p.offload.params = Tier::cpu; p.offload.optimizer = Tier::cpu; }); });
+  // Offload as the frameworks that run it: Megatron's interleaved pipeline with --optimizer-cpu-offload,
+  // DeepSpeed's ZeRO-Infinity (optimizer and grad partitions on NVMe) and ZeRO-3 with offload_param.
+  print("cpu adam tp2 pp2 interleaved", [&] { return variant(m, "dgx-a100-80gb", 2, 32, [](Plan& p) { p.tp = 2; p.pp = 2; p.schedule = Schedule::interleaved; p.virtual_stages = 2; p.zero_stage = 1; p.offload.optimizer = Tier::cpu; }); });
+  print("nvme adam tp2 zero3 deepspeed", [&] { return variant(m, "dgx-a100-80gb", 2, 32, [](Plan& p) { p.framework = Framework::deepspeed; p.tp = 2; p.zero_stage = 3; p.offload.grads = Tier::nvme; p.offload.optimizer = Tier::nvme; }); });
+  print("params offload zero3 tp2 deepspeed", [&] { return variant(m, "dgx-a100-80gb", 2, 32, [](Plan& p) { p.framework = Framework::deepspeed; p.tp = 2; p.zero_stage = 3; p.offload = Offload{Tier::cpu, Tier::cpu, Tier::cpu}; }); });
   print("dgx2 v100 tp4 pp2 dp4", [&] { return variant("gpt2-large", "dgx2-v100-32gb", 2, 64, [](Plan& p) { p.tp = 4; p.pp = 2; p.overlap_grad_reduce = true; }); });
   print("v100 pcie tp2 pp2 dp2", [&] { return variant("gpt2-large", "v100-pcie-8x-240gb", 1, 16, [](Plan& p) { p.tp = 2; p.pp = 2; }); });
   print("h100 tp8 pp4 dp4 gpipe", [&] { return variant("megatron-18.4b", "dgx-h100", 16, 64, [](Plan& p) { p.tp = 8; p.pp = 4; p.schedule = Schedule::gpipe; }); });

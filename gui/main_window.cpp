@@ -432,6 +432,7 @@ void MainWindow::showDetails() {
                 .arg(p.chunked() ? "chunks of " + q(units::format_count(p.chunk_elements)) + " elements" +
                                   (p.cpu_embedding ? ", embeddings on the CPU" : "")
                             : QString("static placement"));
+    html += QString("<p>Costed as %1 runs it.</p>").arg(to_string(p.framework));
     if (p.cp > 1) html += QString("<p>Context parallel %1: each sequence split over %1 ranks (ring attention).</p>").arg(p.cp);
     if (p.recompute_layers > 0)
       html += QString("<p>Block recomputation: the first %1 layers of each virtual stage recompute, the others keep "

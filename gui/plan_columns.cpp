@@ -13,9 +13,10 @@ namespace starfish::gui {
 namespace {
 
 // Hidden first when the table is too wide: what the Details tab and the other columns already
-// say (the label, which model predicted, the chunk size, the schedule), then the secondary numbers.
+// say (the label, which model predicted, the chunk size, the schedule, the framework), then the secondary numbers.
 constexpr int kDropOrder[] = {PlanTableModel::ColPlan,     PlanTableModel::ColSource,   PlanTableModel::ColChunk,
-                              PlanTableModel::ColSchedule, PlanTableModel::ColCpuMem,   PlanTableModel::ColIteration,
+                              PlanTableModel::ColSchedule, PlanTableModel::ColFramework, PlanTableModel::ColCpuMem,
+                              PlanTableModel::ColIteration,
                               PlanTableModel::ColCost,     PlanTableModel::ColRecompute, PlanTableModel::ColMicro};
 
 }  // namespace

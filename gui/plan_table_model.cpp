@@ -39,11 +39,12 @@ int PlanTableModel::columnCount(const QModelIndex& parent) const { return parent
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
   static const char* names[ColumnCount] = {"#", "Plan", "TP", "PP", "DP", "mb", "ZeRO", "Schedule", "Recompute",
-                                           "Offload p/g/o", "Chunk", "Tokens/s", "by", "MFU", "Iteration", "GPU mem", "CPU mem/node", "$ / M tokens"};
+                                           "Offload p/g/o", "Chunk", "Framework", "Tokens/s", "by", "MFU", "Iteration", "GPU mem", "CPU mem/node", "$ / M tokens"};
   static const char* tips[ColumnCount] = {
       "Rank by throughput", "Short label", "Tensor parallel", "Pipeline parallel (x virtual stages)", "Data parallel",
       "Micro-batch (sequences)", "ZeRO stage", "Pipeline schedule", "Activation recompute",
       "Tier of params / grads / optimizer states: G = GPU, C = CPU, N = NVMe", "Chunk runtime chunk size in elements (static: no chunks)",
+      "Who runs it as costed: the search's framework, or the one that runs its chunks (starfish) or offload (deepspeed, fsdp)",
       "Predicted tokens per second", "Which model predicted it: des = the event simulator, analytic = closed forms", "Model FLOP utilisation", "One iteration",
       "Peak per GPU, most loaded stage", "Per node", "With the profile's price per GPU hour"};
   if (role == Qt::DisplayRole) return names[section];
@@ -77,6 +78,7 @@ QVariant PlanTableModel::value(const search::Row& r, int rank, int column) const
     case ColRecompute: return QString(to_string(p.recompute));
     case ColOffload: return tier_letter(p.offload.params) + tier_letter(p.offload.grads) + tier_letter(p.offload.optimizer);
     case ColChunk: return static_cast<qlonglong>(p.chunk_elements);
+    case ColFramework: return QString(to_string(p.framework));
     case ColTokensPerS: return r.tokens_per_s;
     case ColSource: return r.refined ? QString::fromStdString(r.refined->source) : QString("analytic");
     case ColMFU: return r.refined ? r.refined->mfu : r.analytic.mfu;

@@ -13,7 +13,7 @@ namespace starfish::gui {
 class PlanTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { ColRank, ColPlan, ColTP, ColPP, ColDP, ColMicro, ColZeRO, ColSchedule, ColRecompute, ColOffload, ColChunk, ColTokensPerS, ColSource, ColMFU, ColIteration, ColGpuMem, ColCpuMem, ColCost, ColumnCount };
+  enum Column { ColRank, ColPlan, ColTP, ColPP, ColDP, ColMicro, ColZeRO, ColSchedule, ColRecompute, ColOffload, ColChunk, ColFramework, ColTokensPerS, ColSource, ColMFU, ColIteration, ColGpuMem, ColCpuMem, ColCost, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;  // the raw number behind a cell
 
   explicit PlanTableModel(QObject* parent = nullptr);

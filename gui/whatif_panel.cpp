@@ -272,10 +272,15 @@ void WhatIfPanel::done() {
     max_model_->setText(QString("<b>Largest %1 model%2:</b> none (%3)").arg(q(model_.family), within, q(constraint_name(m.binding))));
   }
   QString t;
-  if (r.best)
-    t = QString("<b>%1, best plan (analytic):</b> %2 tokens/s, %3 MFU (%4)")
-            .arg(q(model_.name), q(units::human_count(r.best->tokens_per_s)))
-            .arg(QString::number(r.best->analytic.mfu * 100, 'f', 1) + "%", q(r.best->label()));
+  if (r.best) {
+    // One tier's numbers on the line: the simulator's when it re-ranked the plan, else the analytic.
+    const bool simulated = r.best->refined.has_value();
+    t = QString("<b>%1, best plan (%2):</b> %3 tokens/s, %4 MFU (%5)")
+            .arg(q(model_.name), simulated ? QString::fromStdString(r.best->refined->source) : QString("analytic"),
+                 q(units::human_count(r.best->tokens_per_s)))
+            .arg(QString::number((simulated ? r.best->refined->mfu : r.best->analytic.mfu) * 100, 'f', 1) + "%",
+                 q(r.best->label()));
+  }
   else
     t = QString("<b>%1:</b> no plan fits (%2)").arg(q(model_.name), q(r.best_why_not));
   if (plan_) {

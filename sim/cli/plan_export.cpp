@@ -104,7 +104,7 @@ void print_wrapped(const std::string& text) {
 // The abbreviations of the plan labels shown, each explained once.
 void print_legend(const search::SearchResult& r, int limit) {
   bool pipeline = false, interleaved = false, sp = false, recompute = false, offload = false, chunk = false;
-  bool experts = false, uneven = false, cpu_embedding = false, context = false;
+  bool experts = false, uneven = false, cpu_embedding = false, context = false, other_framework = false;
   for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k) {
     const search::Candidate& c = r.rows[k].candidate;
     pipeline = pipeline || c.pp > 1;
@@ -113,6 +113,7 @@ void print_legend(const search::SearchResult& r, int limit) {
     recompute = recompute || c.recompute != Recompute::none;
     offload = offload || c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu;
     chunk = chunk || c.chunk_elements > 0;
+    other_framework = other_framework || c.framework == Framework::deepspeed || c.framework == Framework::fsdp;
     cpu_embedding = cpu_embedding || c.cpu_embedding;
     experts = experts || c.ep > 1 || c.etp > 1;
     context = context || c.cp > 1;
@@ -129,6 +130,9 @@ void print_legend(const search::SearchResult& r, int limit) {
   if (recompute) s += " rc-full/rc-selective activation recompute (none when absent; rc-full/N: the first N layers of each virtual stage);";
   if (offload) s += " off:P/G/O the tiers of params/grads/optimizer states;";
   if (chunk) s += " chunk 2^N chunk runtime with chunks of 2^N elements;";
+  if (other_framework)
+    s += " ds/fsdp the offload runs as DeepSpeed (ZeRO-Offload / ZeRO-Infinity) or FSDP (CPU offload) runs it, "
+         "where the plan's framework cannot;";
   if (cpu_embedding) s += " cpu-emb embeddings on the CPU (PatrickStar's use_cpu_embedding);";
   s += " free: memory headroom per GPU (CPU, NVMe: per node)";
   if (r.refined > 0) s += "; tier: des = the event simulator's numbers, analytic = the analytic model's";
@@ -309,9 +313,10 @@ void print_shortfall(const search::SearchResult& r, int asked) {
 void print_rejections(const search::SearchResult& r, int limit) {
   if (r.chunked_accumulation_left_out > 0)
     fmt::print("\nleft out: {} chunked plans with several micro-batches per rank (the chunk runtime has no gradient\n"
-               "  accumulation, PatrickStar's grads overwrite the fp16 param chunks: a chunked plan runs each rank's\n"
-               "  whole batch, here at least {} sequences, as one micro-batch; a smaller --batch suits them)\n",
-               r.chunked_accumulation_left_out, r.training.global_batch / std::max(1, r.cluster.total_gpus()));
+               "  accumulation, PatrickStar's grads overwrite the fp16 param chunks: a chunked plan runs each\n"
+               "  data-parallel rank's whole batch, global batch / DP sequences, as one micro-batch; a smaller\n"
+               "  --batch or more data parallelism suits them)\n",
+               r.chunked_accumulation_left_out);
   if (r.rejected.empty()) return;
   fmt::print("\nrejected ({} plans; {} by the model-state bound before evaluation):\n", r.enumerated - r.fitting, r.pruned);
   int i = 0;

@@ -430,6 +430,10 @@ class StaticIterationBuilder {
   TaskId gather_layer(const StageOp& o, int l) {
     if (!gather_layers_) return kNone;
     des::CollectiveOptions co;
+    // Over the NIC rails of every member on a node, as the reduce-scatters and the ZeRO-1/2
+    // gathers run (a flat ring would cross each node on one GPU's NIC; the analytic tier's
+    // link_for_group gives the group all its members' NICs).
+    co.algo = dp_algo();
     co.stream = zero_stream_;
     const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
                                      label(out_.dp, "zero3 gather s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), co);

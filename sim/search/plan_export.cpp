@@ -47,20 +47,11 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
   if (p.framework != Framework::megatron_lm && p.framework != Framework::megatron_core)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; Megatron-LM exports take megatron-lm or megatron-core plans");
-  if (p.chunked()) return refuse("plan.chunk_size", "Megatron-LM has no chunk runtime");
+  if (const PlacementProblem placement = placement_problem(p); !placement.why.empty())
+    return refuse(placement.field, placement.why);
   if (p.zero_stage >= 2)
     return refuse("plan.zero_stage", "Megatron-LM has no ZeRO stage " + std::to_string(p.zero_stage) +
                                          " (its distributed optimizer is ZeRO-1)");
-  if (p.offload.params != Tier::gpu) return refuse("plan.offload.params", "Megatron-LM keeps the params on the GPU");
-  if (p.offload.grads != Tier::gpu)
-    return refuse("plan.offload.grads", "Megatron-LM keeps the gradient buffers on the GPU");
-  if (p.offload.optimizer == Tier::nvme)
-    return refuse("plan.offload.optimizer", "Megatron-LM offloads the optimizer to CPU memory only, not NVMe");
-  // --optimizer-cpu-offload needs --use-precision-aware-optimizer (arguments.py), which runs
-  // only in the distributed optimizer (megatron/core/optimizer/__init__.py).
-  if (p.offload.optimizer == Tier::cpu && p.zero_stage != 1)
-    return refuse("plan.offload.optimizer",
-                  "Megatron-LM's --optimizer-cpu-offload runs in its distributed optimizer: ZeRO stage 1 only");
   if (p.schedule == Schedule::gpipe && p.pp > 1)
     return refuse("plan.schedule", "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe");
   if (t.optimizer == Optimizer::sgd && p.zero_stage == 1)
@@ -112,23 +103,10 @@ Refusal deepspeed_refusal(const Plan& p, const Training& /*training: fp8 is refu
   if (p.framework != Framework::deepspeed)
     return refuse("plan.framework", std::string("the plan was simulated as ") + to_string(p.framework) +
                                         " runs it; DeepSpeed exports take deepspeed plans");
-  if (p.chunked()) return refuse("plan.chunk_size", "DeepSpeed has no chunk runtime (PatrickStar-style chunks)");
-  if (p.schedule == Schedule::interleaved) return refuse("plan.schedule", "DeepSpeed's pipeline engine has no interleaved schedule");
-  if (p.schedule == Schedule::gpipe && p.pp > 1)
-    return refuse("plan.schedule", "DeepSpeed's pipeline engine runs its 1F1B TrainSchedule, not GPipe");
-  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism".
-  if (p.pp > 1 && p.zero_stage >= 2)
-    return refuse("plan.zero_stage", "DeepSpeed's pipeline engine runs ZeRO-0 or ZeRO-1 only (ZeRO-" +
-                                         std::to_string(p.zero_stage) + " with PP " + std::to_string(p.pp) + ")");
-  if (p.offload.params != Tier::gpu && p.zero_stage != 3)
-    return refuse("plan.offload.params", "DeepSpeed offloads params only under ZeRO-3");
-  if (p.offload.optimizer != Tier::gpu && p.zero_stage == 0)
-    return refuse("plan.offload.optimizer", "DeepSpeed offloads the optimizer only under ZeRO 1-3");
-  // ZeRO-1/2 (stage_1_and_2.py) swap to CPU memory only; NVMe is ZeRO-Infinity, stage 3.
-  if (p.offload.optimizer == Tier::nvme && p.zero_stage != 3)
-    return refuse("plan.offload.optimizer", "DeepSpeed offloads the optimizer to NVMe only under ZeRO-3");
-  if (p.offload.grads != p.offload.optimizer && p.offload.grads != Tier::gpu)
-    return refuse("plan.offload.grads", "DeepSpeed keeps offloaded grads with the optimizer states");
+  if (const PlacementProblem placement = placement_problem(p); !placement.why.empty())
+    return refuse(placement.field, placement.why);
+  if (const FrameworkScheduleProblem schedule = framework_schedule_problem(p); schedule.why)
+    return refuse(schedule.field, schedule.why);
   if (!p.stage_layers.even())
     return refuse("plan.stage_layers", "DeepSpeed's PipelineModule partitions by its partition_method, not by a stage layout");
   if (p.grad_reduce == GradReduce::fp32)

@@ -30,11 +30,33 @@ bool tier_usable(Tier t, const std::vector<Tier>& allowed, const Cluster& c) {
   return contains(allowed, t) && (t != Tier::nvme || c.node.nvme.has_value());
 }
 
-// The offload triples (params, grads, optimizer) the rules admit, in a fixed order.
+std::vector<int> zero_stages_ascending(const SearchSpace& s) {
+  std::vector<int> out = s.zero_stages;
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The offload triples (params, grads, optimizer) the rules admit, in a fixed order, each with
+// the framework that runs it under its ZeRO stage: the space's where it can, else the one that
+// does (job.h placement_framework); a triple no framework runs is left out.
 struct Placement {
   Tier params, grads, optimizer;
   bool chunked;
+  Framework framework = Framework::megatron_lm;
+  // A bit per (params, grads, optimizer, chunked): which placements a DP-1 shape has emitted.
+  uint64_t bit() const {
+    return uint64_t{1} << ((chunked ? 27 : 0) + static_cast<int>(params) * 9 + static_cast<int>(grads) * 3 +
+                           static_cast<int>(optimizer));
+  }
 };
+std::optional<Framework> framework_of(const Placement& pl, int zero_stage, Framework preferred) {
+  Plan p;
+  p.chunk_elements = pl.chunked ? 1 : 0;
+  p.zero_stage = zero_stage;
+  p.offload = Offload{pl.params, pl.grads, pl.optimizer};
+  return placement_framework(p, preferred);
+}
 std::vector<Placement> placements(const Cluster& c, const SearchSpace& s, int zero_stage) {
   std::vector<Placement> out;
   const Tier all[] = {Tier::gpu, Tier::cpu, Tier::nvme};
@@ -47,7 +69,11 @@ std::vector<Placement> placements(const Cluster& c, const SearchSpace& s, int ze
         for (Tier g : all) {
           if (!tier_usable(g, s.grad_tiers, c) || tier_rank(g) < tier_rank(p) || tier_rank(g) > tier_rank(o)) continue;
           if (chunked && g != p) continue;
-          out.push_back({p, g, o, chunked});
+          Placement pl{p, g, o, chunked};
+          const std::optional<Framework> f = framework_of(pl, zero_stage, s.framework);
+          if (!f) continue;
+          pl.framework = *f;
+          out.push_back(pl);
         }
       }
     }
@@ -100,6 +126,7 @@ void Candidate::fill(Plan& p) const {
   p.fp8 = fp8;
   p.fp8_recipe = Fp8Recipe::delayed;
   p.cpu_embedding = cpu_embedding;
+  p.framework = framework;
   p.fp8_params = searched_fp8_params(p);
 }
 
@@ -126,6 +153,7 @@ Candidate to_candidate(const Plan& p) {
   c.optimizer = p.offload.optimizer;
   c.fp8 = p.fp8;
   c.cpu_embedding = p.cpu_embedding;
+  c.framework = p.framework;
   return c;
 }
 
@@ -201,6 +229,8 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
   if (p.quantized_gemms() && !quantized_gemm_problem(c.node.gpu, t, p).why.empty()) return "quantized GEMMs cannot run";
   if (!recompute_layers_problem(p).empty()) return "block recomputation cannot run";
+  if (!placement_problem(p).why.empty()) return "the framework cannot hold the states where the plan puts them";
+  if (framework_schedule_problem(p).why) return "the framework's pipeline cannot run the schedule or ZeRO stage";
   return nullptr;
 }
 
@@ -215,8 +245,6 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (!contains(s.sequence_parallel, p.sequence_parallel)) return false;
   if (p.tp == 1 && p.sequence_parallel) return false;
   if (!contains(s.zero_stages, p.zero_stage)) return false;
-  if (p.dp_cp() == 1 && p.zero_stage != *std::min_element(s.zero_stages.begin(), s.zero_stages.end()))
-    return false;  // (zero_stages is not empty here: it contains p.zero_stage)
   if (!contains(s.chunk_elements, p.chunk_elements)) return false;
   if (!contains(s.cpu_embedding, p.cpu_embedding)) return false;
   if (!contains(fp8_formats(c, s), p.fp8)) return false;
@@ -225,11 +253,21 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none) return false;
   if (p.recompute_layers != 0 && !recompute_layers_problem(p).empty()) return false;
   if (p.fp8_params != searched_fp8_params(p)) return false;
-  for (const Placement& pl : placements(c, s, p.zero_stage))
-    if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
-        pl.optimizer == p.offload.optimizer)
-      return true;
-  return false;
+  if (framework_schedule_problem(p).why || (p.cp > 1 && p.framework != Framework::megatron_core)) return false;
+  auto holds = [&](int zero_stage) {
+    for (const Placement& pl : placements(c, s, zero_stage))
+      if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
+          pl.optimizer == p.offload.optimizer)
+        return pl.framework == p.framework;
+    return false;
+  };
+  // One rank holds the states: the space tries each placement under its lowest stage only.
+  if (p.dp_cp() == 1)
+    for (int z : zero_stages_ascending(s)) {
+      if (z >= p.zero_stage) break;
+      if (holds(z)) return false;
+    }
+  return holds(p.zero_stage);
 }
 
 // The (EP, ETP) pairs a stage of TP x DP ranks can hold: {(1, 0)} for a dense model.
@@ -308,7 +346,7 @@ void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, in
       if (m.is_moe() && sh.tp > 1 && !sp) continue;
       for (const auto& [ep, etp] : experts)
         for (Fp8 fp8 : fp8s) {
-          if (fp8 != Fp8::none && chunk > 0) continue;
+          if (fp8 != Fp8::none && (chunk > 0 || pl.framework != Framework::megatron_core)) continue;
           Candidate k;
           k.fp8 = fp8;
           k.ep = ep;
@@ -329,6 +367,7 @@ void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, in
           k.params = pl.params;
           k.grads = pl.grads;
           k.optimizer = pl.optimizer;
+          k.framework = pl.framework;
           for (bool cpu_embedding : s.cpu_embedding) {
             if (cpu_embedding && (chunk == 0 || sh.tp > 1 || m.tied_embeddings)) continue;
             k.cpu_embedding = cpu_embedding;
@@ -341,12 +380,27 @@ void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, in
 
 // The placements (ZeRO stage, where the states live, chunk size) of one shape.
 void append_placements(const Model& m, const SearchSpace& s, const Shape& sh,
-                       const std::vector<std::vector<Placement>>& placement_of, int min_zero,
+                       const std::vector<std::vector<Placement>>& placement_of,
                        const std::vector<std::pair<int, int>>& experts, const std::vector<Fp8>& fp8s,
                        int64_t* chunked_accumulation_left_out, std::vector<Candidate>& out) {
-  for (int z : s.zero_stages) {
-    if (z < 0 || z > 3 || (sh.dp * sh.cp == 1 && z != min_zero)) continue;
+  // One rank holds the states (DP x CP = 1): every ZeRO stage is the same memory, so each
+  // placement is tried once, under the lowest stage its framework runs it with (ZeRO-0 for
+  // what stays on the GPU, DeepSpeed's ZeRO-Offload at 1, ZeRO-Infinity at 3).
+  const bool one_rank = sh.dp * sh.cp == 1;
+  uint64_t emitted = 0;
+  Plan scratch;
+  scratch.pp = sh.pp;
+  scratch.schedule = sh.schedule;
+  for (int z : zero_stages_ascending(s)) {
+    if (z < 0 || z > 3) continue;
     for (const Placement& pl : placement_of[z]) {
+      if (one_rank && (emitted & pl.bit())) continue;
+      // Context parallelism is Megatron-core's; DeepSpeed's pipeline engine runs 1F1B under ZeRO-0/1.
+      if (sh.cp > 1 && pl.framework != Framework::megatron_core) continue;
+      scratch.framework = pl.framework;
+      scratch.zero_stage = z;
+      if (framework_schedule_problem(scratch).why) continue;
+      if (one_rank) emitted |= pl.bit();
       for (int64_t chunk : s.chunk_elements) {
         if (pl.chunked != (chunk > 0)) continue;
         if (chunk > 0 && (chunk < 1024 || sh.pp > 1)) continue;  // chunk plans: no pipeline
@@ -373,7 +427,6 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
   const int gpus = c.total_gpus();
   std::vector<Fp8> fp8s = fp8_formats(c, s);
   if (t.dtype != DType::bf16 && t.dtype != DType::fp16) fp8s = {Fp8::none};
-  const int min_zero = s.zero_stages.empty() ? 0 : *std::min_element(s.zero_stages.begin(), s.zero_stages.end());
   // The static/chunked placements per ZeRO stage do not depend on the rest: compute them once.
   std::vector<std::vector<Placement>> placement_of(4);
   for (int z = 0; z < 4; ++z) placement_of[z] = placements(c, s, z);
@@ -402,7 +455,7 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
           for (const auto& [schedule, v] : schedule_shapes(m, s, pp, sh.micro_batches, sh.layout)) {
             sh.schedule = schedule;
             sh.virtual_stages = v;
-            append_placements(m, s, sh, placement_of, min_zero, experts, fp8s, chunked_accumulation_left_out, out);
+            append_placements(m, s, sh, placement_of, experts, fp8s, chunked_accumulation_left_out, out);
           }
         }
       }
@@ -454,6 +507,10 @@ std::string short_label(const Candidate& c) {
                                                    : " chunk " + std::to_string(c.chunk_elements);
   }
   if (c.cpu_embedding) s += " cpu-emb";
+  // Offloaded plans Megatron cannot run go to the framework that does (chunked ones to
+  // Starfish's chunk runtime, which "chunk" already says).
+  if (c.framework == Framework::deepspeed) s += " ds";
+  if (c.framework == Framework::fsdp) s += " fsdp";
   return s;
 }
 

@@ -93,6 +93,9 @@ struct Candidate {
   Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
   Fp8 fp8 = Fp8::none;  // fp8 GEMMs (delayed scaling)
   bool cpu_embedding = false;
+  // Who runs it: the space's framework, or the one that runs its chunks and offload (set by
+  // the search, job.h placement_framework).
+  Framework framework = Framework::megatron_lm;
 
   Plan to_plan() const;  // dp resolved, as make_job would leave it
 

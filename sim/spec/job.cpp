@@ -41,6 +41,93 @@ std::string recompute_layers_problem(const Plan& plan) {
 
 namespace {
 
+bool offloaded(Tier t) { return t != Tier::gpu; }
+
+PlacementProblem megatron_placement_problem(const Plan& plan) {
+  const Offload& o = plan.offload;
+  if (plan.chunked())
+    return {"plan.chunk_size", "Megatron has no chunk runtime: chunked plans run on Starfish's (set framework: starfish)"};
+  if (offloaded(o.params)) return {"plan.offload.params", "Megatron keeps the params on the GPU (set params: gpu)"};
+  if (offloaded(o.grads))
+    return {"plan.offload.grads", "Megatron's DDP keeps its gradient buffer on the GPU, also under "
+                                  "--optimizer-cpu-offload (set grads: gpu)"};
+  if (o.optimizer == Tier::nvme)
+    return {"plan.offload.optimizer", "Megatron offloads the optimizer to CPU memory only, not NVMe"};
+  if (o.optimizer == Tier::cpu && plan.zero_stage != 1)
+    return {"plan.offload.optimizer", "Megatron's --optimizer-cpu-offload runs in its distributed optimizer: set "
+                                      "zero_stage: 1 (the plan says " + std::to_string(plan.zero_stage) + ")"};
+  return {};
+}
+
+PlacementProblem deepspeed_placement_problem(const Plan& plan) {
+  const Offload& o = plan.offload;
+  const std::string stage = " (the plan says zero_stage " + std::to_string(plan.zero_stage) + ")";
+  if (plan.chunked())
+    return {"plan.chunk_size", "DeepSpeed has no chunk runtime: chunked plans run on Starfish's (set framework: starfish)"};
+  if (offloaded(o.params) && plan.zero_stage != 3)
+    return {"plan.offload.params", "DeepSpeed offloads params (offload_param) under ZeRO stage 3 only" + stage};
+  if (offloaded(o.optimizer) && plan.zero_stage == 0)
+    return {"plan.offload.optimizer", "DeepSpeed offloads the optimizer (offload_optimizer) under ZeRO stage 1-3 only" + stage};
+  if (o.optimizer == Tier::nvme && plan.zero_stage != 3)
+    return {"plan.offload.optimizer", "DeepSpeed offloads the optimizer to NVMe under ZeRO stage 3 only (ZeRO-Infinity)" + stage};
+  if (o.grads != o.optimizer)
+    return {"plan.offload.grads", std::string("DeepSpeed keeps the gradient partitions where its optimizer steps "
+                                              "(offload_optimizer takes them along): set grads: ") + to_string(o.optimizer)};
+  return {};
+}
+
+PlacementProblem fsdp_placement_problem(const Plan& plan) {
+  const Offload& o = plan.offload;
+  if (plan.chunked())
+    return {"plan.chunk_size", "FSDP has no chunk runtime: chunked plans run on Starfish's (set framework: starfish)"};
+  const bool all_gpu = !offloaded(o.params) && !offloaded(o.grads) && !offloaded(o.optimizer);
+  const bool all_cpu = o.params == Tier::cpu && o.grads == Tier::cpu && o.optimizer == Tier::cpu;
+  if (!all_gpu && !all_cpu)
+    return {"plan.offload", "FSDP's CPUOffload(offload_params=True) moves params and gradients to CPU memory together "
+                            "and steps the optimizer there: set all three to gpu or all to cpu"};
+  return {};
+}
+
+}  // namespace
+
+PlacementProblem placement_problem(const Plan& plan) {
+  switch (plan.framework) {
+    case Framework::megatron_lm:
+    case Framework::megatron_core: return megatron_placement_problem(plan);
+    case Framework::deepspeed: return deepspeed_placement_problem(plan);
+    case Framework::fsdp: return fsdp_placement_problem(plan);
+    case Framework::starfish: break;
+  }
+  const Offload& o = plan.offload;
+  if (!plan.chunked() && (offloaded(o.params) || offloaded(o.grads) || offloaded(o.optimizer)))
+    return {"plan.offload", "Starfish's executor offloads through its chunk runtime only: set chunk_size, or keep all on the gpu"};
+  return {};
+}
+
+FrameworkScheduleProblem framework_schedule_problem(const Plan& plan) {
+  if (plan.framework != Framework::deepspeed || plan.pp <= 1) return {};
+  if (plan.schedule == Schedule::interleaved)
+    return {"plan.schedule", "DeepSpeed's pipeline engine has no interleaved schedule (its TrainSchedule is 1F1B)"};
+  if (plan.schedule == Schedule::gpipe) return {"plan.schedule", "DeepSpeed's pipeline engine runs its 1F1B TrainSchedule, not GPipe"};
+  if (plan.zero_stage >= 2)
+    return {"plan.zero_stage", "DeepSpeed's pipeline engine runs ZeRO-0 or ZeRO-1 only (ZeRO-2 and ZeRO-3 are "
+                               "incompatible with pipeline parallelism, runtime/pipe/engine.py)"};
+  return {};
+}
+
+std::optional<Framework> placement_framework(const Plan& plan, Framework preferred) {
+  Plan p = plan;
+  const Framework order[] = {preferred, Framework::starfish, Framework::deepspeed, Framework::fsdp};
+  for (Framework f : order) {
+    if (f == Framework::starfish && !plan.chunked() && f != preferred) continue;  // its executor for chunks only
+    p.framework = f;
+    if (placement_problem(p).why.empty()) return f;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // fp8 params (plan.fp8_params) as Megatron takes them: arguments.py asserts "--fp8-param-gather
 // only supported with distributed optimizer, torch fsdp2, megatron fsdp"; Megatron-Bridge's
 // MixedPrecisionConfig requires reuse_grad_buf_for_mxfp8_param_ag for MXFP8 params, a buffer
@@ -313,6 +400,8 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   if ((o.params == Tier::nvme || o.grads == Tier::nvme || o.optimizer == Tier::nvme) && !cluster.node.nvme)
     pp.fail("plan.offload", "offload to nvme, but the hardware has no node.nvme" + of_cluster);
   check_chunk_runtime(training, plan, m);
+  if (const PlacementProblem p = placement_problem(plan); !p.why.empty()) pp.fail(p.field, p.why);
+  if (const FrameworkScheduleProblem p = framework_schedule_problem(plan); p.why) pp.fail(p.field, p.why);
   check_cpu_embedding(model, plan);
   check_quantized_gemms(cluster, training, plan, of_cluster);
   if (const std::string why = recompute_layers_problem(plan); !why.empty()) pp.fail("plan.recompute_layers", why);

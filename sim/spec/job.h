@@ -1,5 +1,6 @@
 #pragma once
 // A complete job: model, cluster, training and plan, checked against one another.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,46 @@ struct QuantizedGemmProblem {
   bool about_gpu = false;  // the GPU lacks the format (the message should name the hwprofile)
 };
 QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan);
+
+// Why plan.framework cannot hold the model states where plan.offload puts them, or run the
+// plan's chunks (plan.chunk_size): the one home of these rules, read off each framework's code,
+// for make_job, the plan reader's default framework, the search and the exports. Both strings
+// are empty when the framework runs the placement as written.
+//  - Megatron (-LM and -core): no chunk runtime; params and gradients on the GPU (its DDP
+//    allocates the grad buffer on the current device, param_and_grad_buffer.py); the optimizer
+//    on the GPU, or in CPU memory under the distributed optimizer (--optimizer-cpu-offload,
+//    HybridDeviceOptimizer, which copies the grads to the host for its step).
+//  - DeepSpeed: no chunk runtime; offload_param under ZeRO-3 only; offload_optimizer under ZeRO
+//    1-3, to NVMe under ZeRO-3 only (ZeRO-Infinity); the gradient partitions live where the
+//    optimizer steps (stage_1_and_2.py accumulates them in CPU memory with cpu_offload;
+//    stage3.py copies its fp32 grad partitions out with offload_optimizer, and ZeRO-Infinity's
+//    optimizer swapper writes them to NVMe with the optimizer states).
+//  - FSDP: CPUOffload(offload_params=True) moves params and gradients to the CPU together and
+//    the optimizer steps there: all on the GPU or all in CPU memory; no chunks.
+//  - Starfish's executor: any tiers through its chunk runtime; a plan without chunks keeps
+//    everything on the GPU (one flat store, exec/run.cpp).
+struct PlacementProblem {
+  std::string field;  // the plan field at fault, e.g. "plan.offload.grads"
+  std::string why;    // one line; empty when the framework runs the placement
+};
+PlacementProblem placement_problem(const Plan& plan);
+
+// Why plan.framework cannot run the plan's pipeline schedule or its ZeRO stage beside a
+// pipeline: DeepSpeed's pipeline engine runs its 1F1B TrainSchedule only (runtime/pipe/
+// schedule.py), without interleaving, and refuses ZeRO-2/3 ("ZeRO-2 and ZeRO-3 are incompatible
+// with pipeline parallelism", runtime/pipe/engine.py). Static strings (the search asks per
+// candidate); both null when the framework runs it. The one home for make_job, the search and
+// the DeepSpeed export.
+struct FrameworkScheduleProblem {
+  const char* field = nullptr;
+  const char* why = nullptr;
+};
+FrameworkScheduleProblem framework_schedule_problem(const Plan& plan);
+
+// The framework that runs the plan's chunks and offload: `preferred` when it can, else
+// Starfish's chunk runtime for a chunked plan, DeepSpeed (ZeRO-Offload / ZeRO-Infinity) or FSDP
+// (CPU offload) for an offloaded one; nullopt when none of them can.
+std::optional<Framework> placement_framework(const Plan& plan, Framework preferred);
 
 // Why the plan's block recomputation (plan.recompute_layers) cannot run, or "" when it can (or
 // the plan has none): Megatron's --recompute-method block, under full recomputation, outside the

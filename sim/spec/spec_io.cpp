@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "sim/spec/input_file.h"
+#include "sim/spec/job.h"
 #include "sim/spec/limits.h"
 #include "sim/spec/units.h"
 #include "sim/spec/yaml_reader.h"
@@ -562,9 +563,15 @@ PlanFile parse_plan_file(const YAML::Node& root, const std::string& file) {
   }
   if (r.has("plan")) {
     MapReader q = r.map("plan");
+    const bool framework_named = q.has("framework");
     read_plan_layout(q, p.plan);
     read_plan_kernels(q, p.plan);
     q.finish();
+    // Left out, the framework is the one that runs the plan's placement (job.h
+    // placement_framework): Megatron-LM, or Starfish's chunk runtime for chunks, DeepSpeed for
+    // offloaded states. A named one that cannot is make_job's error, at the offending field.
+    if (!framework_named)
+      p.plan.framework = placement_framework(p.plan, Framework::megatron_lm).value_or(Framework::megatron_lm);
   }
   r.finish();
   return p;

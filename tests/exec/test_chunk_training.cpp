@@ -52,6 +52,7 @@ struct Fixture {
   Fixture() {
     plan.micro_batch = static_cast<int>(training.global_batch);
     plan.chunk_elements = kChunkElements;
+    plan.framework = Framework::starfish;
     plan.recompute = Recompute::full;  // the budgets below evict between forward and backward
   }
 };

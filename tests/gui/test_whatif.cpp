@@ -58,6 +58,10 @@ class WhatIfTest : public QObject {
     QCOMPARE(r->best->tokens_per_s, direct.best->tokens_per_s);
     QVERIFY(panel.maxModelLabel()->text().contains(QString::fromStdString(units::human_count(static_cast<double>(r->max_size.parameters)))));
     QVERIFY(panel.throughputLabel()->text().contains(QString::fromStdString(units::human_count(r->best->tokens_per_s))));
+    // One tier on the line: the simulated throughput beside the simulated MFU, named so.
+    QVERIFY(r->best->refined.has_value());
+    QVERIFY(panel.throughputLabel()->text().contains("best plan (" + QString::fromStdString(r->best->refined->source) + ")"));
+    QVERIFY(panel.throughputLabel()->text().contains(QString::number(r->best->refined->mfu * 100, 'f', 1) + "% MFU"));
     const int64_t base_params = r->max_size.parameters;
 
     // Less host RAM (16 GiB): the largest model cannot grow, and the numbers follow the slider.

@@ -91,6 +91,7 @@ TEST(Capacity, EstimateVerdictIsCheckMemoryOfItsTotals) {
   t.global_batch = 8;
   Plan on_gpu, offloaded;
   offloaded.tp = 8;
+  offloaded.zero_stage = 1;  // Megatron's --optimizer-cpu-offload runs in its distributed optimizer
   offloaded.offload.optimizer = Tier::cpu;
   for (const Plan& p : {on_gpu, offloaded}) {
     const Estimate e = estimate(make_job(testing::gpt(48, 6144, 48, 2048, 50257, "g"), c, t, p));

@@ -156,7 +156,10 @@ TEST(Estimate, ZeroThreeWithCpuOffloadFitsWhereDataParallelDoesNot) {
   const Model m = testing::gpt(40, 4096, 32, 1024, 50257);  // ~8B
   Plan p;
   EXPECT_FALSE(estimate(job_of(m, testing::dgx(1), 8, p)).fits);
+  // DeepSpeed's ZeRO-3 with offload_optimizer: the grad partitions go to the CPU with it.
+  p.framework = Framework::deepspeed;
   p.zero_stage = 3;
+  p.offload.grads = Tier::cpu;
   p.offload.optimizer = Tier::cpu;
   const Estimate e = estimate(job_of(m, testing::dgx(1), 8, p));
   EXPECT_TRUE(e.fits) << e.why_not;

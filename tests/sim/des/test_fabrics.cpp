@@ -51,7 +51,8 @@ TEST(Fabrics, AnOversubscribedLeafUplinkSetsTheAllReducesInterNodeRate) {
     const double nic = n.nic->achieved_Bps(), pcie = n.pcie.bandwidth_Bps(), nvl = n.nvlink->achieved_Bps();
     const double uplink = 2 * 8 * nic / os;
     const double inter_rate = std::min({nic, pcie, uplink / 8});
-    const double inter_lat = 2 * n.pcie.latency_s + n.nic->latency_s;
+    // Each inter-node step waits the ring's 8 hops (collective.cpp: NCCL's ring latency).
+    const double inter_lat = 8 * (2 * n.pcie.latency_s + n.nic->latency_s);
     const double expect = 2 * phase_s(7, 1.0 / 8, bytes, nvl, n.nvlink->latency_s) +
                           phase_s(2 * 3, 1.0 / 32, bytes, inter_rate, inter_lat);
     EXPECT_NEAR(r.end_s[ar], expect, 1e-9 * expect);

@@ -39,6 +39,7 @@ Job chunked_job(int64_t gpu_bytes, bool cpu_embedding = false) {
   Plan p;
   p.micro_batch = 4;
   p.chunk_elements = 32LL << 20;
+  p.framework = Framework::starfish;  // the chunk runtime is Starfish's
   p.offload.optimizer = Tier::cpu;
   p.recompute = Recompute::full;
   p.cpu_embedding = cpu_embedding;
@@ -109,6 +110,7 @@ TEST(ChunkedIteration, PipelineParallelChunkPlansAreRejected) {
   Plan p;
   p.pp = 2;
   p.chunk_elements = 32LL << 20;
+  p.framework = Framework::starfish;  // the chunk runtime is Starfish's
   Cluster c = one_gpu(80LL << 30);
   c.node.gpus = 2;
   c.node.pcie.gpus_per_root = 1;

@@ -54,6 +54,7 @@ TEST(RankOrder, DataParallelGroupsOfEveryTpRankAndStage) {
 TEST(RankOrder, TheChunkRuntimesGroupIsTheJobs) {
   Plan p;
   p.chunk_elements = 1 << 20;
+  p.framework = Framework::starfish;  // the chunk runtime is Starfish's
   p.micro_batch = 4;
   const Job j = job_on_dgx(2, 1, p);  // TP 2 x DP 4
   ASSERT_EQ(j.dp(), 4);

@@ -163,6 +163,7 @@ TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
   p.micro_batch = 1;
   p.zero_stage = 3;
   p.chunk_elements = int64_t{1} << 25;
+  p.framework = Framework::starfish;
   p.recompute = Recompute::selective;
   const Job job = make_job(m, c, t, p);
   const Estimate e = estimate(job);

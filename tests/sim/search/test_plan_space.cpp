@@ -13,11 +13,12 @@
 namespace starfish::search {
 namespace {
 
-using Key = std::tuple<int, int, int, int, int, int64_t, int, int, int, bool, int, int, int>;
+using Key = std::tuple<int, int, int, int, int, int64_t, int, int, int, bool, int, int, int, int>;
 Key key(const Plan& p) {
   return {p.tp, p.pp, p.dp, p.virtual_stages, p.micro_batch, p.chunk_elements, p.zero_stage,
           static_cast<int>(p.schedule), static_cast<int>(p.recompute), p.sequence_parallel,
-          static_cast<int>(p.offload.params), static_cast<int>(p.offload.grads), static_cast<int>(p.offload.optimizer)};
+          static_cast<int>(p.offload.params), static_cast<int>(p.offload.grads), static_cast<int>(p.offload.optimizer),
+          static_cast<int>(p.framework)};
 }
 
 bool make_job_accepts(const Model& m, const Cluster& c, const Training& t, const Plan& p) {
@@ -64,7 +65,13 @@ void brute_force(const Model& m, const SearchSpace& s, int64_t batch, int max_tp
                           p.chunk_elements = chunk;
                           p.recompute = rc;
                           p.sequence_parallel = sp;
-                          visit(p);
+                          // Every framework that runs the placement (the search hands the
+                          // space's framework's leftovers to the one that can).
+                          for (Framework f : {Framework::megatron_lm, Framework::deepspeed, Framework::fsdp,
+                                              Framework::starfish}) {
+                            p.framework = f;
+                            if (f == Framework::megatron_lm || placement_problem(p).why.empty()) visit(p);
+                          }
                         }
           }
 }

@@ -351,6 +351,45 @@ TEST(SpecErrors, Fp8ParamsNeedFp8GemmsAndTheDistributedOptimizer) {
             "plan.yaml:2:49: field 'plan.fp8_params': fp8 params need fp8 GEMMs: set fp8: hybrid or e4m3");
 }
 
+// The framework holds the states where the plan puts them, or the plan is refused at its field
+// (job.h placement_problem); left out of the file, the framework is the one that can.
+TEST(SpecErrors, TheFrameworkRunsThePlacement) {
+  const std::string batch = "training: {global_batch: 8}\n";
+  EXPECT_EQ(job_error(batch + "plan: {framework: megatron-lm, zero_stage: 1, offload: {grads: cpu, optimizer: cpu}}\n"),
+            "plan.yaml:2:57: field 'plan.offload.grads': Megatron's DDP keeps its gradient buffer on the GPU, also under "
+            "--optimizer-cpu-offload (set grads: gpu)");
+  EXPECT_EQ(job_error(batch + "plan: {framework: megatron-core, offload: {optimizer: cpu}}\n"),
+            "plan.yaml:2:44: field 'plan.offload.optimizer': Megatron's --optimizer-cpu-offload runs in its distributed "
+            "optimizer: set zero_stage: 1 (the plan says 0)");
+  EXPECT_EQ(job_error(batch + "plan: {framework: megatron-core, zero_stage: 1, offload: {optimizer: cpu}}\n"), "(no error)");
+  EXPECT_EQ(job_error(batch + "plan: {framework: deepspeed, zero_stage: 2, offload: {optimizer: cpu}}\n"),
+            "plan.yaml:2:45: field 'plan.offload.grads': DeepSpeed keeps the gradient partitions where its optimizer "
+            "steps (offload_optimizer takes them along): set grads: cpu");
+  EXPECT_EQ(job_error(batch + "plan: {framework: deepspeed, zero_stage: 2, offload: {params: cpu, grads: cpu, optimizer: cpu}}\n"),
+            "plan.yaml:2:55: field 'plan.offload.params': DeepSpeed offloads params (offload_param) under ZeRO stage 3 only "
+            "(the plan says zero_stage 2)");
+  EXPECT_EQ(job_error(batch + "plan: {framework: fsdp, zero_stage: 3, offload: {grads: cpu, optimizer: cpu}}\n"),
+            "plan.yaml:2:40: field 'plan.offload': FSDP's CPUOffload(offload_params=True) moves params and gradients to CPU "
+            "memory together and steps the optimizer there: set all three to gpu or all to cpu");
+  EXPECT_EQ(job_error(batch + "plan: {framework: starfish, offload: {optimizer: cpu}}\n"),
+            "plan.yaml:2:29: field 'plan.offload': Starfish's executor offloads through its chunk runtime only: set "
+            "chunk_size, or keep all on the gpu");
+  EXPECT_EQ(job_error(batch + "plan: {framework: megatron-lm, micro_batch: 1, chunk_size: 1Mi}\n"),
+            "plan.yaml:2:48: field 'plan.chunk_size': Megatron has no chunk runtime: chunked plans run on Starfish's (set "
+            "framework: starfish)");
+  // DeepSpeed's pipeline engine: 1F1B with ZeRO-0/1.
+  EXPECT_EQ(job_error(batch + "plan: {framework: deepspeed, pipeline_parallel: 2, zero_stage: 2}\n"),
+            "plan.yaml:2:52: field 'plan.zero_stage': DeepSpeed's pipeline engine runs ZeRO-0 or ZeRO-1 only (ZeRO-2 and "
+            "ZeRO-3 are incompatible with pipeline parallelism, runtime/pipe/engine.py)");
+  // Left out, the framework follows the placement: DeepSpeed's ZeRO-Offload, Starfish's chunks.
+  EXPECT_EQ(parse_plan_file_text(batch + "plan: {zero_stage: 2, offload: {grads: cpu, optimizer: cpu}}\n").plan.framework,
+            Framework::deepspeed);
+  EXPECT_EQ(parse_plan_file_text(batch + "plan: {micro_batch: 1, chunk_size: 1Mi}\n").plan.framework, Framework::starfish);
+  EXPECT_EQ(parse_plan_file_text(batch + "plan: {zero_stage: 1, offload: {optimizer: cpu}}\n").plan.framework,
+            Framework::megatron_lm);
+  EXPECT_EQ(job_error(batch + "plan: {zero_stage: 2, offload: {grads: cpu, optimizer: cpu}}\n"), "(no error)");
+}
+
 // TP 3 on 8-GPU nodes: some tensor-parallel groups straddle two nodes (the simulator used to
 // refuse the resulting uneven data-parallel groups in the middle of a collective).
 TEST(SpecErrors, TensorParallelMustBeAlignedToTheNodes) {
