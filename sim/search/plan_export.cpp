@@ -49,13 +49,16 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
                                         " runs it; Megatron-LM exports take megatron-lm or megatron-core plans");
   if (const PlacementProblem placement = placement_problem(p); !placement.why.empty())
     return refuse(placement.field, placement.why);
-  if (p.zero_stage >= 2)
-    return refuse("plan.zero_stage", "Megatron-LM has no ZeRO stage " + std::to_string(p.zero_stage) +
-                                         " (its distributed optimizer is ZeRO-1)");
+  // ZeRO-2/3 are Megatron-core's FSDP (--use-megatron-fsdp, sharding optim_grads /
+  // optim_grads_params); the 2021-22 Megatron-LM plans are costed with shards the optimizer only.
+  if (p.zero_stage >= 2 && p.framework != Framework::megatron_core)
+    return refuse("plan.zero_stage", "Megatron-LM (2021-22) has no ZeRO stage " + std::to_string(p.zero_stage) +
+                                         " (its distributed optimizer is ZeRO-1); Megatron-core's FSDP shards grads "
+                                         "and params: set framework: megatron-core");
   if (p.schedule == Schedule::gpipe && p.pp > 1)
     return refuse("plan.schedule", "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe");
-  if (t.optimizer == Optimizer::sgd && p.zero_stage == 1)
-    return refuse("training.optimizer", "Megatron-LM's distributed optimizer needs adam");
+  if (t.optimizer == Optimizer::sgd && p.zero_stage >= 1)
+    return refuse("training.optimizer", "Megatron-LM's distributed optimizer (and its FSDP) needs adam");
   if (p.quantized_gemms() && t.optimizer == Optimizer::sgd)
     return refuse("training.optimizer", "Megatron-LM's fp8/fp4 training (TransformerEngine) is set up with adam");
   if (!p.stage_layers.per_stage.empty())
@@ -268,10 +271,18 @@ void add_parallel_arguments(const Job& job, ArgumentList& a) {
     add("--recompute-num-layers", whole(std::max(1, p.recompute_layers)));
   }
   if (p.zero_stage == 1) add("--use-distributed-optimizer");
+  if (p.zero_stage >= 2) {
+    // Megatron FSDP (megatron/core/distributed/fsdp): ZeRO-2 is its optim_grads strategy, ZeRO-3
+    // optim_grads_params; arguments.py asserts its fsdp_dtensor checkpoint format.
+    add("--use-megatron-fsdp");
+    add("--data-parallel-sharding-strategy", p.zero_stage == 3 ? "optim_grads_params" : "optim_grads");
+    add("--ckpt-format", "fsdp_dtensor");
+  }
   if (p.overlap_grad_reduce) add("--overlap-grad-reduce");
-  // The distributed optimizer's param all-gather overlapped with the next forward, as the
-  // grads' reduce-scatter is with backward (arguments.py requires --overlap-grad-reduce).
-  if (p.overlap_grad_reduce && p.zero_stage == 1) add("--overlap-param-gather");
+  // The distributed optimizer's (or Megatron FSDP's) param all-gather overlapped with the next
+  // forward, as the grads' reduce-scatter is with backward (arguments.py requires
+  // --overlap-grad-reduce, and the distributed optimizer or Megatron FSDP).
+  if (p.overlap_grad_reduce && p.zero_stage >= 1) add("--overlap-param-gather");
   if (p.offload.optimizer == Tier::cpu) {
     add("--optimizer-cpu-offload");
     add("--use-precision-aware-optimizer");  // required by --optimizer-cpu-offload
@@ -472,6 +483,7 @@ const std::map<std::string, std::string>& bridge_renamed_arguments() {
       {"--lr", "optimizer.lr"},
       {"--clip-grad", "optimizer.clip_grad"},
       {"--seed", "rng.seed"},
+      {"--data-parallel-sharding-strategy", "ddp.data_parallel_sharding_strategy"},
   };
   return renamed;
 }
@@ -486,6 +498,7 @@ const std::map<std::string, std::string>& bridge_flag_arguments() {
       {"--use-precision-aware-optimizer", "optimizer.use_precision_aware_optimizer"},
       {"--cross-entropy-loss-fusion", "model.cross_entropy_loss_fusion"},
       {"--moe-grouped-gemm", "model.moe_grouped_gemm"},
+      {"--use-megatron-fsdp", "ddp.use_megatron_fsdp"},
   };
   return flags;
 }
@@ -537,6 +550,9 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   // Precision is the recipe's mixed_precision; the GQA flag is implied by num_query_groups; the
   // position table is seq_length long (gpt_provider.py: max_sequence_length=self.seq_length):
   // a model's longer table (max_positions) leaves the run fewer parameters than predicted, never more.
+  // Megatron-Bridge asserts Megatron FSDP's checkpoint format only when it saves or loads
+  // (training/config.py), which the command it is given does not.
+  if (arg == "--ckpt-format") return;
   if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" || arg == "--fp4-format" ||
       arg == "--fp4-recipe" || arg == "--fp8-param-gather" ||
       arg == "--group-query-attention" || arg == "--max-position-embeddings")

@@ -296,6 +296,29 @@ TEST(Export, MegatronArgumentsOfAnInterleavedZero1Plan) {
   expect_megatron_accepts(job_with(p));
 }
 
+// ZeRO-2/3 under Megatron-core are Megatron FSDP: its sharding strategy, the checkpoint format
+// arguments.py asserts for it, and Megatron-Bridge's ddp switches; Megatron-LM (2021-22) has none.
+TEST(Export, MegatronCoreZeroThreeIsMegatronFsdp) {
+  for (int zero : {2, 3}) {
+    Plan p = interleaved_zero1_plan(Framework::megatron_core);
+    p.zero_stage = zero;
+    const Job job = job_with(p);
+    EXPECT_TRUE(has_argument(job, "--use-megatron-fsdp", ""));
+    EXPECT_TRUE(has_argument(job, "--data-parallel-sharding-strategy", zero == 3 ? "optim_grads_params" : "optim_grads"));
+    EXPECT_TRUE(has_argument(job, "--ckpt-format", "fsdp_dtensor"));
+    EXPECT_TRUE(has_argument(job, "--overlap-param-gather", ""));
+    EXPECT_FALSE(has_argument(job, "--use-distributed-optimizer", ""));
+    expect_megatron_accepts(job);
+    expect_bridge_accepts(job);
+    EXPECT_EQ(bridge_value(job, "ddp.use_megatron_fsdp"), "true");
+    EXPECT_EQ(bridge_value(job, "ddp.data_parallel_sharding_strategy"), zero == 3 ? "optim_grads_params" : "optim_grads");
+  }
+  Plan lm = interleaved_zero1_plan();
+  lm.zero_stage = 3;
+  EXPECT_EQ(megatron_unsupported(job_with(lm)).rfind("field 'plan.zero_stage': Megatron-LM (2021-22) has no ZeRO stage 3", 0), 0u)
+      << megatron_unsupported(job_with(lm));
+}
+
 TEST(Export, MegatronCarriesUnevenStagesAsMegatronCoreFlags) {
   // 8 layers over PP2 as 3 + 5: Megatron-core's first/last stage layer counts.
   Plan p;
@@ -951,7 +974,8 @@ TEST(Export, MegatronBridgeRefusalsNameTheField) {
     cases.emplace_back(field, job);
   };
   add("plan.framework", [](Job& j) { j.plan.framework = Framework::megatron_lm; });
-  add("plan.zero_stage", [](Job& j) { j.plan.zero_stage = 3; });  // Megatron-core's own refusals
+  // Megatron-core's own refusals (its ZeRO-3 is Megatron FSDP, exported: MegatronCoreZeroThreeIsMegatronFsdp).
+  add("plan.offload.grads", [](Job& j) { j.plan.zero_stage = 1, j.plan.offload = {Tier::gpu, Tier::cpu, Tier::cpu}; });
   add("training.dtype", [](Job& j) { j.training.dtype = DType::fp32; });
   add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::e4m3, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
   add("plan.fp8", [](Job& j) { j.plan.fp8 = Fp8::hybrid, j.plan.fp8_recipe = Fp8Recipe::tensorwise; });
