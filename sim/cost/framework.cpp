@@ -49,6 +49,9 @@ const FrameworkTraits& framework_traits(Framework f) {
     t.attention = Attention::flash;
     t.pipeline_scatter_gather = false;  // torchtitan's pipelining sends whole tensors
     t.linear_bias = LinearBias::summed;
+    // torchtitan's op-level selective checkpointing keeps the flash attention op's outputs
+    // (_save_list in its activation checkpointing: aten._scaled_dot_product_flash_attention).
+    t.selective_recomputes_fused_attention = false;
     return t;
   }();
   static const FrameworkTraits starfish = [] {

@@ -71,6 +71,13 @@ struct FrameworkTraits {
   // Megatron-LM's kernels by default; TransformerEngine's GEMM epilogues under Megatron-core;
   // PyTorch's nn.Linear under FSDP; LibTorch 1.13's addmm copies in Starfish's executor.
   LinearBias linear_bias = LinearBias::megatron;
+  // Selective recomputation checkpoints the attention core whatever kernel runs it, so a fused
+  // kernel's forward runs again in backward: Megatron's checkpoint_core_attention
+  // (transformer/attention.py, "core_attn" in recompute_modules; transformer_config.py warns
+  // that with fused attention there is "no need" for it, and runs it). Megatron-DeepSpeed's
+  // GPT checkpoints its core attention the same way. torchtitan's selective (op) policy saves
+  // the flash kernel's outputs instead: nothing redone.
+  bool selective_recomputes_fused_attention = true;
 };
 
 const FrameworkTraits& framework_traits(Framework f);

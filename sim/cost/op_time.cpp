@@ -305,9 +305,9 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const Laye
   }
   const double core_s = out.core_forward_s;
   if (rc == Recompute::full) out.recompute_s = out.forward_s;
-  // Selective recomputation redoes the attention core; a fused kernel stores no scores to redo
-  // (it recomputes them inside its own backward already).
-  if (rc == Recompute::selective && !fused(attention)) out.recompute_s = core_s;
+  // Selective recomputation redoes the attention core: the unfused scores, softmax and
+  // context; a fused kernel's forward too where the framework checkpoints it (FrameworkTraits).
+  if (rc == Recompute::selective && (!fused(attention) || shape.selective_redoes_fused_attention)) out.recompute_s = core_s;
   return out;
 }
 
@@ -323,9 +323,11 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
 }
 
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
-  return LayerShape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr,
-                    gemm_quantization(p), p.cp, framework_traits(running_framework(p)).attention_head_copies,
-                    framework_traits(running_framework(p)).linear_bias};
+  const FrameworkTraits& traits = framework_traits(running_framework(p));
+  LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr,
+                   gemm_quantization(p), p.cp, traits.attention_head_copies, traits.linear_bias};
+  shape.selective_redoes_fused_attention = traits.selective_recomputes_fused_attention;
+  return shape;
 }
 
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& m, const Plan& p) {

@@ -45,6 +45,8 @@ struct LayerShape {
   bool head_copies = false;   // unfused attention copies its heads' layout (FrameworkTraits)
   LinearBias bias = LinearBias::in_gemm;  // the framework's bias kernels (FrameworkTraits), for biased models
   bool windowed = false;  // a sliding-window layer of the model (Model::windowed_layer)
+  // Selective recomputation redoes a fused attention kernel's forward (FrameworkTraits).
+  bool selective_redoes_fused_attention = true;
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).

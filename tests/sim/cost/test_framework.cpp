@@ -383,8 +383,19 @@ TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBack
   EXPECT_DOUBLE_EQ(fa.forward_s, gemm_s(0.5 * 4 * 1024.0 * 1024 * 64, 16));
   EXPECT_DOUBLE_EQ(fa.backward_s, 2.5 * fa.forward_s);
   for (const LayerOp& o : ops) EXPECT_EQ(std::string(o.name).find("softmax"), std::string::npos);
-  // Selective recomputation has nothing to redo with a fused kernel.
-  EXPECT_DOUBLE_EQ(layer_time(gpu, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash).recompute_s, 0);
+  // Selective recomputation checkpoints the core attention, fused or not: Megatron runs the
+  // kernel's forward again in backward (checkpoint_core_attention); torchtitan's op policy keeps
+  // the kernel's outputs and redoes nothing.
+  EXPECT_DOUBLE_EQ(layer_time(gpu, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash).recompute_s,
+                   fa.forward_s);
+  LayerShape torchtitan{1, 1, false, Attention::flash};
+  torchtitan.selective_redoes_fused_attention = false;
+  EXPECT_DOUBLE_EQ(layer_time(gpu, DType::bf16, m, torchtitan, Recompute::selective).recompute_s, 0);
+  Plan megatron_core, fsdp;
+  megatron_core.framework = Framework::megatron_core;
+  fsdp.framework = Framework::fsdp;
+  EXPECT_TRUE(plan_layer_shape(megatron_core).selective_redoes_fused_attention);
+  EXPECT_FALSE(plan_layer_shape(fsdp).selective_redoes_fused_attention);
   const LayerTime full = layer_time(gpu, DType::bf16, m, 1, 1, false, Recompute::full, Attention::flash);
   EXPECT_DOUBLE_EQ(full.recompute_s, full.forward_s);
 }
@@ -435,12 +446,14 @@ TEST_F(LayerOpsTest, FusedAttentionRunsNoFasterThanItsGenerationReachesOnTheGpu)
   EXPECT_DOUBLE_EQ(op(v1, "flash attention").backward_s, 2.5 * flop_each * 16 / (312e12 * 0.2));
   const auto v2 = layer_ops(capped, DType::bf16, m, LayerShape{1, 1, false, Attention::flash});
   EXPECT_DOUBLE_EQ(op(v2, "flash attention").forward_s, gemm_s(flop_each, 16));
-  // Both generations store no scores and have nothing to recompute selectively.
+  // Both generations store no scores; selective recomputation redoes the kernel's forward.
   ActivationOptions o{1, false, Recompute::none, 2, Attention::flash1};
   const double v1_bytes = layer_activation_bytes(m, 1, o);
   o.attention = Attention::flash;
   EXPECT_DOUBLE_EQ(v1_bytes, layer_activation_bytes(m, 1, o));
-  EXPECT_DOUBLE_EQ(layer_time(capped, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash1).recompute_s, 0);
+  const auto v1 = layer_ops(capped, DType::bf16, m, LayerShape{1, 1, false, Attention::flash1});
+  EXPECT_DOUBLE_EQ(layer_time(capped, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash1).recompute_s,
+                   op(v1, "flash attention").forward_s);
 }
 
 TEST(Framework, LossKernelsMoveWhatTheirKernelsReadAndWrite) {
