@@ -481,6 +481,8 @@ std::string family_label(const Candidate& c) {
     s += std::string(" offload ") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
   s += c.chunk_elements > 0 ? " chunked" : " static";
   if (c.cpu_embedding) s += " cpu-embedding";
+  if (c.framework == Framework::deepspeed) s += " (DeepSpeed)";
+  if (c.framework == Framework::fsdp) s += " (FSDP)";
   return s;
 }
 
