@@ -451,7 +451,6 @@ TEST_F(LayerOpsTest, FusedAttentionRunsNoFasterThanItsGenerationReachesOnTheGpu)
   const double v1_bytes = layer_activation_bytes(m, 1, o);
   o.attention = Attention::flash;
   EXPECT_DOUBLE_EQ(v1_bytes, layer_activation_bytes(m, 1, o));
-  const auto v1 = layer_ops(capped, DType::bf16, m, LayerShape{1, 1, false, Attention::flash1});
   EXPECT_DOUBLE_EQ(layer_time(capped, DType::bf16, m, 1, 1, false, Recompute::selective, Attention::flash1).recompute_s,
                    op(v1, "flash attention").forward_s);
 }
