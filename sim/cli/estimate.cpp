@@ -134,9 +134,9 @@ void table(const Job& job, const Estimate& e, const BlockHint& hint) {
                hint.layers, human_seconds(hint.iteration_s), human_seconds(e.time.iteration_s));
   fmt::print("\n");
   // The lines add up to the iteration: the analytic tier overlaps no communication with compute
-  // but ZeRO-3's per-layer gathers and reduce-scatters, of which it counts what compute does not
-  // hide (the event-driven tier overlaps what each framework does).
-  fmt::print("time/iter    (analytic: no overlap but ZeRO-3's per-layer gathers; simulate overlaps as the framework does)\n");
+  // but ZeRO-3's per-layer gathers and reduce-scatters and context parallelism's ring, of which
+  // it counts what compute does not hide (the event-driven tier overlaps what each framework does).
+  fmt::print("time/iter    (analytic: no overlap but ZeRO-3's gathers and CP's ring; simulate overlaps as the framework does)\n");
   auto trow = [&](const char* name, double s) {
     fmt::print("  {:<10} {:>12} {:>5.1f}%\n", name, human_seconds(s), 100 * s / e.time.iteration_s);
   };
