@@ -189,8 +189,13 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
     // would pay it once.
     const double layers = std::max(1.0, layers_per_stage);
-    const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                            comm_params / layers * static_cast<double>(act_bytes), link);
+    // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
+    // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
+    const double fetch = p.offload.params == Tier::gpu ? 0.0
+                         : comm_params / layers / dp * static_cast<double>(act_bytes) /
+                               (c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root);
+    const double gather = fetch + collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
+                                                    comm_params / layers * static_cast<double>(act_bytes), link);
     const double reduce =
         collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
     const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
@@ -221,7 +226,9 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
   // forward (low_precision.h).
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
-  if (p.offload.params != Tier::gpu) e.time.offload_s += 2 * comm_params / (p.zero_stage >= 3 ? p.dp_cp() : 1) * act_bytes / pcie;
+  // Offloaded params come in per forward and backward (ZeRO-3 over DP: per layer, in dp_comm_time_s).
+  if (p.offload.params != Tier::gpu && !(p.zero_stage >= 3 && p.dp_cp() > 1))
+    e.time.offload_s += 2 * comm_params * act_bytes / pcie;
 }
 
 }  // namespace

@@ -167,6 +167,7 @@ class StaticIterationBuilder {
     zero_stream_ = kNone;
     if (gather_layers_) zero_stream_ = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / node_gpus, lead);
     prev_gather_ = kNone;
+    prev_fetch_ = kNone;
     recent_compute_.clear();
   }
 
@@ -217,7 +218,7 @@ class StaticIterationBuilder {
   // previous op has started and the previous copy is done. kNone when params stay on the GPU.
   TaskId prefetch_params(int lead, int s, const PipelineOp& op, double params, const PreviousOp& prev) {
     if (!fetch_params_) return kNone;
-    const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * act_bytes_,
+    const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * act_bytes_ * pcie_sharers(),
                                       label(out_.offload, "fetch params s{} c{} mb{}", s, op.virtual_stage, op.micro_batch));
     if (prev.first != kNone) eng_.depends(prefetch, prev.first);
     if (prev.prefetch != kNone) eng_.depends(prefetch, prev.prefetch);
@@ -251,7 +252,7 @@ class StaticIterationBuilder {
   // Layer `l` of the op, forward: its gathered params (ZeRO-3), its compute, the activations it
   // keeps (all of them where it does not recompute), its TP collective and (MoE) its token exchange.
   void forward_layer(StageInfo& st, const StageOp& o, int l) {
-    const TaskId g = gather_layer(o, l);
+    const TaskId g = gather_layer(st.lead_gpu, o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
     const LayerTime time = time_of_layer(o.first_layer + l);
     const TaskId x = eng_.compute(st.lead_gpu, time.forward_s - ring_core_s(time.core_forward_s),
@@ -283,7 +284,7 @@ class StaticIterationBuilder {
   void backward_layer(StageInfo& st, const StageOp& o, int l) {
     const Plan& p = job_.plan;
     const int lead = st.lead_gpu;
-    const TaskId g = gather_layer(o, l);
+    const TaskId g = gather_layer(lead, o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
     const LayerTime time = time_of_layer(o.first_layer + l);
     const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
@@ -353,6 +354,14 @@ class StaticIterationBuilder {
     const TaskId done = eng_.delay(0, label(out_.cp, "kv done s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
     eng_.depends(done, sent);
     chain(done);
+  }
+
+  // GPUs whose host copies share one PCIe root (a switch or root port): every rank offloads
+  // alike, and only the lead's copies are simulated, so each carries its siblings' bytes too --
+  // the analytic tier's PCIe rate divided by gpus_per_root.
+  double pcie_sharers() const {
+    const Cluster& c = job_.cluster;
+    return std::clamp(c.node.pcie.gpus_per_root, 1, c.node.gpus);
   }
 
   // GPUs whose inter-node sends share one NIC when a stage's TP ranks all send at once.
@@ -427,8 +436,19 @@ class StaticIterationBuilder {
   // the previous gather and once the compute two layers back is done: at most two layers are
   // gathered at a time, the next one while the current one computes (FSDP's forward and
   // backward prefetch with limit_all_gathers; DeepSpeed stage 3's prefetch bucket).
-  TaskId gather_layer(const StageOp& o, int l) {
+  // With the params offloaded (ZeRO-Infinity's offload_param), each rank first copies its shard
+  // of the layer in from the host, for every forward and backward of every micro-batch: the
+  // coordinator frees the gathered params after use (DeepSpeed stage 3).
+  TaskId gather_layer(int lead, const StageOp& o, int l) {
     if (!gather_layers_) return kNone;
+    TaskId fetch = kNone;
+    if (job_.plan.offload.params != Tier::gpu) {
+      fetch = eng_.copy(lead, des::CopyDir::H2D, o.layer_params / job_.dp_cp() * act_bytes_ * pcie_sharers(),
+                        label(out_.offload, "zero3 fetch s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
+      if (prev_fetch_ != kNone) eng_.depends(fetch, prev_fetch_);
+      if (recent_compute_.size() >= 2) eng_.depends(fetch, recent_compute_[recent_compute_.size() - 2]);
+      prev_fetch_ = fetch;
+    }
     des::CollectiveOptions co;
     // Over the NIC rails of every member on a node, as the reduce-scatters and the ZeRO-1/2
     // gathers run (a flat ring would cross each node on one GPU's NIC; the analytic tier's
@@ -438,6 +458,7 @@ class StaticIterationBuilder {
     const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
                                      label(out_.dp, "zero3 gather s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), co);
     if (prev_gather_ != kNone) eng_.depends(g, prev_gather_);
+    if (fetch != kNone) eng_.depends(g, fetch);
     if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
     prev_gather_ = g;
     return g;
@@ -668,7 +689,7 @@ class StaticIterationBuilder {
     if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
     if (cpu_adam_[static_cast<size_t>(node)] == kNone)
       cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
-    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_, label(out_.offload, "grads to host s{}", s)));
+    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_ * pcie_sharers(), label(out_.offload, "grads to host s{}", s)));
     const double node_params = opt_params * gpus_represented_on_node(job_, lead, s);
     if (p.offload.optimizer == Tier::nvme)
       then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s{}", s)));
@@ -677,7 +698,7 @@ class StaticIterationBuilder {
     if (p.offload.optimizer == Tier::nvme)
       then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s{}", s)));
     if (p.offload.params == Tier::gpu)
-      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_, label(out_.offload, "params to gpu s{}", s)));
+      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_ * pcie_sharers(), label(out_.offload, "params to gpu s{}", s)));
     if (p.quantized_gemms()) then(quantized_weight_cast(s, lead));
     return last;
   }
@@ -738,6 +759,7 @@ class StaticIterationBuilder {
   des::GroupId tp_group_ = 0;              // the stage's TP group
   std::vector<double> stage_params_, accumulated_params_;  // the stage's per virtual stage (on one GPU)
   TaskId prev_gather_ = kNone;
+  TaskId prev_fetch_ = kNone;  // the stage's previous ZeRO-3 host fetch (offloaded params)
   std::vector<TaskId> recent_compute_;     // the stage's last two layer computations
   char name_[96] = {};
 };
