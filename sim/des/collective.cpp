@@ -277,6 +277,11 @@ bool node_uniform(const Topology& topo, const std::vector<std::vector<int>>& per
   return true;
 }
 
+// NCCL runs these as rings over all N x L ranks, its channels spread over the members' NICs: the
+// bytes cross the nodes as the rails carry them, but every chunk passes all the ring's hops, L of
+// them (one inter-node) for each step across the nodes. Each inter-node step therefore waits L
+// hop latencies, so the collective's latency is the ring's (n - 1 steps, as the analytic tier's
+// ring over the group), not a two-level tree's.
 std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const CollectivePlanRequest& req) {
   // Nodes in order of first appearance; each node's GPUs in group order.
   std::vector<int> node_order;
@@ -331,12 +336,7 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
     }
     inter = b.phase(inter_steps, inter_fraction);
   }
-  // NCCL runs these as rings over all N x L ranks, its channels spread over the members' NICs:
-  // the bytes cross the nodes as the rails above carry them, but every chunk passes all the
-  // ring's hops, L of them (one inter-node) for each step across the nodes. Each inter-node step
-  // therefore waits L hop latencies, so the collective's latency is the ring's (n - 1 steps, as
-  // the analytic tier's ring over the group), not a two-level tree's.
-  inter.latency_s *= L;
+  inter.latency_s *= L;  // the ring's hops (above)
   std::vector<CollectivePhase> out;
   switch (req.kind) {
     case CollectiveKind::all_reduce:
