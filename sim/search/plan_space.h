@@ -11,7 +11,13 @@
 //
 // Besides make_job's rules, the enumerator applies a few documented "no-op or unrealizable"
 // rules so the space holds no duplicates and nothing a runtime cannot do (is_enumerated_shape):
-//  - without DP (dp == 1) only ZeRO-0: ZeRO shards over DP ranks, so stages 1-3 equal stage 0;
+//  - each placement runs on a framework that can hold it (sim/spec/job.h placement_problem): the
+//    space's own where it can, else Starfish's chunk runtime (chunks), DeepSpeed or FSDP
+//    (offload); none: not enumerated. Context parallelism stays Megatron-core's and DeepSpeed's
+//    pipeline engine runs 1F1B with ZeRO-0/1 (framework_schedule_problem);
+//  - without DP (dp == 1) each placement only under the lowest ZeRO stage its framework runs it
+//    with (ZeRO-0, or DeepSpeed's offload at 1 or 3): ZeRO shards over DP ranks, so the stages
+//    hold the same memory;
 //  - PP == 1 runs the 1F1B schedule only (with one stage every schedule is the same);
 //  - sequence parallelism only with TP > 1 (make_job's rule);
 //  - tiers are ordered gpu < cpu < nvme and params <= grads <= optimizer: the state touched
