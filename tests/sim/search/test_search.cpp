@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "sim/des/engine.h"
 #include "sim/search/analytic.h"
 #include "sim/search/des_refiner.h"
 #include "sim/search/search.h"
+#include "sim/spec/job.h"
 #include "sim/spec/spec_io.h"
 #include "support.h"
 
@@ -83,6 +85,35 @@ TEST(Search, RowsRecomputingEveryLayerRecomputeTheFewestThatFit) {
   }
   EXPECT_GT(block, 0);
   EXPECT_GT(fewest_above_one, 0);  // memory binds somewhere: not every row gets away with one layer
+}
+
+// Every plan the search answers with runs on the framework it names: the space's (Megatron-LM)
+// where that framework holds the states as the plan places them, Starfish's chunk runtime for
+// chunks, DeepSpeed or FSDP for the offload Megatron cannot run (its grad buffer stays on the
+// GPU); their labels say so, and make_job takes each row as it is.
+TEST(Search, EveryRowRunsOnTheFrameworkItNames) {
+  Case k;
+  k.c = search_test::small_cluster(1, 0.5);  // tight: offloaded and chunked plans rank
+  SearchOptions o;
+  o.top_k = 100000;
+  o.space.chunk_elements = {0, 1 << 20};
+  const SearchResult r = search(k.m, k.c, k.t, o);
+  std::map<Framework, int> rows;
+  for (const Row& row : r.rows) {
+    const Plan& p = row.plan;
+    ++rows[p.framework];
+    EXPECT_EQ(placement_problem(p).why, "") << row.label();
+    EXPECT_NO_THROW(r.job(row)) << row.label();
+    const bool offloaded = p.offload.params != Tier::gpu || p.offload.grads != Tier::gpu ||
+                           (p.offload.optimizer != Tier::gpu && p.zero_stage != 1);
+    if (p.chunked()) EXPECT_EQ(p.framework, Framework::starfish) << row.label();
+    else if (!offloaded) EXPECT_EQ(p.framework, Framework::megatron_lm) << row.label();
+    else EXPECT_NE(p.framework, Framework::megatron_lm) << row.label();
+    EXPECT_EQ(row.label().find(" ds") != std::string::npos, p.framework == Framework::deepspeed) << row.label();
+  }
+  EXPECT_GT(rows[Framework::megatron_lm], 0);
+  EXPECT_GT(rows[Framework::deepspeed], 0);
+  EXPECT_GT(rows[Framework::starfish], 0);
 }
 
 TEST(Search, RankingIsTheSameForAnyThreadCount) {
