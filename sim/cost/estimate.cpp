@@ -153,6 +153,9 @@ double moved_params_per_gpu(const Plan& p, const ChunkFootprint* chunks, const E
   return static_cast<double>(chunks->kept_param_elements) * (p.zero_stage >= 1 ? p.dp_cp() : 1);
 }
 
+// One GPU's share of its host link: the GPUs behind one PCIe root copy alike.
+double host_link_per_gpu_Bps(const Cluster& c) { return c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root; }
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt`.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
@@ -191,9 +194,8 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     const double layers = std::max(1.0, layers_per_stage);
     // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
-    const double fetch = p.offload.params == Tier::gpu ? 0.0
-                         : comm_params / layers / dp * static_cast<double>(act_bytes) /
-                               (c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root);
+    const double fetch =
+        p.offload.params == Tier::gpu ? 0.0 : comm_params / layers / dp * static_cast<double>(act_bytes) / host_link_per_gpu_Bps(c);
     const double gather = fetch + collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
                                                     comm_params / layers * static_cast<double>(act_bytes), link);
     const double reduce =
@@ -212,7 +214,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   const double g = c.node.gpus;
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));
-  const double pcie = c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root;
+  const double pcie = host_link_per_gpu_Bps(c);
   if (p.offload.optimizer == Tier::gpu) {
     e.time.optimizer_s = gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params);
   } else {
@@ -273,7 +275,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
     const CpuEmbeddingCosts ce = cpu_embedding_costs(m, c, t, p);
     e.time.compute_s += ce.lookup_s + ce.backward_s;
-    e.time.offload_s += (ce.to_gpu_bytes + ce.to_host_bytes) / (c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root);
+    e.time.offload_s += (ce.to_gpu_bytes + ce.to_host_bytes) / host_link_per_gpu_Bps(c);
     e.time.dp_comm_s += ce.all_reduce_s;
     e.time.optimizer_s += ce.optimizer_s;
   }

@@ -253,7 +253,6 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none) return false;
   if (p.recompute_layers != 0 && !recompute_layers_problem(p).empty()) return false;
   if (p.fp8_params != searched_fp8_params(p)) return false;
-  if (framework_schedule_problem(p).why || (p.cp > 1 && p.framework != Framework::megatron_core)) return false;
   auto holds = [&](int zero_stage) {
     for (const Placement& pl : placements(c, s, zero_stage))
       if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&

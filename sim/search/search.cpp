@@ -236,12 +236,10 @@ class AnalyticPass {
     const int64_t fitting_before = w.fitting;
     for (int64_t i = begin; i < end; ++i) {
       const Candidate& c = candidates_[i];
-      // The candidate's framework: the space's (an export's own search names it), or the one that
-      // runs its chunks and offload (plan_space.cpp's placements).
+      // The candidate carries its framework: the space's (an export's own search names it), or
+      // the one that runs its chunks and offload; fp8 only under Megatron-core (plan_space.cpp).
       c.fill(w.plan);
-      // fp8 GEMMs are enumerated for a Megatron-core space; an export's search under another
-      // framework cannot run them (make_job's quantized_gemm_problem).
-      if ((opt_.admit && !opt_.admit(w.plan)) || (w.plan.quantized_gemms() && w.plan.framework != Framework::megatron_core)) {
+      if (opt_.admit && !opt_.admit(w.plan)) {
         ++w.not_admitted;
         continue;
       }
