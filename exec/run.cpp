@@ -51,11 +51,8 @@ namespace starfish::exec {
 namespace {
 
 void check_plan_supported(const Plan& p, int world_size) {
-  if (p.tp != 1) throw SpecError(p.provenance.file + ": field 'plan.tensor_parallel': starfish-run runs data parallelism only (tp must be 1)");
-  if (p.pp != 1) throw SpecError(p.provenance.file + ": field 'plan.pipeline_parallel': starfish-run runs data parallelism only (pp must be 1)");
-  if (p.cp != 1) throw SpecError(p.provenance.file + ": field 'plan.context_parallel': starfish-run runs data parallelism only (context_parallel must be 1)");
-  if (p.recompute == Recompute::selective)
-    throw SpecError(p.provenance.file + ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing (none), not selective");
+  // Whatever framework the plan names, starfish-run trains it with its own executor.
+  if (const ExecutorProblem e = executor_problem(p); e.why) p.provenance.fail(e.field, e.why);
   if (p.recompute_layers > 0)
     throw SpecError(p.provenance.file + ": field 'plan.recompute_layers': starfish-run recomputes every layer or none");
   if (p.fp8 != Fp8::none)

@@ -223,7 +223,6 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (p.chunk_elements < 0) return "negative chunk size";
   if (p.cpu_embedding) {  // make_job's check_cpu_embedding
     if (!p.chunked()) return "the CPU embedding needs the chunk runtime";
-    if (p.tp > 1) return "the CPU embedding needs TP 1";
     if (m.tied_embeddings) return "the CPU embedding cannot serve a tied output head";
   }
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
@@ -231,6 +230,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (!recompute_layers_problem(p).empty()) return "block recomputation cannot run";
   if (!placement_problem(p).why.empty()) return "the framework cannot hold the states where the plan puts them";
   if (framework_schedule_problem(p).why) return "the framework's pipeline cannot run the schedule or ZeRO stage";
+  if (p.framework == Framework::starfish && executor_problem(p).why) return "Starfish's executor cannot run it";
   return nullptr;
 }
 
@@ -334,11 +334,22 @@ struct Shape {
   StageLayout layout;
 };
 
+// Whether Starfish's executor, which runs every chunked plan, refuses the shape (job.h executor_problem).
+bool executor_refuses(const Shape& sh, Recompute rc) {
+  Plan p;
+  p.tp = sh.tp;
+  p.pp = sh.pp;
+  p.cp = sh.cp;
+  p.recompute = rc;
+  return executor_problem(p).why != nullptr;
+}
+
 // Every candidate of `shape` under ZeRO stage `z`, placement `pl` and chunk size `chunk`.
 void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, int z, const Placement& pl, int64_t chunk,
                        const std::vector<std::pair<int, int>>& experts, const std::vector<Fp8>& fp8s,
                        std::vector<Candidate>& out) {
   for (Recompute rc : s.recompute) {
+    if (pl.framework == Framework::starfish && executor_refuses(sh, rc)) continue;
     for (bool sp : s.sequence_parallel) {
       if (sp && sh.tp == 1) continue;
       if (sh.cp > 1 && (chunk > 0 || (sp && (m.seq_len / sh.cp) % sh.tp))) continue;
@@ -368,7 +379,7 @@ void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, in
           k.optimizer = pl.optimizer;
           k.framework = pl.framework;
           for (bool cpu_embedding : s.cpu_embedding) {
-            if (cpu_embedding && (chunk == 0 || sh.tp > 1 || m.tied_embeddings)) continue;
+            if (cpu_embedding && (chunk == 0 || m.tied_embeddings)) continue;
             k.cpu_embedding = cpu_embedding;
             out.push_back(k);
           }
@@ -405,8 +416,8 @@ void append_placements(const Model& m, const SearchSpace& s, const Shape& sh,
         if (chunk > 0 && (chunk < 1024 || sh.pp > 1)) continue;  // chunk plans: no pipeline
         if (chunk > 0 && sh.micro_batches > 1) {  // ... and no gradient accumulation (make_job)
           if (chunked_accumulation_left_out)
-            for (bool sp : s.sequence_parallel)
-              *chunked_accumulation_left_out += (sp && sh.tp == 1) ? 0 : static_cast<int64_t>(s.recompute.size());
+            for (Recompute rc : s.recompute)
+              *chunked_accumulation_left_out += executor_refuses(sh, rc) ? 0 : 1;
           continue;
         }
         if (m.is_moe() && (z >= 3 || chunk > 0)) continue;

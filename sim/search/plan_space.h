@@ -25,9 +25,11 @@
 //  - a static plan (no chunks) offloads params only under ZeRO-3 (DeepSpeed ZeRO-Infinity
 //    offloads partitioned params only);
 //  - a chunked plan keeps its grads in the param chunks (PatrickStar), so grads = params tier;
-//    and (make_job's rule) it runs each rank's whole batch as one micro-batch;
+//    and (make_job's rule) it runs each rank's whole batch as one micro-batch, on Starfish's
+//    executor, which trains data parallelism only (job.h executor_problem: TP, PP, CP 1,
+//    recompute full or none);
 //  - the chunk size is enumerated only for chunked plans (0 = static placement), and so is the
-//    CPU embedding (where make_job admits it: TP 1, an untied model);
+//    CPU embedding (where make_job admits it: an untied model);
 //  - fp8 GEMMs only where make_job admits them (Megatron-core, a GPU with an fp8 peak, bf16/fp16
 //    training, no chunks);
 //  - MoE models (make_job's rules): sequence parallelism whenever TP > 1, ZeRO 0-2, no chunks;

@@ -115,6 +115,21 @@ FrameworkScheduleProblem framework_schedule_problem(const Plan& plan) {
   return {};
 }
 
+ExecutorProblem executor_problem(const Plan& plan) {
+  if (plan.tp != 1)
+    return {"plan.tensor_parallel", "Starfish's executor runs data parallelism only (as PatrickStar's, no tensor "
+                                    "parallelism): set tensor_parallel: 1"};
+  if (plan.pp != 1)
+    return {"plan.pipeline_parallel", "Starfish's executor runs data parallelism only (as PatrickStar's, no "
+                                      "pipeline parallelism): set pipeline_parallel: 1"};
+  if (plan.cp != 1)
+    return {"plan.context_parallel", "Starfish's executor runs data parallelism only (no context parallelism): set "
+                                     "context_parallel: 1"};
+  if (plan.recompute == Recompute::selective)
+    return {"plan.recompute", "Starfish's executor recomputes whole layers (full) or nothing (none), not selective"};
+  return {};
+}
+
 std::optional<Framework> placement_framework(const Plan& plan, Framework preferred) {
   Plan p = plan;
   const Framework order[] = {preferred, Framework::starfish, Framework::deepspeed, Framework::fsdp};
@@ -240,9 +255,6 @@ void check_cpu_embedding(const Model& model, const Plan& plan) {
   if (!plan.chunked())
     pp.fail("plan.cpu_embedding", "the CPU embedding is the chunk runtime's (PatrickStar's use_cpu_embedding): "
                                   "set chunk_size, or cpu_embedding: false");
-  if (plan.tp > 1)
-    pp.fail("plan.cpu_embedding", "the CPU embedding holds the whole vocabulary on every rank: it needs "
-                                  "tensor_parallel 1 (PatrickStar has no tensor parallelism)");
   if (model.tied_embeddings)
     pp.fail("plan.cpu_embedding", "a tied output head multiplies by the word embedding on the GPU, which the CPU "
                                   "embedding keeps on the CPU: the model needs tied_embeddings: false");
@@ -402,6 +414,8 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
   check_chunk_runtime(training, plan, m);
   if (const PlacementProblem p = placement_problem(plan); !p.why.empty()) pp.fail(p.field, p.why);
   if (const FrameworkScheduleProblem p = framework_schedule_problem(plan); p.why) pp.fail(p.field, p.why);
+  if (plan.framework == Framework::starfish)
+    if (const ExecutorProblem p = executor_problem(plan); p.why) pp.fail(p.field, p.why);
   check_cpu_embedding(model, plan);
   check_quantized_gemms(cluster, training, plan, of_cluster);
   if (const std::string why = recompute_layers_problem(plan); !why.empty()) pp.fail("plan.recompute_layers", why);

@@ -84,6 +84,18 @@ struct FrameworkScheduleProblem {
 };
 FrameworkScheduleProblem framework_schedule_problem(const Plan& plan);
 
+// Why Starfish's executor (starfish-run, exec/run.cpp) cannot run the plan, or null fields when
+// it can: the one home of what the executor trains, for make_job (a plan on framework starfish:
+// every chunked plan), the search's plan space and starfish-run itself. Its GPT model and its
+// chunk runtime are data parallel only, as PatrickStar's (which has no tensor or pipeline
+// parallelism): TP, PP and CP 1; its layers recompute whole (full) or not at all
+// (exec/trainer.cpp). Static strings: the search asks per candidate.
+struct ExecutorProblem {
+  const char* field = nullptr;
+  const char* why = nullptr;
+};
+ExecutorProblem executor_problem(const Plan& plan);
+
 // The framework that runs the plan's chunks and offload: `preferred` when it can, else
 // Starfish's chunk runtime for a chunked plan, DeepSpeed (ZeRO-Offload / ZeRO-Infinity) or FSDP
 // (CPU offload) for an offloaded one; nullopt when none of them can.

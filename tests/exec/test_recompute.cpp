@@ -209,8 +209,8 @@ TEST(Recompute, SelectiveIsRefused) {
   testing::write_file(plan, testing::read_file(plan) + "  recompute: selective\n");
   EXPECT_EQ(testing::run_starfish(plan, dir / "log").code, 1);
   EXPECT_EQ(testing::read_file(dir / "log"), "starfish-run: " + plan +
-                                                 ": field 'plan.recompute': starfish-run recomputes whole layers (full) or nothing "
-                                                 "(none), not selective\n");
+                                                 ":12:3: field 'plan.recompute': Starfish's executor recomputes whole layers (full) or "
+                                                 "nothing (none), not selective\n");
 }
 
 }  // namespace

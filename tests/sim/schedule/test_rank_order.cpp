@@ -55,12 +55,12 @@ TEST(RankOrder, TheChunkRuntimesGroupIsTheJobs) {
   Plan p;
   p.chunk_elements = 1 << 20;
   p.framework = Framework::starfish;  // the chunk runtime is Starfish's
-  p.micro_batch = 4;
-  const Job j = job_on_dgx(2, 1, p);  // TP 2 x DP 4
-  ASSERT_EQ(j.dp(), 4);
+  p.micro_batch = 2;
+  const Job j = job_on_dgx(1, 1, p);  // DP 8: the executor runs data parallelism only
+  ASSERT_EQ(j.dp(), 8);
   for (int d = 0; d < j.dp(); ++d) {
     const ChunkPlan cp = chunk_plan(j, d);
-    EXPECT_EQ(cp.options.dp_ranks, (std::vector<int>{0, 2, 4, 6}));
+    EXPECT_EQ(cp.options.dp_ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
     EXPECT_EQ(cp.options.dp_ranks[static_cast<size_t>(cp.options.dp_index)], j.global_rank(0, d, 0));
   }
 }

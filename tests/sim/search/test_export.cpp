@@ -1134,11 +1134,10 @@ TEST(Export, TorchtitanRefusalsNameTheField) {
 
 TEST(Export, PlanFileRoundTrips) {
   Plan p;
-  p.tp = 4;
   p.zero_stage = 2;
   p.chunk_elements = 1 << 20;
   p.framework = Framework::starfish;
-  p.micro_batch = 16;  // 64 sequences over DP 4: one micro-batch
+  p.micro_batch = 4;  // 64 sequences over DP 16: one micro-batch
   p.offload.params = Tier::cpu;
   p.offload.grads = Tier::cpu;
   p.offload.optimizer = Tier::cpu;

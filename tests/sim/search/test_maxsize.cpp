@@ -150,27 +150,27 @@ TEST(SizeCluster, TheAnswerDoesNotDependOnTheLargestCountTried) {
 // the refinement's reserve: chunked ZeRO-3 plans over DP 2048 that the analytic tier said fit
 // in 53 GiB, while the chunk runtime gathers a whole ZeRO group of 2048 chunks, each raised to
 // the group's largest (the 309M-element embedding): 1.26 TB at the first moment. The analytic
-// tier now sizes a chunked plan by its chunk layout (chunk_footprint) and refuses it too.
+// tier now sizes a chunked plan by its chunk layout (chunk_footprint) and refuses it too. (The
+// case is now DP 4096 at TP 1: chunked plans run on the data-parallel executor only.)
 TEST(SizeCluster, AnalyticTierRefusesTheChunkedPlanTheRuntimeCannotGather) {
   Model m = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/gpt3-175b.yaml");
   Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
   c.nodes = 512;
   Training t = default_search_training(m, c);
-  t.global_batch = 2048;
+  t.global_batch = 4096;
   Plan p;
-  p.tp = 2;
-  p.dp = 2048;
+  p.dp = 4096;
   p.micro_batch = 1;
   p.zero_stage = 3;
   p.chunk_elements = int64_t{1} << 25;
   p.framework = Framework::starfish;
-  p.recompute = Recompute::selective;
+  p.recompute = Recompute::full;
   const Job job = make_job(m, c, t, p);
   const Estimate e = estimate(job);
   EXPECT_FALSE(e.fits);
   EXPECT_EQ(e.memory.constraint(), Constraint::gpu_memory);
-  // At least the gathered group: 2048 chunks of the embedding's 50257 x 12288 / 2 elements, bf16.
-  const double group_bytes = 2048.0 * ((50257.0 * 12288 + 1) / 2) * 2;
+  // At least the gathered group: 4096 chunks of the embedding's 50257 x 12288 elements, bf16.
+  const double group_bytes = 4096.0 * 50257.0 * 12288 * 2;
   EXPECT_GE(e.gpu.buffers_bytes, group_bytes * 0.999);
   const Evaluation sim = simulate_evaluation(job);
   EXPECT_FALSE(sim.fits);

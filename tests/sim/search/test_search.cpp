@@ -99,6 +99,7 @@ TEST(Search, EveryRowRunsOnTheFrameworkItNames) {
   o.space.chunk_elements = {0, 1 << 20};
   const SearchResult r = search(k.m, k.c, k.t, o);
   std::map<Framework, int> rows;
+  int chunked_rows = 0;
   for (const Row& row : r.rows) {
     const Plan& p = row.plan;
     ++rows[p.framework];
@@ -106,13 +107,19 @@ TEST(Search, EveryRowRunsOnTheFrameworkItNames) {
     EXPECT_NO_THROW(r.job(row)) << row.label();
     const bool offloaded = p.offload.params != Tier::gpu || p.offload.grads != Tier::gpu ||
                            (p.offload.optimizer != Tier::gpu && p.zero_stage != 1);
-    if (p.chunked()) EXPECT_EQ(p.framework, Framework::starfish) << row.label();
+    if (p.chunked()) {
+      EXPECT_EQ(p.framework, Framework::starfish) << row.label();
+      ++chunked_rows;
+    }
+    // Starfish's executor, which runs every chunked plan, trains data parallelism only.
+    if (p.framework == Framework::starfish) EXPECT_EQ(executor_problem(p).why, nullptr) << row.label();
     else if (!offloaded) EXPECT_EQ(p.framework, Framework::megatron_lm) << row.label();
     else EXPECT_NE(p.framework, Framework::megatron_lm) << row.label();
     EXPECT_EQ(row.label().find(" ds") != std::string::npos, p.framework == Framework::deepspeed) << row.label();
   }
   EXPECT_GT(rows[Framework::megatron_lm], 0);
   EXPECT_GT(rows[Framework::deepspeed], 0);
+  EXPECT_GT(chunked_rows, 0);
   EXPECT_GT(rows[Framework::starfish], 0);
 }
 

@@ -425,16 +425,31 @@ TEST(SpecErrors, AChunkPlanRunsOneMicroBatchPerIteration) {
   EXPECT_EQ(job_error("training: {global_batch: 16}\nplan: {micro_batch: 1}\n"), "(no error)");  // static: accumulates
 }
 
-// PatrickStar's CPU embedding: a chunk-runtime mechanism, for one whole vocabulary per rank,
-// whose weight never reaches the GPU where a tied output head would need it.
-TEST(SpecErrors, TheCpuEmbeddingNeedsChunksNoTensorParallelismAndAnUntiedHead) {
+// A chunked plan runs on Starfish's executor (exec/run.cpp), which trains data parallelism
+// only, as PatrickStar: no tensor, pipeline or context parallelism, no selective recomputation.
+// The simulator refuses what the executor would, at the field's line.
+TEST(SpecErrors, AChunkedPlanIsOneTheDataParallelExecutorRuns) {
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, tensor_parallel: 2, micro_batch: 2}\n"),
+            "plan.yaml:2:26: field 'plan.tensor_parallel': Starfish's executor runs data parallelism only "
+            "(as PatrickStar's, no tensor parallelism): set tensor_parallel: 1");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, recompute: selective}\n"),
+            "plan.yaml:2:42: field 'plan.recompute': Starfish's executor recomputes whole layers (full) or nothing "
+            "(none), not selective");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: starfish, tensor_parallel: 2, micro_batch: 2}\n"),
+            "plan.yaml:2:29: field 'plan.tensor_parallel': Starfish's executor runs data parallelism only "
+            "(as PatrickStar's, no tensor parallelism): set tensor_parallel: 1");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, recompute: full}\n"), "(no error)");
+  // The same shape on Megatron, without chunks, runs.
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {tensor_parallel: 2, micro_batch: 2, recompute: selective}\n"),
+            "(no error)");
+}
+
+// PatrickStar's CPU embedding: a chunk-runtime mechanism (so at TP 1, above), for one whole
+// vocabulary per rank, whose weight never reaches the GPU where a tied output head would need it.
+TEST(SpecErrors, TheCpuEmbeddingNeedsChunksAndAnUntiedHead) {
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {cpu_embedding: true}\n"),
             "plan.yaml:2:8: field 'plan.cpu_embedding': the CPU embedding is the chunk runtime's (PatrickStar's "
             "use_cpu_embedding): set chunk_size, or cpu_embedding: false");
-  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, tensor_parallel: 2, micro_batch: 2, "
-                      "cpu_embedding: true}\n"),
-            "plan.yaml:2:62: field 'plan.cpu_embedding': the CPU embedding holds the whole vocabulary on every rank: it "
-            "needs tensor_parallel 1 (PatrickStar has no tensor parallelism)");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {chunk_size: 64Mi, micro_batch: 1, cpu_embedding: true}\n"),
             "plan.yaml:2:42: field 'plan.cpu_embedding': a tied output head multiplies by the word embedding on the GPU, "
             "which the CPU embedding keeps on the CPU: the model needs tied_embeddings: false");
