@@ -49,12 +49,6 @@ Refusal megatron_refusal(const Plan& p, const Training& t) {
                                         " runs it; Megatron-LM exports take megatron-lm or megatron-core plans");
   if (const PlacementProblem placement = placement_problem(p); !placement.why.empty())
     return refuse(placement.field, placement.why);
-  // ZeRO-2/3 are Megatron-core's FSDP (--use-megatron-fsdp, sharding optim_grads /
-  // optim_grads_params); the 2021-22 Megatron-LM plans are costed with shards the optimizer only.
-  if (p.zero_stage >= 2 && p.framework != Framework::megatron_core)
-    return refuse("plan.zero_stage", "Megatron-LM (2021-22) has no ZeRO stage " + std::to_string(p.zero_stage) +
-                                         " (its distributed optimizer is ZeRO-1); Megatron-core's FSDP shards grads "
-                                         "and params: set framework: megatron-core");
   if (p.schedule == Schedule::gpipe && p.pp > 1)
     return refuse("plan.schedule", "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe");
   if (t.optimizer == Optimizer::sgd && p.zero_stage >= 1)

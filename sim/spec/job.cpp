@@ -53,6 +53,12 @@ PlacementProblem megatron_placement_problem(const Plan& plan) {
                                   "--optimizer-cpu-offload (set grads: gpu)"};
   if (o.optimizer == Tier::nvme)
     return {"plan.offload.optimizer", "Megatron offloads the optimizer to CPU memory only, not NVMe"};
+  // Megatron-LM 2021-22 shards the optimizer states only (--use-distributed-optimizer, ZeRO-1);
+  // sharded grads and params came with Megatron-core's FSDP (--use-megatron-fsdp).
+  if (plan.zero_stage >= 2 && plan.framework == Framework::megatron_lm)
+    return {"plan.zero_stage", "Megatron-LM (2021-22) shards the optimizer only (its distributed optimizer is ZeRO-1): "
+                               "ZeRO-" + std::to_string(plan.zero_stage) + " runs on DeepSpeed (set framework: deepspeed) "
+                               "or Megatron-core's FSDP (framework: megatron-core)"};
   if (o.optimizer == Tier::cpu && plan.zero_stage != 1)
     return {"plan.offload.optimizer", "Megatron's --optimizer-cpu-offload runs in its distributed optimizer: set "
                                       "zero_stage: 1 (the plan says " + std::to_string(plan.zero_stage) + ")"};

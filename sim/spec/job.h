@@ -53,7 +53,9 @@ QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& 
 // plan's chunks (plan.chunk_size): the one home of these rules, read off each framework's code,
 // for make_job, the plan reader's default framework, the search and the exports. Both strings
 // are empty when the framework runs the placement as written.
-//  - Megatron (-LM and -core): no chunk runtime; params and gradients on the GPU (its DDP
+//  - Megatron (-LM and -core): no chunk runtime; Megatron-LM 2021-22 shards the optimizer
+//    states only (its distributed optimizer, ZeRO-1), Megatron-core also grads and params (its
+//    FSDP, ZeRO-2/3); params and gradients on the GPU (its DDP
 //    allocates the grad buffer on the current device, param_and_grad_buffer.py); the optimizer
 //    on the GPU, or in CPU memory under the distributed optimizer (--optimizer-cpu-offload,
 //    HybridDeviceOptimizer, which copies the grads to the host for its step).

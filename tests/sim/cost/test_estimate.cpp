@@ -168,10 +168,10 @@ TEST(Estimate, ZeroThreeWithCpuOffloadFitsWhereDataParallelDoesNot) {
 }
 
 TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatch) {
-  // 8 GPUs of data parallelism, 4 micro-batches each, bf16 under Megatron-LM: fp32 main grads.
+  // 8 GPUs of data parallelism, 4 micro-batches each, bf16 under Megatron: fp32 main grads.
   // ZeRO-1 (the distributed optimizer) reduce-scatters the fp32 gradients once and all-gathers
-  // the bf16 params; ZeRO-2 reduce-scatters after each of the 4 backward passes, then
-  // all-gathers the updated params once: 3 reduce-scatters more.
+  // the bf16 params; ZeRO-2 (Megatron-core's FSDP, optim_grads) reduce-scatters after each of
+  // the 4 backward passes, then all-gathers the updated params once: 3 reduce-scatters more.
   const Model m = testing::gpt(8, 1024, 16, 1024, 50257);
   const Cluster c = testing::dgx(1);
   Plan p;
@@ -179,6 +179,7 @@ TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatch) {
   const Estimate one = estimate(job_of(m, c, 32, p));
   ASSERT_EQ(one.micro_batches, 4);
   p.zero_stage = 2;
+  p.framework = Framework::megatron_core;
   const Estimate two = estimate(job_of(m, c, 32, p));
   const double n = one.params_per_gpu;
   const LinkParams link = link_for_group(c, 8, 1);
@@ -189,6 +190,7 @@ TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatch) {
   EXPECT_NEAR(two.time.dp_comm_s, 4 * rs + ag, 1e-12);
   // ZeRO-0 all-reduces the fp32 gradients: a reduce-scatter and an all-gather of 4 bytes each.
   p.zero_stage = 0;
+  p.framework = Framework::megatron_lm;
   const Estimate zero = estimate(job_of(m, c, 32, p));
   EXPECT_NEAR(zero.time.dp_comm_s, collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, 4 * n, link), 1e-12);
 }

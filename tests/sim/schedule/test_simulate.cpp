@@ -248,6 +248,7 @@ TEST(Simulate, ZeroThreeGathersRunOverEveryMembersRailAsTheEstimateCountsThem) {
     return k;
   }();
   Plan plan;
+  plan.framework = Framework::megatron_core;  // ZeRO-3: Megatron-core's FSDP (optim_grads_params)
   plan.tp = 2;
   plan.sequence_parallel = true;
   plan.zero_stage = 3;
@@ -493,6 +494,7 @@ TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
   c.node.nvlink = NvlinkSpec{100e9, 0, NvlinkTopology::switched};
   for (int zero : {0, 1, 2, 3}) {
     Plan plan;
+    plan.framework = Framework::megatron_core;  // ZeRO-2/3: Megatron-core's FSDP
     plan.zero_stage = zero;
     const Job j = job(m, c, 16, plan);
     ASSERT_EQ(j.micro_batches(), 4);
@@ -627,6 +629,7 @@ TEST(Simulate, ZeroThreeGathersPayTheirLatencyPerLayerInBothTiers) {
   Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
   c.nodes = 64;
   Plan p;
+  p.framework = Framework::megatron_core;  // ZeRO-3: Megatron-core's FSDP
   p.zero_stage = 3;
   const Job j = job(gpt(24, 1024, 16, 1024), c, 512, p);
   const SimReport r = simulate(j);

@@ -388,6 +388,13 @@ TEST(SpecErrors, TheFrameworkRunsThePlacement) {
   EXPECT_EQ(parse_plan_file_text(batch + "plan: {zero_stage: 1, offload: {optimizer: cpu}}\n").plan.framework,
             Framework::megatron_lm);
   EXPECT_EQ(job_error(batch + "plan: {zero_stage: 2, offload: {grads: cpu, optimizer: cpu}}\n"), "(no error)");
+  // Megatron-LM 2021-22 shards the optimizer only: its ZeRO-3 is DeepSpeed's (or Megatron-core's FSDP).
+  EXPECT_EQ(job_error(batch + "plan: {framework: megatron-lm, zero_stage: 3}\n"),
+            "plan.yaml:2:32: field 'plan.zero_stage': Megatron-LM (2021-22) shards the optimizer only (its distributed "
+            "optimizer is ZeRO-1): ZeRO-3 runs on DeepSpeed (set framework: deepspeed) or Megatron-core's FSDP "
+            "(framework: megatron-core)");
+  EXPECT_EQ(job_error(batch + "plan: {framework: megatron-core, zero_stage: 3}\n"), "(no error)");
+  EXPECT_EQ(parse_plan_file_text(batch + "plan: {zero_stage: 3}\n").plan.framework, Framework::deepspeed);
 }
 
 // TP 3 on 8-GPU nodes: some tensor-parallel groups straddle two nodes (the simulator used to
