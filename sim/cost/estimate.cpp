@@ -223,7 +223,8 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
       const double node_bytes = opt_params * g * state_bytes_per_param(t, p.chunked()).optimizer;
       e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
     }
-    e.time.offload_s += 2 * opt_params * static_cast<double>(act_bytes) / pcie;
+    // Gradients out and params back, each copy exposed (framework.h optimizer_offload_copies).
+    e.time.offload_s += opt_params * optimizer_offload_copies(t, p, e.micro_batches).iteration_bytes_per_param(e.micro_batches) / pcie;
   }
   // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
   // forward (low_precision.h).

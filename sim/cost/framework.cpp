@@ -201,6 +201,28 @@ bool is_zero_offload(const Plan& plan) {
          plan.offload.optimizer == Tier::cpu;
 }
 
+OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const Plan& plan, int64_t micro_batches) {
+  OptimizerOffloadCopies c;
+  if (plan.offload.optimizer == Tier::gpu) return c;
+  const double low = static_cast<double>(bytes_of(training.dtype));
+  if (!is_zero_offload(plan)) {
+    c.step_to_host = low;
+    c.step_to_gpu = low;
+    return c;
+  }
+  c.step_to_host = 4;  // the fp32 gradient partition
+  c.step_to_gpu = low;
+  if (micro_batches <= 1) return c;
+  if (plan.zero_stage == 2) {
+    c.accumulate_to_host = low;
+    c.accumulate_to_gpu = low;
+  } else {
+    c.step_to_host += low;
+    c.step_to_gpu += low;
+  }
+  return c;
+}
+
 double pinned_host_bytes(double bytes) { return bytes <= 1 ? bytes : std::exp2(std::ceil(std::log2(bytes))); }
 
 HostOffloadBytes zero_offload_host_bytes(const Training& training, double k, int64_t micro_batches) {

@@ -185,6 +185,36 @@ HostOffloadBytes zero_offload_host_bytes(const Training& training, double partit
 // PyTorch's pinned host allocation of `bytes`: the next power of two.
 double pinned_host_bytes(double bytes);
 
+// PCIe bytes per parameter of the partition a CPU optimizer steps, per iteration: the gradients
+// out to the host and the updated params back. DeepSpeed's ZeRO-Offload (deepspeed/runtime/zero/
+// stage_1_and_2.py, deepspeedai/DeepSpeed edaa7221), per parameter of the rank's partition
+// (copy_grads_in_partition), in the training dtype's `low` bytes:
+//  - at the accumulation boundary the reduced gradient is cast to the fp32 master dtype on the
+//    GPU and copied into the pinned fp32 gradient partition (async_inplace_copy_grad_to_fp32_
+//    buffer_from_gpu): 4 to the host; after CPU Adam the 16-bit params come back from their
+//    pinned copy: `low` to the GPU;
+//  - with gradient accumulation the running sum lives on the host (async_accumulate_grad_in_
+//    cpu_via_gpu), from every backward on which micro_step_id > 0 or more follow: copied to the
+//    host after each of them (`low`), and back to the GPU to be added to from the second on.
+//    ZeRO-2 reduces and so copies after every backward (engine.py allreduce_gradients:
+//    "ZeRO stage >= 2 communicates during non gradient accumulation boundaries as well"):
+//    m copies out, m - 1 in; ZeRO-1 only at the boundary, where micro_step_id = m - 1 > 0 still
+//    takes that path once: a zero buffer in and the gradient out, `low` each.
+// Other frameworks' CPU optimizers (Megatron's HybridDeviceOptimizer, FSDP's CPUOffload,
+// DeepSpeed ZeRO-3's offload_optimizer) are costed as one 16-bit copy each way at the step.
+struct OptimizerOffloadCopies {
+  double accumulate_to_host = 0;  // after each micro-batch's backward
+  double accumulate_to_gpu = 0;   // before adding to it, from the second micro-batch on
+  double step_to_host = 0;        // at the boundary, for the CPU step
+  double step_to_gpu = 0;         // the updated params back
+  double iteration_bytes_per_param(int64_t micro_batches) const {
+    const double m = static_cast<double>(micro_batches);
+    return accumulate_to_host * m + accumulate_to_gpu * (m - 1) + step_to_host + step_to_gpu;
+  }
+};
+// Zero when the optimizer steps on the GPU.
+OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const Plan& plan, int64_t micro_batches);
+
 // GPU bytes of buffers the framework holds beside the model states and activations.
 double framework_buffer_bytes(const Training& training, const Plan& plan);
 

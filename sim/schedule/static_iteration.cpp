@@ -81,6 +81,7 @@ class StaticIterationBuilder {
     const LayerCosts c = layer_costs(job_);
     act_bytes_ = c.act_bytes;
     grad_reduce_bytes_ = grad_buffers(job_.training, job_.plan).reduce_bytes;
+    offload_copies_ = optimizer_offload_copies(job_.training, job_.plan, job_.micro_batches());
     layer_ = c.layer;
     output_s_ = c.output_s;
     boundary_bytes_ = c.boundary_bytes;
@@ -198,6 +199,7 @@ class StaticIterationBuilder {
                            grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
                            label(out_.bwd, "grad acc s{} c{} mb{}", s, op.virtual_stage, mb)));
       if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
+      if (offload_copies_.accumulate_to_host > 0) accumulate_on_host(st.lead_gpu, s, op.virtual_stage, mb, params);
     }
     if (prefetch != kNone) eng_.depends(op_first_, prefetch);
     if (st.first_task == kNone) st.first_task = op_first_;
@@ -515,6 +517,32 @@ class StaticIterationBuilder {
     last_reduction_[{s, ch}] = lead_reduction;
   }
 
+  // DeepSpeed's ZeRO-Offload under ZeRO-2 keeps the accumulating gradients of its partition on
+  // the host (framework.h optimizer_offload_copies): after each backward and its reduction the
+  // running sum comes back to be added to (from the second micro-batch on) and goes out again.
+  // Non-blocking copies behind the reduction: in the lead's chain unless the reduction overlaps.
+  void accumulate_on_host(int lead, int s, int ch, int mb, double virtual_stage_params) {
+    const double partition =
+        optimizer_params_per_gpu(job_.plan, virtual_stage_params, virtual_stage_expert_params(s, ch)) * pcie_sharers();
+    const std::pair<int, int> key{s, ch};
+    TaskId after = reduce_every_micro_batch() ? last_reduction_.at(key) : chain_last_;
+    TaskId first = kNone;
+    if (mb > 0) {
+      first = eng_.copy(lead, des::CopyDir::H2D, partition * offload_copies_.accumulate_to_gpu,
+                        label(out_.offload, "grads from host s{} c{} mb{}", s, ch, mb));
+      if (after != kNone) eng_.depends(first, after);
+      after = first;
+    }
+    const TaskId out = eng_.copy(lead, des::CopyDir::D2H, partition * offload_copies_.accumulate_to_host,
+                                 label(out_.offload, "grads to host s{} c{} mb{}", s, ch, mb));
+    if (after != kNone) eng_.depends(out, after);
+    if (!job_.plan.overlap_grad_reduce) {
+      if (op_first_ == kNone) op_first_ = first != kNone ? first : out;
+      chain_last_ = out;
+    }
+    host_accumulation_[key] = out;
+  }
+
   // The DP group of TP rank `t` of stage `s`, made once: ZeRO-2/3 ask for it every micro-batch.
   des::GroupId dp_group(int t, int s) {
     const size_t i = static_cast<size_t>(s) * static_cast<size_t>(job_.plan.tp) + static_cast<size_t>(t);
@@ -616,6 +644,8 @@ class StaticIterationBuilder {
     const Plan& p = job_.plan;
     const StageInfo& st = out_.stages[static_cast<size_t>(s)];
     std::vector<TaskId> reduced = expert_reductions_[s];
+    for (int ch = 0; ch < p.virtual_stages; ++ch)
+      if (const auto it = host_accumulation_.find({s, ch}); it != host_accumulation_.end()) reduced.push_back(it->second);
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
       reduced.push_back(last_reduction_.at({s, ch}));
@@ -689,7 +719,8 @@ class StaticIterationBuilder {
     if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
     if (cpu_adam_[static_cast<size_t>(node)] == kNone)
       cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
-    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * act_bytes_ * pcie_sharers(), label(out_.offload, "grads to host s{}", s)));
+    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * offload_copies_.step_to_host * pcie_sharers(),
+                   label(out_.offload, "grads to host s{}", s)));
     const double node_params = opt_params * gpus_represented_on_node(job_, lead, s);
     if (p.offload.optimizer == Tier::nvme)
       then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s{}", s)));
@@ -698,7 +729,8 @@ class StaticIterationBuilder {
     if (p.offload.optimizer == Tier::nvme)
       then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s{}", s)));
     if (p.offload.params == Tier::gpu)
-      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * act_bytes_ * pcie_sharers(), label(out_.offload, "params to gpu s{}", s)));
+      then(eng_.copy(lead, des::CopyDir::H2D, opt_params * offload_copies_.step_to_gpu * pcie_sharers(),
+                     label(out_.offload, "params to gpu s{}", s)));
     if (p.quantized_gemms()) then(quantized_weight_cast(s, lead));
     return last;
   }
@@ -748,6 +780,8 @@ class StaticIterationBuilder {
   PipelineSend send_;                          // how a stage boundary crosses (the plan's framework)
   bool blocking_p2p_ = true;                   // the framework's sends block (FrameworkTraits)
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
+  std::map<std::pair<int, int>, TaskId> host_accumulation_;  // the last copy of accumulate_on_host
+  OptimizerOffloadCopies offload_copies_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;

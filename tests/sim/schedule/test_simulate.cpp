@@ -486,6 +486,37 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
   }
 }
 
+// DeepSpeed's ZeRO-Offload with 4 micro-batches on one GPU (framework.h optimizer_offload_copies):
+// ZeRO-2 keeps the accumulating gradients on the host, 2 bytes per param out after each of the
+// 4 backwards and in before 3 of them, then 4 (fp32) out and 2 back at the step: 20 bytes per
+// param. ZeRO-1 copies at the boundary only: 2 + 4 out, 2 + 2 in, 10. One micro-batch: 4 + 2.
+// Both tiers pay every byte at the GPU's PCIe rate, and nothing else differs between the two.
+TEST(Simulate, ZeroOffloadUnderZeroTwoAccumulatesOnTheHostAfterEveryBackward) {
+  Cluster c = ideal_node(1);
+  const double pcie_Bps = c.node.pcie.bandwidth_Bps();
+  const Model m = gpt(4, 1024, 16, 1024);
+  Plan p;
+  p.framework = Framework::deepspeed;
+  p.offload = {Tier::gpu, Tier::cpu, Tier::cpu};
+  auto run = [&](int zero, int64_t batch) {
+    p.zero_stage = zero;
+    const Job j = job(m, c, batch, p);
+    return std::make_pair(estimate(j), simulate(j));
+  };
+  const auto [one_e, one_s] = run(1, 4);
+  const auto [two_e, two_s] = run(2, 4);
+  const auto [single_e, single_s] = run(2, 1);
+  ASSERT_EQ(two_e.micro_batches, 4);
+  const double n = two_e.params_per_gpu;
+  EXPECT_NEAR(two_e.time.offload_s, n * 20 / pcie_Bps, 1e-9 * two_e.time.offload_s);
+  EXPECT_NEAR(one_e.time.offload_s, n * 10 / pcie_Bps, 1e-9 * one_e.time.offload_s);
+  EXPECT_NEAR(single_e.time.offload_s, n * 6 / pcie_Bps, 1e-9 * single_e.time.offload_s);
+  // The simulator: ZeRO-2's 10 bytes more per param, in the chain (the reduction does not overlap).
+  const double extra_s = n * 10 / pcie_Bps;
+  EXPECT_NEAR(two_s.iteration_s - one_s.iteration_s, extra_s, 0.01 * extra_s);
+  EXPECT_NEAR(two_e.time.iteration_s - one_e.time.iteration_s, extra_s, 0.01 * extra_s);
+}
+
 // Data parallel 4, 4 micro-batches: ZeRO-0/1 reduce a stage's gradients once, after the
 // flush; ZeRO-2 and -3 keep only their partition, so they reduce-scatter after every backward.
 TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
