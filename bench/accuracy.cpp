@@ -390,6 +390,10 @@ Plan bridge_plan(const Table& t, const std::vector<std::string>& r, int gpus) {
   // fp8 params under the distributed optimizer. Under Megatron FSDP they are not modelled: those
   // rows keep 16-bit params and their fp8 copies (more memory, never less).
   p.fp8_params = p.zero_stage <= 2;
+  // Every layer in fp8: the recipe keeps the first and last in bf16, but the performance scripts
+  // that measured these rows switch that off (scripts/performance/utils/helpers.py,
+  // get_precision_config: "Disable BF16 Transformer layers in the performance config"), so
+  // p.bf16_layers stays {0, 0}.
   // The Llama and Qwen3 providers/recipes set cross_entropy_loss_fusion with
   // cross_entropy_fusion_impl "te" (models/llama/llama_provider.py, recipes/qwen/qwen3_moe.py).
   p.loss = Loss::te;

@@ -28,6 +28,9 @@ std::string plan_summary(const Job& job) {
   if (p.fp8 != Fp8::none)
     s += std::string(", fp8 GEMMs (") + to_string(p.fp8) + ", " + to_string(p.fp8_recipe) + " scaling" +
          (p.fp8_params ? ", fp8 params)" : ")");
+  if (p.has_bf16_layers())
+    s += ", first " + std::to_string(p.bf16_layers.first) + " / last " + std::to_string(p.bf16_layers.last) +
+         " layers in " + to_string(job.training.dtype);
   if (p.fp4 != Fp4::none) s += std::string(", fp4 GEMMs (") + to_string(p.fp4) + ")";
   return s;
 }
@@ -57,6 +60,11 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.field("fp8", to_string(p.fp8));
   if (p.fp8 != Fp8::none) w.field("fp8_recipe", to_string(p.fp8_recipe));
   if (p.fp8_params) w.field("fp8_params", true);
+  if (p.has_bf16_layers()) {
+    w.key("bf16_layers").begin_object();
+    w.field("first", p.bf16_layers.first).field("last", p.bf16_layers.last);
+    w.end_object();
+  }
   w.field("fp4", to_string(p.fp4));
   w.end_object();
 }

@@ -91,6 +91,64 @@ double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_
   return per_element * sbh / (plan.sequence_parallel ? plan.tp : 1.0);
 }
 
+namespace {
+
+int stage_bf16_layers(const Model& m, const Plan& plan, int stage) {
+  if (!plan.has_bf16_layers()) return 0;
+  return stage_layers_where(m.layers, plan.pp, plan.virtual_stages, plan.stage_layers, stage,
+                            [&](int l) { return plan.bf16_layer(l, m.layers); });
+}
+
+}  // namespace
+
+Bf16LayerBytes bf16_layer_extra_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {
+  Bf16LayerBytes out;
+  if (!plan.has_bf16_layers()) return out;
+  auto extra = [&](Recompute r, bool moe) {
+    const ActivationOptions q = plan_activation_options(plan, act_bytes, r);
+    ActivationOptions plain = q;
+    plain.quantized_input_bytes = 0;
+    plain.projection_saves_original_input = true;
+    return moe ? moe_layer_activation_bytes(m, plan, plain) - moe_layer_activation_bytes(m, plan, q)
+               : layer_activation_bytes(m, plan.micro_batch, plain) - layer_activation_bytes(m, plan.micro_batch, q);
+  };
+  out.stored = extra(plan.recompute, false);
+  out.full = extra(Recompute::none, false);
+  if (m.is_moe()) {
+    out.moe_stored = extra(plan.recompute, true);
+    out.moe_full = extra(Recompute::none, true);
+  }
+  return out;
+}
+
+namespace {
+
+// The bytes a stage's bf16 layers keep over fp8 ones at its peak (bf16_layer_extra_bytes), each
+// for as many micro-batches as its virtual stage can hold: under 1F1B the stage's in-flight
+// ones; under interleaving a virtual stage can hold up to two rounds of p micro-batches
+// (Megatron's interleaved warm-up runs 2 (p - 1) + (v - 1) p forwards, virtual stage by virtual
+// stage in groups of p, before its first backward, which is the last virtual stage's), more
+// than the stage's average; the kept (not recomputing) layers keep their full bytes.
+double bf16_layers_extra_bytes(const Model& m, const Plan& plan, int64_t act_bytes, int stage, double micro_batches) {
+  if (stage_bf16_layers(m, plan, stage) == 0) return 0;
+  const int p = plan.pp;
+  double in_flight = micro_batches;
+  if (plan.schedule == Schedule::one_f_one_b) in_flight = std::min<double>(micro_batches, p - stage);
+  if (plan.schedule == Schedule::interleaved) in_flight = std::min<double>(micro_batches, 2.0 * p);
+  const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
+  auto count = [&](bool moe) {
+    return static_cast<double>(stage_layers_where(m.layers, p, plan.virtual_stages, plan.stage_layers, stage, [&](int l) {
+      return plan.bf16_layer(l, m.layers) && m.moe_layer(l) == moe;
+    }));
+  };
+  // Under block recomputation some layers keep everything: their full bytes, the larger.
+  const bool every_layer_recomputes = plan.recompute_layers == 0;
+  const double dense = every_layer_recomputes ? b.stored : b.full, moe = every_layer_recomputes ? b.moe_stored : b.moe_full;
+  return in_flight * (count(false) * dense + count(true) * moe);
+}
+
+}  // namespace
+
 StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
                                         int stage) {
   const int p = plan.pp, v = plan.virtual_stages;
@@ -128,8 +186,14 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   }
   out.in_flight_micro_batches = in_flight;
   out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
+  out.layers_bytes += bf16_layers_extra_bytes(m, plan, act_bytes, stage, mb);
 
   if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer;
+  // A bf16 layer rebuilds more than an fp8 one (bf16_layer_extra_bytes): the stage's worst layer.
+  if (plan.recompute != Recompute::none && stage_bf16_layers(m, plan, stage) > 0) {
+    const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
+    out.recompute_working_bytes += std::max(b.full - b.stored, b.moe_full - b.moe_stored);
+  }
   const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);

@@ -49,6 +49,14 @@ double korthikanti_layer_bytes(const Model& model, int64_t micro_batch, const Ac
 // Activation bytes held at the peak by the most loaded pipeline stage (the first one under 1F1B
 // or interleaving, every stage under GPipe), including the embedding output on the first stage
 // and the output layer (final norm, head input, fp32 logits for the loss) on the last.
+// What a layer kept in the training dtype under fp8 (Plan::bf16_layer) keeps beyond an fp8
+// layer: its GEMM inputs saved unquantized (the attention projection's too), with the plan's
+// recomputation (`stored`) and without it (`full`), dense and MoE. Zero without such layers.
+struct Bf16LayerBytes {
+  double stored = 0, full = 0, moe_stored = 0, moe_full = 0;
+};
+Bf16LayerBytes bf16_layer_extra_bytes(const Model& m, const Plan& plan, int64_t act_bytes);
+
 struct StageActivations {
   double layers_bytes = 0;     // in-flight micro-batches x layers x per-layer bytes
   double embedding_bytes = 0;  // first stage: embedding output / dropout mask in flight

@@ -132,6 +132,12 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
   const LayerTime& w = times.window_saving;
   costs.window_extra_s = -(w.forward_s + w.backward_s + w.recompute_s);
   costs.window_forward_extra_s = -w.forward_s;
+  // A layer kept in bf16 under fp8: its GEMMs' time over the fp8 ones' (PlanLayerTimes::bf16_extra).
+  auto total_s = [](const LayerTime& x) { return x.forward_s + x.backward_s + x.recompute_s; };
+  costs.bf16_extra_s = total_s(times.bf16_extra);
+  costs.bf16_forward_extra_s = times.bf16_extra.forward_s;
+  costs.moe_bf16_extra_s = total_s(times.moe_bf16_extra);
+  costs.moe_bf16_forward_extra_s = times.moe_bf16_extra.forward_s;
   if (m.is_moe()) {
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
     // (dispatch, combine) with the ETP all-gathers of the dispatched tokens: 2 in forward, 2 in

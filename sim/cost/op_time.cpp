@@ -285,6 +285,8 @@ LayerTime operator-(const LayerTime& a, const LayerTime& b) {
                    a.core_forward_s - b.core_forward_s, a.core_backward_s - b.core_backward_s};
 }
 
+LayerTime operator+(const LayerTime& a, const LayerTime& b) { return a - (LayerTime{} - b); }
+
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp, bool sp, Recompute rc,
                      Attention attention) {
   return layer_time(gpu, dtype, m, LayerShape{b, tp, sp, attention}, rc);
@@ -338,6 +340,17 @@ PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& 
     LayerShape windowed = shape;
     windowed.windowed = true;
     out.window_saving = out.layer - layer_time(node.gpu, dtype, m, windowed, p.recompute);
+  }
+  if (p.has_bf16_layers()) {
+    LayerShape plain = shape;
+    plain.quantization = GemmQuantization::none;
+    out.bf16_extra = layer_time(node.gpu, dtype, m, plain, p.recompute) - out.layer;
+    if (m.is_moe()) {
+      LayerShape moe = plan_layer_shape(p, true);
+      const LayerTime quantized = layer_time(node.gpu, dtype, m, moe, p.recompute);
+      moe.quantization = GemmQuantization::none;
+      out.moe_bf16_extra = layer_time(node.gpu, dtype, m, moe, p.recompute) - quantized;
+    }
   }
   out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit, p.cp);
   const double bmm_matrices =

@@ -72,6 +72,7 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, const LayerShape& shape, Recompute recompute);
 // `a` less `b`, field by field: a windowed layer is the layer less its window_saving.
 LayerTime operator-(const LayerTime& a, const LayerTime& b);
+LayerTime operator+(const LayerTime& a, const LayerTime& b);  // a bf16 layer is the fp8 layer plus its bf16_extra
 
 // Output layer (logits GEMM, softmax cross-entropy moving `loss_bytes_per_logit` HBM bytes per
 // logit: framework.h's loss_kernel), forward and backward.
@@ -96,6 +97,10 @@ double window_tile_fraction(int64_t seq_len, int64_t window_tokens);
 struct PlanLayerTimes {
   LayerTime layer;
   LayerTime window_saving;
+  // A layer kept in the training dtype under fp8 (Plan::bf16_layer), over the fp8 layer: dense,
+  // and MoE (its experts' GEMMs too); zero unless the plan keeps such layers.
+  LayerTime bf16_extra;
+  LayerTime moe_bf16_extra;
   double output_s = 0;
 };
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& model, const Plan& plan);

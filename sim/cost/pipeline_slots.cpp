@@ -13,20 +13,34 @@ int stage_windowed_layers(const Model& m, const Plan& p, int stage) {
                             [&m](int l) { return m.windowed_layer(l); });
 }
 
-// A stage's transformer layers of one kind (all, MoE, sliding-window), of which `kept` do not
-// run the plan's recomputation (block recomputation; 0 otherwise).
+// A stage's transformer layers of one kind (all, MoE, sliding-window, kept in bf16 under fp8:
+// dense and MoE), of which `kept` do not run the plan's recomputation (block recomputation; 0
+// otherwise).
 struct LayerCount {
   double all = 0, kept = 0;
   double recomputing() const { return all - kept; }
 };
+struct LayerKinds {
+  double layers = 0, moe = 0, window = 0, bf16 = 0, moe_bf16 = 0;
+};
 
-// Adds `layers` layers of `moe` MoE and `window` sliding-window ones, at costs `c`, to a slot.
-void add_layers(StageSlot& x, const StageCosts& c, double layers, double moe, double window) {
-  x.compute_s += layers * c.layer_s + moe * c.moe_extra_s + window * c.window_extra_s;
-  x.tp_comm_s += layers * c.tp_per_layer_s;
-  x.cp_comm_s += layers * c.cp_per_layer_s;
-  x.forward_s += layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) +
-                 moe * c.moe_forward_extra_s + window * c.window_forward_extra_s;
+// Adds the layers of `n`, at costs `c`, to a slot.
+void add_layers(StageSlot& x, const StageCosts& c, const LayerKinds& n) {
+  x.compute_s += n.layers * c.layer_s + n.moe * c.moe_extra_s + n.window * c.window_extra_s + n.bf16 * c.bf16_extra_s +
+                 n.moe_bf16 * c.moe_bf16_extra_s;
+  x.tp_comm_s += n.layers * c.tp_per_layer_s;
+  x.cp_comm_s += n.layers * c.cp_per_layer_s;
+  x.forward_s += n.layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) +
+                 n.moe * c.moe_forward_extra_s + n.window * c.window_forward_extra_s + n.bf16 * c.bf16_forward_extra_s +
+                 n.moe_bf16 * c.moe_bf16_forward_extra_s;
+}
+
+// A stage's count of the layers `counts` picks, and of those that do not recompute (`kept`).
+template <typename Predicate>
+LayerCount stage_count(const Model& m, const Plan& p, int stage, bool block, Predicate counts) {
+  LayerCount n{static_cast<double>(stage_layers_where(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage, counts))};
+  if (block) n.kept = n.all - stage_recomputing_layers_where(m.layers, p, stage, counts);
+  return n;
 }
 }  // namespace
 
@@ -39,15 +53,20 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     x.stage = s;
     x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
     const bool last = s == p.pp - 1;
+    const bool block = kept != nullptr;
     LayerCount all{x.layers}, moe{m.is_moe() ? static_cast<double>(stage_moe_layers(m, p, s)) : 0},
-        window{c.window_extra_s != 0 ? static_cast<double>(stage_windowed_layers(m, p, s)) : 0};
-    if (kept) {
+        window{c.window_extra_s != 0 ? static_cast<double>(stage_windowed_layers(m, p, s)) : 0}, bf16, moe_bf16;
+    if (block) {
       all.kept = all.all - stage_recomputing_layers_where(m.layers, p, s, [](int) { return true; });
       moe.kept = moe.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.moe_layer(l); });
       window.kept = window.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.windowed_layer(l); });
-      add_layers(x, *kept, all.kept, moe.kept, window.kept);
     }
-    add_layers(x, c, all.recomputing(), moe.recomputing(), window.recomputing());
+    if (p.has_bf16_layers()) {
+      bf16 = stage_count(m, p, s, block, [&](int l) { return p.bf16_layer(l, m.layers) && !m.moe_layer(l); });
+      moe_bf16 = stage_count(m, p, s, block, [&](int l) { return p.bf16_layer(l, m.layers) && m.moe_layer(l); });
+    }
+    if (block) add_layers(x, *kept, {all.kept, moe.kept, window.kept, bf16.kept, moe_bf16.kept});
+    add_layers(x, c, {all.recomputing(), moe.recomputing(), window.recomputing(), bf16.recomputing(), moe_bf16.recomputing()});
     x.compute_s += last ? c.output_s : 0;
     x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
     x.pp_comm_s = c.pp_comm_s;
@@ -65,7 +84,7 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     return before_f + mb * x.slot_s() + std::max(0.0, after - warmup) + before_b;
   };
   double iteration = 0;
-  if (p.stage_layers.per_stage.empty() && !m.is_moe() && !m.mixed_window() && p.pp > 4) {
+  if (p.stage_layers.per_stage.empty() && !m.is_moe() && !m.mixed_window() && !p.has_bf16_layers() && p.pp > 4) {
     // Every middle stage is the same (the layout differs at most on the first and last stage,
     // which also hold the embedding and the head): three slots. The finish is convex in k
     // between the first and last middle stage, so its largest value is at one of them -- an

@@ -34,6 +34,12 @@ struct StageCosts {
   double moe_forward_extra_s = 0;    // its forward part
   double window_extra_s = 0;         // a sliding-window layer's time over a full one's (<= 0)
   double window_forward_extra_s = 0; // its forward part
+  // A layer kept in the training dtype under fp8 (Plan::bf16_layer): its time over the fp8
+  // layer's, dense and MoE (>= 0).
+  double bf16_extra_s = 0;
+  double bf16_forward_extra_s = 0;
+  double moe_bf16_extra_s = 0;
+  double moe_bf16_forward_extra_s = 0;
 };
 
 struct StageSlot {

@@ -15,6 +15,9 @@ LayerCosts layer_costs(const Job& job) {
   const PlanLayerTimes times = plan_layer_times(job.cluster.node, job.training.dtype, m, p);
   c.layer = times.layer;
   c.window_saving = times.window_saving;
+  c.bf16_extra = times.bf16_extra;
+  c.moe_bf16_extra = times.moe_bf16_extra;
+  c.bf16_bytes = bf16_layer_extra_bytes(m, p, c.act_bytes);
   c.output_s = times.output_s;
   c.boundary_bytes = boundary_bytes(m, p, c.act_bytes);
   c.tp_bytes = 2 * c.boundary_bytes;

@@ -3,6 +3,7 @@
 // of a simulated iteration is sized by.
 #include <cstdint>
 
+#include "sim/cost/activations.h"
 #include "sim/cost/op_time.h"
 #include "sim/spec/job.h"
 
@@ -27,6 +28,11 @@ struct LayerCosts {
   double moe_full_bytes = 0;
   double dispatch_bytes = 0;
   double etp_gather_bytes = 0;
+  // Layers kept in the training dtype under fp8 (Plan::bf16_layer): their time and activations
+  // over an fp8 layer's (PlanLayerTimes, activations.h bf16_layer_extra_bytes).
+  LayerTime bf16_extra;
+  LayerTime moe_bf16_extra;
+  Bf16LayerBytes bf16_bytes;
 };
 
 LayerCosts layer_costs(const Job& job);

@@ -246,9 +246,27 @@ class StaticIterationBuilder {
   }
 
   // Model layer `layer`'s times: the dense or the MoE layer's, less what a sliding window saves.
+  // Model layer `layer`'s times: the dense or the MoE layer's, less what a sliding window saves,
+  // plus what its GEMMs cost more where it stays in bf16 under fp8.
   LayerTime time_of_layer(int layer) const {
-    const LayerTime& t = job_.model.moe_layer(layer) ? costs_.moe_layer : layer_;
-    return job_.model.windowed_layer(layer) ? t - costs_.window_saving : t;
+    const bool moe = job_.model.moe_layer(layer);
+    LayerTime t = moe ? costs_.moe_layer : layer_;
+    if (job_.model.windowed_layer(layer)) t = t - costs_.window_saving;
+    if (job_.plan.bf16_layer(layer, job_.model.layers)) t = t + (moe ? costs_.moe_bf16_extra : costs_.bf16_extra);
+    return t;
+  }
+
+  // The activations model layer `layer` keeps with the plan's recomputation (`stored`) and
+  // without (`full`): the dense or MoE layer's, more where it stays in bf16 under fp8.
+  std::pair<double, double> layer_bytes(int layer) const {
+    const bool moe = job_.model.moe_layer(layer);
+    double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
+    if (job_.plan.bf16_layer(layer, job_.model.layers)) {
+      const Bf16LayerBytes& b = costs_.bf16_bytes;
+      stored += moe ? b.moe_stored : b.stored;
+      full += moe ? b.moe_full : b.full;
+    }
+    return {stored, full};
   }
 
   // Layer `l` of the op, forward: its gathered params (ZeRO-3), its compute, the activations it
@@ -264,7 +282,8 @@ class StaticIterationBuilder {
     computed(x);
     cp_ring_pass(st, o, l, ring_.forward, out_.fwd);
     const bool embedding = o.first_layer + l == 0;  // the model's first layer also keeps the embedding's
-    const double kept = job_.plan.recomputes_layer(l) ? (moe ? costs_.moe_stored_bytes : stored_) : (moe ? costs_.moe_full_bytes : full_);
+    const auto [stored, full] = layer_bytes(o.first_layer + l);
+    const double kept = job_.plan.recomputes_layer(l) ? stored : full;
     st.memory.push_back({x, kept + (embedding ? embedding_bytes_ : 0)});
     tp_collective(o.stage, o.mb, l, out_.tp);
     if (moe) expert_exchange(o, l);
@@ -289,7 +308,7 @@ class StaticIterationBuilder {
     const TaskId g = gather_layer(lead, o, l);
     const bool moe = job_.model.moe_layer(o.first_layer + l);
     const LayerTime time = time_of_layer(o.first_layer + l);
-    const double stored = moe ? costs_.moe_stored_bytes : stored_, full = moe ? costs_.moe_full_bytes : full_;
+    const auto [stored, full] = layer_bytes(o.first_layer + l);
     TaskId first = kNone;
     const bool recomputes = p.recomputes_layer(l);
     if (recomputes) {

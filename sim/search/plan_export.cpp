@@ -299,6 +299,11 @@ void add_precision_arguments(const Plan& p, const Training& t, ArgumentList& a) 
     add("--fp8-format", to_string(p.fp8));
     add("--fp8-recipe", to_string(p.fp8_recipe));
     if (p.fp8_params) add("--fp8-param-gather");
+    if (p.has_bf16_layers()) {  // megatron/core/fp8_utils.py is_first_last_bf16_layer
+      add("--first-last-layers-bf16");
+      add("--num-layers-at-start-in-bf16", whole(p.bf16_layers.first));
+      add("--num-layers-at-end-in-bf16", whole(p.bf16_layers.last));
+    }
   }
   if (p.fp4 == Fp4::nvfp4) {
     add("--fp4-format", "e2m1");
@@ -402,18 +407,21 @@ namespace {
 //  - <dtype>_mixed: no quantized GEMMs;
 //  - <dtype>_with_fp8_delayed_scaling_mixed: fp8 hybrid, delayed scaling;
 //  - <dtype>_with_mxfp8_mixed: fp8 e4m3, MXFP8 scaling;
+//  - <dtype>_with_fp8_current_scaling_mixed: fp8 hybrid, tensorwise current scaling, the first
+//    and last layer in bf16 (first_last_layers_bf16, 1 and 1: plan.bf16_layers);
 //  - bf16_with_nvfp4_mixed: fp4 e2m1, NVFP4 (bf16 only).
-// The current-scaling recipes keep the first and last layer in bf16 (first_last_layers_bf16),
-// which a plan's fp8 does not say: no recipe. The fp8 recipes set fp8_param_gather: a plan with
-// fp8_params is costed as they run; one without is costed with 16-bit params and gathers, more
-// bytes than the run holds and moves, never fewer.
+// The fp8 recipes set fp8_param_gather: a plan with fp8_params is costed as they run; one without
+// is costed with 16-bit params and gathers, more bytes than the run holds and moves, never fewer.
 const char* bridge_quantized_recipe(const Plan& p, const Training& t) {
   const bool bf16 = t.dtype == DType::bf16;
   if (p.fp4 == Fp4::nvfp4) return p.fp8 == Fp8::none && bf16 ? "bf16_with_nvfp4_mixed" : nullptr;
   if (p.fp8 == Fp8::none) return bf16 ? "bf16_mixed" : "fp16_mixed";
   if (p.fp8 == Fp8::hybrid && p.fp8_recipe == Fp8Recipe::delayed)
     return bf16 ? "bf16_with_fp8_delayed_scaling_mixed" : "fp16_with_fp8_delayed_scaling_mixed";
-  if (p.fp8 == Fp8::e4m3 && p.fp8_recipe == Fp8Recipe::mxfp8) return bf16 ? "bf16_with_mxfp8_mixed" : "fp16_with_mxfp8_mixed";
+  if (p.fp8 == Fp8::e4m3 && p.fp8_recipe == Fp8Recipe::mxfp8 && !p.has_bf16_layers())
+    return bf16 ? "bf16_with_mxfp8_mixed" : "fp16_with_mxfp8_mixed";
+  if (p.fp8 == Fp8::hybrid && p.fp8_recipe == Fp8Recipe::tensorwise && p.bf16_layers == Plan::Bf16Layers{1, 1})
+    return bf16 ? "bf16_with_fp8_current_scaling_mixed" : "fp16_with_fp8_current_scaling_mixed";
   return nullptr;
 }
 
@@ -430,7 +438,8 @@ Refusal megatron_bridge_refusal(const Plan& p, const Training& t) {
   if (p.quantized_gemms() && bridge_quantized_recipe(p, t) == nullptr) {
     if (p.fp4 != Fp4::none) return refuse("plan.fp4", "Megatron-Bridge's NVFP4 recipe (bf16_with_nvfp4_mixed) trains in bf16");
     return refuse("plan.fp8", "Megatron-Bridge's fp8 recipes are hybrid with delayed scaling or e4m3 with MXFP8 on every "
-                              "layer, or current scaling with the first and last layer in bf16: not this plan's fp8");
+                              "layer, or hybrid with tensorwise current scaling and the first and last layer in bf16 "
+                              "(bf16_layers: {first: 1, last: 1}): not this plan's fp8");
   }
   return {};
 }
@@ -548,7 +557,8 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   // (training/config.py), which the command it is given does not.
   if (arg == "--ckpt-format") return;
   if (arg == "--bf16" || arg == "--fp16" || arg == "--fp8-format" || arg == "--fp8-recipe" || arg == "--fp4-format" ||
-      arg == "--fp4-recipe" || arg == "--fp8-param-gather" ||
+      arg == "--fp4-recipe" || arg == "--fp8-param-gather" || arg == "--first-last-layers-bf16" ||
+      arg == "--num-layers-at-start-in-bf16" || arg == "--num-layers-at-end-in-bf16" ||
       arg == "--group-query-attention" || arg == "--max-position-embeddings")
     return;
   throw std::logic_error("Megatron-Bridge export: no override for Megatron-LM's " + arg);

@@ -169,6 +169,13 @@ std::string fp8_params_problem(const Plan& plan) {
 
 QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan) {
   if (const std::string why = fp8_params_problem(plan); !why.empty()) return {"plan.fp8_params", why};
+  if (plan.bf16_layers.first > 0 || plan.bf16_layers.last > 0) {
+    if (plan.fp8 == Fp8::none)
+      return {"plan.bf16_layers", "layers kept in bf16 under fp8 GEMMs need fp8 (set fp8, or leave bf16_layers out)"};
+    if (plan.fp8_recipe == Fp8Recipe::delayed)
+      return {"plan.bf16_layers", "Megatron keeps first / last layers in bf16 under current scaling only, not delayed "
+                                  "(fp8_utils.py get_fp8_context): set fp8_recipe: tensorwise or mxfp8"};
+  }
   if (!plan.quantized_gemms()) return {};
   const bool fp4 = plan.fp4 != Fp4::none;
   const std::string field = fp4 ? "plan.fp4" : "plan.fp8";
@@ -424,6 +431,10 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
     if (const ExecutorProblem p = executor_problem(plan); p.why) pp.fail(p.field, p.why);
   check_cpu_embedding(model, plan);
   check_quantized_gemms(cluster, training, plan, of_cluster);
+  if (plan.bf16_layers.first + plan.bf16_layers.last > model.layers)
+    pp.fail("plan.bf16_layers", "keeps " + std::to_string(plan.bf16_layers.first) + " + " +
+                                    std::to_string(plan.bf16_layers.last) + " layers in bf16 but the model has " +
+                                    std::to_string(model.layers) + of_model);
   if (const std::string why = recompute_layers_problem(plan); !why.empty()) pp.fail("plan.recompute_layers", why);
   if (plan.chunked() && plan.grad_reduce == GradReduce::fp32 && training.dtype != DType::fp32)
     pp.fail("plan.grad_reduce_dtype", std::string("the chunk runtime reduces gradients in their chunks' dtype (") +

@@ -132,6 +132,17 @@ struct Plan {
   // the fp8 bytes (megatron/core/fp8_utils.py quantize_param_shard, TE's
   // cast_master_weights_to_fp8). Needs fp8 GEMMs (delayed or tensorwise) and ZeRO-1/2.
   bool fp8_params = false;
+  // Under fp8, the model's first and last transformer layers that keep their GEMMs in the
+  // training dtype (Megatron's --first-last-layers-bf16 with --num-layers-at-start-in-bf16 /
+  // --num-layers-at-end-in-bf16, counted over the whole model: megatron/core/fp8_utils.py
+  // is_first_last_bf16_layer takes the global layer index). Megatron-Bridge's FP8 current-scaling
+  // recipe keeps 1 and 1 (mixed_precision.py, bf16_with_fp8_current_scaling_mixed). Megatron
+  // refuses it under delayed scaling (get_fp8_context: "Delayed scaling does not support first /
+  // last layer in BF16").
+  struct Bf16Layers {
+    int first = 0, last = 0;
+    bool operator==(const Bf16Layers&) const = default;
+  } bf16_layers;
   GradReduce grad_reduce = GradReduce::framework_default;  // resolved by grad_buffers()
   Provenance provenance;
 
@@ -147,6 +158,12 @@ struct Plan {
   bool recomputes_layer(int index_in_virtual_stage) const {
     return recompute != Recompute::none && (recompute_layers == 0 || index_in_virtual_stage < recompute_layers);
   }
+  // Whether model layer `layer` (0-based, of `layers`) runs its GEMMs in the training dtype
+  // although the plan's are fp8 (bf16_layers).
+  bool bf16_layer(int layer, int layers) const {
+    return fp8 != Fp8::none && (layer < bf16_layers.first || layer >= layers - bf16_layers.last);
+  }
+  bool has_bf16_layers() const { return fp8 != Fp8::none && (bf16_layers.first > 0 || bf16_layers.last > 0); }
   bool operator==(const Plan&) const = default;
 };
 

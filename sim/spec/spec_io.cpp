@@ -539,6 +539,12 @@ void read_plan_kernels(MapReader& q, Plan& pl) {
         "fp8_recipe", {{"delayed", Fp8Recipe::delayed}, {"tensorwise", Fp8Recipe::tensorwise}, {"mxfp8", Fp8Recipe::mxfp8}});
   if (q.has("fp4")) pl.fp4 = q.choice<Fp4>("fp4", {{"none", Fp4::none}, {"nvfp4", Fp4::nvfp4}});
   if (q.has("fp8_params")) pl.fp8_params = q.boolean("fp8_params");
+  if (q.has("bf16_layers")) {
+    MapReader b = q.map("bf16_layers");
+    if (b.has("first")) pl.bf16_layers.first = static_cast<int>(b.whole("first", 0, limits::kMaxLayers));
+    if (b.has("last")) pl.bf16_layers.last = static_cast<int>(b.whole("last", 0, limits::kMaxLayers));
+    b.finish();
+  }
   if (q.has("grad_reduce_dtype"))
     pl.grad_reduce = q.choice<GradReduce>(
         "grad_reduce_dtype",
@@ -887,6 +893,12 @@ std::string to_yaml(const PlanFile& p) {
   }
   if (q.fp4 != Fp4::none) emit_kv(e, "fp4", to_string(q.fp4));
   if (q.fp8_params) e << YAML::Key << "fp8_params" << YAML::Value << true;
+  if (q.bf16_layers.first > 0 || q.bf16_layers.last > 0) {
+    e << YAML::Key << "bf16_layers" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    emit_num(e, "first", q.bf16_layers.first);
+    emit_num(e, "last", q.bf16_layers.last);
+    e << YAML::EndMap;
+  }
   if (q.grad_reduce != GradReduce::framework_default) emit_kv(e, "grad_reduce_dtype", to_string(q.grad_reduce));
   e << YAML::EndMap;
   e << YAML::EndMap;

@@ -242,6 +242,29 @@ TEST(LowPrecision, MakeJobRefusesWhatTransformerEngineDoesNotRun) {
       << error(t, p);
 }
 
+// bf16 first / last layers (Plan::bf16_layers) as Megatron takes them: under fp8 only, not with
+// delayed scaling (fp8_utils.py asserts), and no more of them than the model has.
+TEST(LowPrecision, MakeJobRefusesBf16LayersWhereMegatronDoesNot) {
+  Training t;
+  t.global_batch = 8;
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.bf16_layers = {1, 1};
+  auto error = [&](const Plan& plan) { return make_job_error(fp8_cluster(), t, plan); };
+  EXPECT_EQ(error(p), "<code>: field 'plan.bf16_layers': layers kept in bf16 under fp8 GEMMs need fp8 (set fp8, or leave "
+                      "bf16_layers out)");
+  p.fp8 = Fp8::hybrid;
+  EXPECT_EQ(error(p), "<code>: field 'plan.bf16_layers': Megatron keeps first / last layers in bf16 under current scaling "
+                      "only, not delayed (fp8_utils.py get_fp8_context): set fp8_recipe: tensorwise or mxfp8");
+  p.fp8_recipe = Fp8Recipe::tensorwise;
+  EXPECT_EQ(error(p), "(no error)");
+  p.bf16_layers = {3, 2};  // the model has 4 layers
+  EXPECT_NE(error(p).find("field 'plan.bf16_layers': keeps 3 + 2 layers in bf16 but the model has 4"), std::string::npos)
+      << error(p);
+  p.bf16_layers = {4, 0};
+  EXPECT_EQ(error(p), "(no error)");
+}
+
 // An NVFP4 dense layer by hand (the same layer as above, TP 2 with SP): MLP-out's input cast is
 // 5.125 bytes per element (amax pass, read, 4-bit data with E4M3 scales each way), as the QKV
 // input's after the norm (no fused norm for NVFP4), the GEMMs at the fp4 peak.

@@ -486,6 +486,52 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
   }
 }
 
+// Megatron's --first-last-layers-bf16 (Plan::bf16_layers) under fp8 with current scaling: the
+// model's first and last layer run their GEMMs in bf16, in both tiers. PP 2: layer 0 on stage 0,
+// layer 7 on stage 1, so each stage's micro-batch takes one layer's bf16 extra longer; and each
+// keeps that layer's GEMM inputs in 2 bytes, not 1, for its in-flight micro-batches (2 on the
+// first stage under 1F1B): QKV's and MLP-in's (h each) and MLP-out's (f) per token, split over
+// TP by sequence parallelism (the projection keeps its 16-bit input under current scaling).
+TEST(Simulate, Bf16LayersRunTheirGemmsInBf16InBothTiers) {
+  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-h100.yaml");
+  const Model m = testing::gpt(8, 4096, 32, 2048, 50257);
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.tp = 4;
+  p.sequence_parallel = true;
+  p.pp = 2;
+  p.fp8 = Fp8::hybrid;
+  p.fp8_recipe = Fp8Recipe::tensorwise;
+  Plan edges = p;
+  edges.bf16_layers = {1, 1};
+  const Job fp8 = job(m, c, 8, p), bf16_edges = job(m, c, 8, edges);
+  ASSERT_EQ(fp8.micro_batches(), 8);
+  // The bf16 layer's extra: the same layer with unquantized GEMMs, less the fp8 one.
+  LayerShape plain = plan_layer_shape(edges);
+  const LayerTime quantized = layer_time(c.node.gpu, DType::bf16, m, plain, Recompute::none);
+  plain.quantization = GemmQuantization::none;
+  const LayerTime unquantized = layer_time(c.node.gpu, DType::bf16, m, plain, Recompute::none);
+  const LayerTime extra = plan_layer_times(c.node, DType::bf16, m, edges).bf16_extra;
+  EXPECT_NEAR(extra.forward_s, unquantized.forward_s - quantized.forward_s, 1e-15);
+  EXPECT_NEAR(extra.backward_s, unquantized.backward_s - quantized.backward_s, 1e-15);
+  const double extra_s = extra.forward_s + extra.backward_s;
+  EXPECT_GT(extra_s, 0.1 * (quantized.forward_s + quantized.backward_s));
+  const Estimate e0 = estimate(fp8), e1 = estimate(bf16_edges);
+  EXPECT_NEAR(e1.time.compute_s - e0.time.compute_s, 8 * extra_s, 1e-9 * e1.time.compute_s);
+  const SimReport s0 = simulate(fp8), s1 = simulate(bf16_edges);
+  const double simulated = s1.iteration_s - s0.iteration_s;
+  EXPECT_GT(simulated, 8 * extra_s * 0.99);
+  EXPECT_LT(simulated, (8 + 1) * extra_s * 1.01);  // at most the bubble's micro-batch more
+  // Memory: 2 micro-batches x 2048 tokens / TP 4 x (2h + f) bytes more on the first stage.
+  const double h = m.hidden, f = m.ffn_hidden;
+  const double activations = 2 * 2048.0 / 4 * (2 * h + f);
+  ASSERT_EQ(e0.peak_stage, 0);
+  EXPECT_DOUBLE_EQ(e1.gpu.activations_bytes - e0.gpu.activations_bytes, activations);
+  // The simulated peak is what the caching allocator reserves for them (framework.h).
+  const double reserved = activations / (1 - framework_traits(Framework::megatron_core).allocator_fragmentation);
+  EXPECT_NEAR(s1.peak_gpu_bytes - s0.peak_gpu_bytes, reserved, 1e-9 * s1.peak_gpu_bytes);
+}
+
 // DeepSpeed's ZeRO-Offload with 4 micro-batches on one GPU (framework.h optimizer_offload_copies):
 // ZeRO-2 keeps the accumulating gradients on the host, 2 bytes per param out after each of the
 // 4 backwards and in before 3 of them, then 4 (fp32) out and 2 back at the step: 20 bytes per

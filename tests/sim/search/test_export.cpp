@@ -964,6 +964,29 @@ TEST(Export, MegatronBridgeNamesTheBlockScaledRecipes) {
   expect_bridge_accepts(job);
 }
 
+// Megatron's first / last layers in bf16 under fp8 current scaling (Plan::bf16_layers): its
+// three arguments; Megatron-Bridge's current-scaling recipe keeps exactly 1 and 1, so that plan
+// exports as the recipe and other counts are refused (run_recipe.py takes a recipe's name).
+TEST(Export, Bf16LayersAreMegatronsArgumentsAndBridgesCurrentScalingRecipe) {
+  Job job = job_with(Plan{});
+  job.plan.framework = Framework::megatron_core;
+  job.training.dtype = DType::bf16;
+  job.plan.fp8 = Fp8::hybrid;
+  job.plan.fp8_recipe = Fp8Recipe::tensorwise;
+  job.plan.bf16_layers = {1, 1};
+  EXPECT_TRUE(has_argument(job, "--first-last-layers-bf16", ""));
+  EXPECT_TRUE(has_argument(job, "--num-layers-at-start-in-bf16", "1"));
+  EXPECT_TRUE(has_argument(job, "--num-layers-at-end-in-bf16", "1"));
+  expect_megatron_accepts(job);
+  EXPECT_EQ(bridge_value(job, "mixed_precision"), "bf16_with_fp8_current_scaling_mixed");
+  expect_bridge_accepts(job);
+  job.plan.bf16_layers = {2, 1};
+  EXPECT_TRUE(has_argument(job, "--num-layers-at-start-in-bf16", "2"));
+  EXPECT_EQ(megatron_bridge_unsupported(job).rfind("field 'plan.fp8': ", 0), 0u) << megatron_bridge_unsupported(job);
+  job.plan.bf16_layers = {0, 0};
+  EXPECT_FALSE(has_argument(job, "--first-last-layers-bf16", ""));
+}
+
 TEST(Export, MegatronBridgeRefusalsNameTheField) {
   std::vector<std::pair<const char*, Job>> cases;
   auto add = [&](const char* field, auto change) {

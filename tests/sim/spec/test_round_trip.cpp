@@ -114,6 +114,10 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.fp8_params = true;
   EXPECT_NE(to_yaml(p).find("fp8_params: true"), std::string::npos) << to_yaml(p);
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.bf16_layers = {1, 2};
+  EXPECT_NE(to_yaml(p).find("bf16_layers: {first: 1, last: 2}"), std::string::npos) << to_yaml(p);
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.bf16_layers = {};
   p.plan.fp8_params = false;
   p.plan.fp8_recipe = Fp8Recipe::mxfp8;
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);

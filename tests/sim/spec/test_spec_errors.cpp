@@ -345,6 +345,10 @@ TEST(SpecErrors, BlockScaledPeaksAndRecipes) {
 
 // fp8 params: a boolean, and only where Megatron gathers them (fp8 GEMMs, distributed optimizer).
 TEST(SpecErrors, Fp8ParamsNeedFp8GemmsAndTheDistributedOptimizer) {
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {bf16_layers: {first: 1, middle: 2}}\n"),
+            "plan.yaml:2:32: field 'plan.bf16_layers.middle': unknown field (expected one of: first, last)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {bf16_layers: {first: -1}}\n"),
+            "plan.yaml:2:22: field 'plan.bf16_layers.first': must be at least 0, got '-1'");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {fp8_params: yes please}\n"),
             "plan.yaml:2:8: field 'plan.fp8_params': expected true or false, got 'yes please'");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: megatron-core, zero_stage: 1, fp8_params: true}\n"),
