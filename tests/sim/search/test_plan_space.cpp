@@ -109,6 +109,22 @@ TEST(PlanSpace, EnumerationEqualsBruteForceOfTheSmallCase) {
   EXPECT_TRUE(enumerated == brute);
 }
 
+// bf16 layers (Plan::bf16_layers) need fp8 GEMMs: the precheck refuses them as make_job does.
+TEST(PlanSpace, PrecheckRefusesBf16LayersWithoutFp8) {
+  const Model m = search_test::small_gpt(6, 384, 6);
+  const Cluster c = search_test::small_cluster(1);
+  const Training t = search_test::fp16_training(8);
+  Plan p;
+  p.bf16_layers = {1, 1};
+  EXPECT_FALSE(make_job_accepts(m, c, t, p));
+  EXPECT_STREQ(plan_invalid_reason(m, c, t, p), "quantized GEMMs cannot run");
+  p.dp = c.total_gpus();
+  EXPECT_FALSE(is_enumerated_shape(p, c, SearchSpace{}));  // the space keeps every layer in fp8
+  p.bf16_layers = {};
+  EXPECT_EQ(plan_invalid_reason(m, c, t, p), nullptr);
+  EXPECT_TRUE(is_enumerated_shape(p, c, SearchSpace{}));
+}
+
 TEST(PlanSpace, PrecheckAgreesWithMakeJob) {
   const Model m = search_test::small_gpt(6, 384, 6);
   Cluster c = search_test::small_cluster(1);
