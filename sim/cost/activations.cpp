@@ -91,16 +91,6 @@ double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_
   return per_element * sbh / (plan.sequence_parallel ? plan.tp : 1.0);
 }
 
-namespace {
-
-int stage_bf16_layers(const Model& m, const Plan& plan, int stage) {
-  if (!plan.has_bf16_layers()) return 0;
-  return stage_layers_where(m.layers, plan.pp, plan.virtual_stages, plan.stage_layers, stage,
-                            [&](int l) { return plan.bf16_layer(l, m.layers); });
-}
-
-}  // namespace
-
 Bf16LayerBytes bf16_layer_extra_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {
   Bf16LayerBytes out;
   if (!plan.has_bf16_layers()) return out;
@@ -123,28 +113,35 @@ Bf16LayerBytes bf16_layer_extra_bytes(const Model& m, const Plan& plan, int64_t 
 
 namespace {
 
-// The bytes a stage's bf16 layers keep over fp8 ones at its peak (bf16_layer_extra_bytes), each
-// for as many micro-batches as its virtual stage can hold: under 1F1B the stage's in-flight
-// ones; under interleaving a virtual stage can hold up to two rounds of p micro-batches
-// (Megatron's interleaved warm-up runs 2 (p - 1) + (v - 1) p forwards, virtual stage by virtual
-// stage in groups of p, before its first backward, which is the last virtual stage's), more
-// than the stage's average; the kept (not recomputing) layers keep their full bytes.
-double bf16_layers_extra_bytes(const Model& m, const Plan& plan, int64_t act_bytes, int stage, double micro_batches) {
-  if (stage_bf16_layers(m, plan, stage) == 0) return 0;
-  const int p = plan.pp;
-  double in_flight = micro_batches;
-  if (plan.schedule == Schedule::one_f_one_b) in_flight = std::min<double>(micro_batches, p - stage);
-  if (plan.schedule == Schedule::interleaved) in_flight = std::min<double>(micro_batches, 2.0 * p);
-  const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
+// What a stage's bf16 layers hold at its peak over fp8 ones (bf16_layer_extra_bytes):
+//  - `layers_bytes`: each layer's extra for as many micro-batches as its virtual stage can hold:
+//    under 1F1B the stage's in-flight ones; under interleaving a virtual stage can hold up to two
+//    rounds of p micro-batches (Megatron's interleaved warm-up runs 2 (p - 1) + (v - 1) p
+//    forwards, virtual stage by virtual stage in groups of p, before its first backward, which is
+//    the last virtual stage's), more than the stage's average; under block recomputation some
+//    layers keep everything, so each counts its full bytes, the larger;
+//  - `recompute_working_bytes`: a bf16 layer rebuilds more than an fp8 one, the worst of them.
+struct Bf16StageBytes {
+  double layers_bytes = 0, recompute_working_bytes = 0;
+};
+Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_bytes, int stage, double micro_batches) {
+  Bf16StageBytes out;
+  if (!plan.has_bf16_layers()) return out;
   auto count = [&](bool moe) {
-    return static_cast<double>(stage_layers_where(m.layers, p, plan.virtual_stages, plan.stage_layers, stage, [&](int l) {
-      return plan.bf16_layer(l, m.layers) && m.moe_layer(l) == moe;
-    }));
+    return static_cast<double>(stage_layers_where(m.layers, plan.pp, plan.virtual_stages, plan.stage_layers, stage,
+                                                  [&](int l) { return plan.bf16_layer(l, m.layers) && m.moe_layer(l) == moe; }));
   };
-  // Under block recomputation some layers keep everything: their full bytes, the larger.
+  const double dense_layers = count(false), moe_layers = count(true);
+  if (dense_layers + moe_layers == 0) return out;
+  double in_flight = micro_batches;
+  if (plan.schedule == Schedule::one_f_one_b) in_flight = std::min<double>(micro_batches, plan.pp - stage);
+  if (plan.schedule == Schedule::interleaved) in_flight = std::min<double>(micro_batches, 2.0 * plan.pp);
+  const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
   const bool every_layer_recomputes = plan.recompute_layers == 0;
   const double dense = every_layer_recomputes ? b.stored : b.full, moe = every_layer_recomputes ? b.moe_stored : b.moe_full;
-  return in_flight * (count(false) * dense + count(true) * moe);
+  out.layers_bytes = in_flight * (dense_layers * dense + moe_layers * moe);
+  if (plan.recompute != Recompute::none) out.recompute_working_bytes = std::max(b.full - b.stored, b.moe_full - b.moe_stored);
+  return out;
 }
 
 }  // namespace
@@ -186,14 +183,10 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   }
   out.in_flight_micro_batches = in_flight;
   out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
-  out.layers_bytes += bf16_layers_extra_bytes(m, plan, act_bytes, stage, mb);
+  const Bf16StageBytes bf16 = bf16_stage_bytes(m, plan, act_bytes, stage, mb);
+  out.layers_bytes += bf16.layers_bytes;
 
-  if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer;
-  // A bf16 layer rebuilds more than an fp8 one (bf16_layer_extra_bytes): the stage's worst layer.
-  if (plan.recompute != Recompute::none && stage_bf16_layers(m, plan, stage) > 0) {
-    const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
-    out.recompute_working_bytes += std::max(b.full - b.stored, b.moe_full - b.moe_stored);
-  }
+  if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer + bf16.recompute_working_bytes;
   const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);

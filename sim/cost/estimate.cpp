@@ -116,7 +116,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
     pp_comm = 2.0 * p.virtual_stages * one_way;
   }
   StageCosts costs;
-  costs.layer_s = lt.forward_s + lt.backward_s + lt.recompute_s;
+  costs.layer_s = lt.total_s();
   costs.layer_forward_s = lt.forward_s;
   costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
   costs.output_s = times.output_s;
@@ -130,13 +130,12 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
   costs.accumulate_s_per_param = grad_accumulate_time_s(gpu, 1.0 / (p.zero_stage >= 2 ? p.dp_cp() : 1), act_bytes);
   // A sliding-window layer: its attention core's saving (PlanLayerTimes::window_saving).
   const LayerTime& w = times.window_saving;
-  costs.window_extra_s = -(w.forward_s + w.backward_s + w.recompute_s);
+  costs.window_extra_s = -w.total_s();
   costs.window_forward_extra_s = -w.forward_s;
   // A layer kept in bf16 under fp8: its GEMMs' time over the fp8 ones' (PlanLayerTimes::bf16_extra).
-  auto total_s = [](const LayerTime& x) { return x.forward_s + x.backward_s + x.recompute_s; };
-  costs.bf16_extra_s = total_s(times.bf16_extra);
+  costs.bf16_extra_s = times.bf16_extra.total_s();
   costs.bf16_forward_extra_s = times.bf16_extra.forward_s;
-  costs.moe_bf16_extra_s = total_s(times.moe_bf16_extra);
+  costs.moe_bf16_extra_s = times.moe_bf16_extra.total_s();
   costs.moe_bf16_forward_extra_s = times.moe_bf16_extra.forward_s;
   if (m.is_moe()) {
     // An MoE layer: its experts instead of the dense MLP, and per pass two all-to-alls over EP
@@ -145,7 +144,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
     const LayerTime moe = layer_time(gpu, t.dtype, m, plan_layer_shape(p, true), p.recompute);
     const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
     costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + 2 * exchange;
-    costs.moe_extra_s = moe.forward_s + moe.backward_s + moe.recompute_s - costs.layer_s +
+    costs.moe_extra_s = moe.total_s() - costs.layer_s +
                         (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
   }
   return costs;

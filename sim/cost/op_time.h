@@ -66,6 +66,7 @@ struct LayerTime {
   double elementwise_forward_s = 0;
   double core_forward_s = 0;   // attention's core (scores, softmax, context): part of forward_s
   double core_backward_s = 0;  // and of backward_s
+  double total_s() const { return forward_s + backward_s + recompute_s; }  // the layer's whole work
 };
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                      bool sequence_parallel, Recompute recompute, Attention attention = Attention::unfused);

@@ -226,8 +226,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
     if (m.tied_embeddings) return "the CPU embedding cannot serve a tied output head";
   }
   if (!c.node.gpu.peak_flops.count(t.dtype)) return "GPU has no peak for the dtype";
-  const bool bf16_layers = p.bf16_layers != Plan::Bf16Layers{};
-  if ((p.quantized_gemms() || bf16_layers) && !quantized_gemm_problem(c.node.gpu, t, p).why.empty())
+  if ((p.quantized_gemms() || p.bf16_layers.any()) && !quantized_gemm_problem(c.node.gpu, t, p).why.empty())
     return "quantized GEMMs cannot run";
   if (p.bf16_layers.first + p.bf16_layers.last > m.layers) return "more bf16 layers than the model has";
   if (!recompute_layers_problem(p).empty()) return "block recomputation cannot run";
@@ -253,7 +252,7 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (!contains(fp8_formats(c, s), p.fp8)) return false;
   // The space tries Megatron's default delayed scaling only and no fp4; it recomputes every layer,
   // none, or (on its best rows, search.h) the first N of each virtual stage where Megatron can.
-  if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none || p.bf16_layers != Plan::Bf16Layers{}) return false;
+  if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none || p.bf16_layers.any()) return false;
   if (p.recompute_layers != 0 && !recompute_layers_problem(p).empty()) return false;
   if (p.fp8_params != searched_fp8_params(p)) return false;
   auto holds = [&](int zero_stage) {

@@ -169,7 +169,7 @@ std::string fp8_params_problem(const Plan& plan) {
 
 QuantizedGemmProblem quantized_gemm_problem(const GpuSpec& gpu, const Training& training, const Plan& plan) {
   if (const std::string why = fp8_params_problem(plan); !why.empty()) return {"plan.fp8_params", why};
-  if (plan.bf16_layers.first > 0 || plan.bf16_layers.last > 0) {
+  if (plan.bf16_layers.any()) {
     if (plan.fp8 == Fp8::none)
       return {"plan.bf16_layers", "layers kept in bf16 under fp8 GEMMs need fp8 (set fp8, or leave bf16_layers out)"};
     if (plan.fp8_recipe == Fp8Recipe::delayed)

@@ -141,6 +141,7 @@ struct Plan {
   // last layer in BF16").
   struct Bf16Layers {
     int first = 0, last = 0;
+    bool any() const { return first > 0 || last > 0; }
     bool operator==(const Bf16Layers&) const = default;
   } bf16_layers;
   GradReduce grad_reduce = GradReduce::framework_default;  // resolved by grad_buffers()
@@ -163,7 +164,7 @@ struct Plan {
   bool bf16_layer(int layer, int layers) const {
     return fp8 != Fp8::none && (layer < bf16_layers.first || layer >= layers - bf16_layers.last);
   }
-  bool has_bf16_layers() const { return fp8 != Fp8::none && (bf16_layers.first > 0 || bf16_layers.last > 0); }
+  bool has_bf16_layers() const { return fp8 != Fp8::none && bf16_layers.any(); }
   bool operator==(const Plan&) const = default;
 };
 

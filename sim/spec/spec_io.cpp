@@ -893,7 +893,7 @@ std::string to_yaml(const PlanFile& p) {
   }
   if (q.fp4 != Fp4::none) emit_kv(e, "fp4", to_string(q.fp4));
   if (q.fp8_params) e << YAML::Key << "fp8_params" << YAML::Value << true;
-  if (q.bf16_layers.first > 0 || q.bf16_layers.last > 0) {
+  if (q.bf16_layers.any()) {
     e << YAML::Key << "bf16_layers" << YAML::Value << YAML::Flow << YAML::BeginMap;
     emit_num(e, "first", q.bf16_layers.first);
     emit_num(e, "last", q.bf16_layers.last);

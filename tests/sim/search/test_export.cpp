@@ -28,6 +28,14 @@ Job job_with(const Plan& p, int64_t batch = 64) {
   return make_job(m, search_test::small_cluster(4), search_test::fp16_training(batch), p);  // 16 GPUs
 }
 
+// A Megatron-core plan training in bf16, the base of the precision and Megatron-Bridge cases.
+Job megatron_core_bf16_job() {
+  Job job = job_with(Plan{});
+  job.plan.framework = Framework::megatron_core;
+  job.training.dtype = DType::bf16;
+  return job;
+}
+
 // The job of `p` as an export sees it, also where make_job refuses the plan (the framework's
 // rules, job.h): an export's own refusal must hold without make_job's.
 Job export_job(const Plan& p) {
@@ -415,9 +423,7 @@ TEST(Export, NumbersAreWrittenExactly) {
 }
 
 TEST(Export, PrecisionFlagsForEveryMixedPrecision) {
-  Job job = job_with(Plan{});
-  job.training.dtype = DType::bf16;
-  job.plan.framework = Framework::megatron_core;
+  Job job = megatron_core_bf16_job();
   job.plan.fp8 = Fp8::hybrid;
   EXPECT_TRUE(has_argument(job, "--bf16"));
   EXPECT_TRUE(has_argument(job, "--fp8-format", "hybrid"));
@@ -908,9 +914,7 @@ TEST(Export, MegatronBridgeOverridesOfAnInterleavedFp8Plan) {
 }
 
 TEST(Export, MegatronBridgeCarriesLlamaShapesExpertsAndPadsTheVocabularyForTp) {
-  Job job = job_with(Plan{});
-  job.plan.framework = Framework::megatron_core;
-  job.training.dtype = DType::bf16;
+  Job job = megatron_core_bf16_job();
   job.model = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/llama2-7b.yaml");
   job.model.vocab = 32001;
   job.plan.tp = 4;
@@ -947,9 +951,7 @@ TEST(Export, MegatronBridgeCarriesLlamaShapesExpertsAndPadsTheVocabularyForTp) {
 // Megatron-Bridge's block-scaled recipes (training/mixed_precision.py): E4M3 with MXFP8 scaling,
 // and NVFP4 under bf16; the recipe is the precision, no fp8/fp4 override beside it.
 TEST(Export, MegatronBridgeNamesTheBlockScaledRecipes) {
-  Job job = job_with(Plan{});
-  job.plan.framework = Framework::megatron_core;
-  job.training.dtype = DType::bf16;
+  Job job = megatron_core_bf16_job();
   job.plan.fp8 = Fp8::e4m3;
   job.plan.fp8_recipe = Fp8Recipe::mxfp8;
   EXPECT_EQ(bridge_value(job, "mixed_precision"), "bf16_with_mxfp8_mixed");
@@ -968,9 +970,7 @@ TEST(Export, MegatronBridgeNamesTheBlockScaledRecipes) {
 // three arguments; Megatron-Bridge's current-scaling recipe keeps exactly 1 and 1, so that plan
 // exports as the recipe and other counts are refused (run_recipe.py takes a recipe's name).
 TEST(Export, Bf16LayersAreMegatronsArgumentsAndBridgesCurrentScalingRecipe) {
-  Job job = job_with(Plan{});
-  job.plan.framework = Framework::megatron_core;
-  job.training.dtype = DType::bf16;
+  Job job = megatron_core_bf16_job();
   job.plan.fp8 = Fp8::hybrid;
   job.plan.fp8_recipe = Fp8Recipe::tensorwise;
   job.plan.bf16_layers = {1, 1};
@@ -990,9 +990,7 @@ TEST(Export, Bf16LayersAreMegatronsArgumentsAndBridgesCurrentScalingRecipe) {
 TEST(Export, MegatronBridgeRefusalsNameTheField) {
   std::vector<std::pair<const char*, Job>> cases;
   auto add = [&](const char* field, auto change) {
-    Job job = job_with(Plan{});
-    job.plan.framework = Framework::megatron_core;
-    job.training.dtype = DType::bf16;
+    Job job = megatron_core_bf16_job();
     change(job);
     cases.emplace_back(field, job);
   };
