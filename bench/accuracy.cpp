@@ -24,6 +24,7 @@
 #include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
+#include "sim/cost/params.h"
 #include "sim/schedule/simulate.h"
 #include "sim/spec/error.h"
 #include "sim/spec/spec_io.h"
@@ -63,9 +64,15 @@ Table read_table(const std::string& path) {
   if (!in) throw std::runtime_error("cannot open " + path);
   Table t;
   std::string line;
-  std::getline(in, line);
+  // Some tables have CRLF line ends: the last cell of a row must not keep the CR.
+  const auto next_line = [&in, &line] {
+    if (!std::getline(in, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  };
+  next_line();
   t.header = split_csv(line);
-  while (std::getline(in, line))
+  while (next_line())
     if (!line.empty()) t.rows.push_back(split_csv(line));
   return t;
 }
@@ -274,7 +281,10 @@ void bloom(const std::string& dir, Summary& sum) {
 }
 
 // MPT shapes of llm-foundry's benchmark table (scripts/train/benchmarking): d_model, heads,
-// layers; vocabulary 50368, expansion 4, no biases, learned positions up to the run's sequence.
+// layers; vocabulary 50368, expansion 4, learned positions up to the run's sequence, and biases
+// in every linear layer and norm: the runs (April 2023, mosaicml/examples' MosaicGPT) built
+// nn.Linear and LayerNorm with their default biases, and the table's NumParams counts them (the
+// bench checks each row's count against the model's).
 bool mpt_shape(const std::string& size, int& hidden, int& heads, int& layers) {
   static const std::map<std::string, std::array<int, 3>> shapes = {
       {"125m", {768, 12, 12}},  {"350m", {1024, 16, 24}}, {"760m", {1536, 12, 24}},
@@ -305,9 +315,15 @@ void mosaicml(const std::string& dir, Summary& sum) {
     }
     const int seq = std::stoi(t.at(r, "SeqLen (T)"));
     Model m = gpt("mpt-" + size, layers, hidden, heads, seq, 50368);
-    m.bias = false;
     m.tied_embeddings = true;
     m.dropout = false;  // MPTConfig's attn_pdrop, resid_pdrop and emb_pdrop default to 0.0
+    const int64_t published_params = std::stoll(t.at(r, "NumParams"));
+    if (shard_parameters(m, Shard{}) != published_params) {
+      sum.not_expressed.push_back("MosaicML line " + t.at(r, "md_line") + ": the model has " +
+                                  std::to_string(shard_parameters(m, Shard{})) + " parameters, the table " +
+                                  std::to_string(published_params));
+      continue;
+    }
     Cluster cl = profile(gb40 ? "dgx-a100-40gb" : "dgx-a100-80gb");
     const int gpus = std::stoi(t.at(r, "# GPUs"));
     cl.nodes = gpus / cl.node.gpus;

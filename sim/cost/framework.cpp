@@ -31,6 +31,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     // TransformerEngine's Linear / LayerNormLinear add the bias in the GEMM's epilogue and find
     // its gradient in the weight-gradient GEMM's (cuBLASLt's BIAS and BGRADB epilogues).
     t.linear_bias = LinearBias::in_gemm;
+    t.norm_backward_rereads = false;
     return t;
   }();
   static const FrameworkTraits deepspeed = [] {

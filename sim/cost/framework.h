@@ -78,6 +78,14 @@ struct FrameworkTraits {
   // GPT checkpoints its core attention the same way. torchtitan's selective (op) policy saves
   // the flash kernel's outputs instead: nothing redone.
   bool selective_recomputes_fused_attention = true;
+  // A norm's backward reads its input and its output gradient twice, once for the input's
+  // gradient and once for the weight's and bias's: PyTorch's LayerNorm
+  // (aten/src/ATen/native/cuda/layer_norm_kernel.cu: layer_norm_grad_input_kernel, then
+  // GammaBetaBackwardCUDAKernel, each reading X and dY) and the apex kernels Megatron-LM's and
+  // Megatron-DeepSpeed's MixedFusedLayerNorm build (cuComputePartGradGammaBeta, then
+  // cuComputeGradInput). TransformerEngine's norm backward (Megatron-core) finds dX and the
+  // weight gradients' partial sums in one pass over them.
+  bool norm_backward_rereads = true;
 };
 
 const FrameworkTraits& framework_traits(Framework f);

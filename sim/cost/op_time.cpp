@@ -75,6 +75,7 @@ class LayerOpsBuilder {
     if (m_.qk_norm) norm("query/key norms", B_ * T_ * (m_.q_dim() + m_.k_dim()) / t_);
     if (fused(shape_.attention)) flash_attention();
     else unfused_attention();
+    if (!shape_.head_copies) qkv_gradient_concat(T_ * qkv / t_);
     gemm("attention output GEMM", T_ * a.out_macs / t_, T_ * m_.context_dim() / t_, T_ * h);
     if (m_.post_norms) norm("attention post-norm", hidden_bytes);
     residual("attention residual", hidden_bytes);
@@ -149,13 +150,15 @@ class LayerOpsBuilder {
     add("linear biases", forward_s, elementwise_time_s(gpu_, B_ * outputs, outputs, t.backward_s));
   }
 
-  // LayerNorm / RMSNorm: forward reads x, writes y; backward reads x and dy, writes dx (the
-  // weight gradients' reduction is over h only).
+  // LayerNorm / RMSNorm: forward reads x, writes y; backward reads x and dy, writes dx, and
+  // where the framework's kernels find the weight gradients apart (FrameworkTraits::
+  // norm_backward_rereads) reads x and dy again (their output is h values: nothing).
   void norm(const char* name, double hidden_bytes) {
     const double elements = hidden_bytes / B_;
     const PassTime& t = gpu_.elementwise.norm;
+    const double backward_bytes = (shape_.norm_backward_rereads ? 5 : 3) * hidden_bytes;
     add(name, elementwise_time_s(gpu_, 2 * hidden_bytes, elements, t.forward_s),
-        elementwise_time_s(gpu_, 3 * hidden_bytes, elements, t.backward_s));
+        elementwise_time_s(gpu_, backward_bytes, elements, t.backward_s));
   }
 
   // Megatron's fused bias-dropout-add: reads the branch and the residual, writes the sum and a
@@ -190,6 +193,15 @@ class LayerOpsBuilder {
           memory_bound_time_s(gpu_, (2 * B_ + 1) * scores), true);
     add("attention context GEMM", context_s, 2 * context_s, true, true);
     if (shape_.head_copies) head_copies();
+  }
+
+  // q, k and v are views into the QKV GEMM's output (Megatron's split_tensor_along_last_dim and
+  // torch.split, llm-foundry's qkv.chunk), and attention's backward returns their gradients as
+  // three tensors: autograd's split backward concatenates them into the GEMM's output gradient,
+  // reading and writing each of this rank's `elements` once. (An executor that copies the heads
+  // costs this among its head copies.)
+  void qkv_gradient_concat(double elements) {
+    add("QKV gradient concatenation", 0, memory_bound_time_s(gpu_, 2 * B_ * elements));
   }
 
   // The heads' layout copies of an executor that makes them (FrameworkTraits::
@@ -237,6 +249,17 @@ class LayerOpsBuilder {
     // Backward's five GEMMs are each of the forward's shape: the curve at one of them.
     const double bwd = 2.5 * shape_.cp * batched_matmul_time_s(flop_each, heads, gpu_.attention_efficiency.backward(v1));
     add("flash attention", fwd, bwd, true, true);
+    // Backward sums dQ over the key blocks in an fp32 buffer, cleared before and converted to
+    // the training dtype after, behind a pass that reads dO and O for rowsum(dO * O):
+    // FlashAttention-2's mha_bwd (dq_accum; flash_bwd_dot_do_o_kernel clears it,
+    // flash_bwd_convert_dq_kernel converts it) and the Triton port llm-foundry runs
+    // (flash_attn_triton.py: dq_accum = empty_like(q, float32), _bwd_preprocess_do_o_dot,
+    // dq.copy_(dq_accum)). 4 + 4 + B bytes per query element and 2B per output element, for
+    // this rank's queries, once per ring step under context parallelism.
+    const double rank_heads = static_cast<double>(m_.heads) / t_;
+    const double q_elements = T_ * rank_heads * m_.qk_head_dim(), o_elements = T_ * rank_heads * m_.v_head_dim();
+    add("flash attention dQ accumulation", 0,
+        shape_.cp * memory_bound_time_s(gpu_, (8 + B_) * q_elements + 2 * B_ * o_elements), true);
   }
 
   // `count` independent GEMMs of `flop_each` run as one batched kernel: the efficiency is that
@@ -329,6 +352,7 @@ LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
   LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr,
                    gemm_quantization(p), p.cp, traits.attention_head_copies, traits.linear_bias};
   shape.selective_redoes_fused_attention = traits.selective_recomputes_fused_attention;
+  shape.norm_backward_rereads = traits.norm_backward_rereads;
   return shape;
 }
 

@@ -47,6 +47,8 @@ struct LayerShape {
   bool windowed = false;  // a sliding-window layer of the model (Model::windowed_layer)
   // Selective recomputation redoes a fused attention kernel's forward (FrameworkTraits).
   bool selective_redoes_fused_attention = true;
+  // A norm's backward reads x and dy a second time for its weight gradients (FrameworkTraits).
+  bool norm_backward_rereads = false;
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).

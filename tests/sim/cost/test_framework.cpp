@@ -400,6 +400,59 @@ TEST_F(LayerOpsTest, FlashAttentionIsOneKernelWithCausalHalfWorkAndAFiveGemmBack
   EXPECT_DOUBLE_EQ(full.recompute_s, full.forward_s);
 }
 
+TEST_F(LayerOpsTest, FlashBackwardAccumulatesDqInFp32AfterADoODotPass) {
+  // 1,024 queries x 16 heads x 64: dq_accum cleared (4 B), converted (4 B read, 2 B written),
+  // rowsum(dO * O) reads dO and O (2 B each): 14 bytes a query element, backward only.
+  const double elements = 1024.0 * 16 * 64;
+  const auto ops = layer_ops(gpu, DType::bf16, m, LayerShape{1, 1, false, Attention::flash});
+  const LayerOp& dq = op(ops, "flash attention dQ accumulation");
+  EXPECT_DOUBLE_EQ(dq.forward_s, 0);
+  EXPECT_DOUBLE_EQ(dq.backward_s, hbm_s(14 * elements));
+  EXPECT_TRUE(dq.attention_core);
+  // TP 2 holds half the heads; CP 2 half the tokens, in each of two ring steps: the same bytes.
+  const auto tp_ops = layer_ops(gpu, DType::bf16, m, LayerShape{1, 2, false, Attention::flash});
+  EXPECT_DOUBLE_EQ(op(tp_ops, "flash attention dQ accumulation").backward_s, hbm_s(7 * elements));
+  LayerShape cp{1, 1, false, Attention::flash};
+  cp.cp = 2;
+  const auto cp_ops = layer_ops(gpu, DType::bf16, m, cp);
+  EXPECT_DOUBLE_EQ(op(cp_ops, "flash attention dQ accumulation").backward_s, hbm_s(14 * elements));
+  // The unfused kernels' score GEMMs write dQ directly.
+  const auto unfused = layer_ops(gpu, DType::bf16, m, LayerShape{1, 1, false, Attention::unfused});
+  EXPECT_THROW(op(unfused, "flash attention dQ accumulation"), std::runtime_error);
+}
+
+TEST_F(LayerOpsTest, AttentionsBackwardConcatenatesTheQkvGradients) {
+  // q, k and v are views of the QKV output (1,024 tokens x 3,072); their three gradients are
+  // concatenated into its gradient: 2 bytes read and written an element, backward only.
+  const double qkv = 1024.0 * 3072;
+  const auto ops = layer_ops(gpu, DType::bf16, m, LayerShape{1, 1, false, Attention::unfused});
+  EXPECT_DOUBLE_EQ(op(ops, "QKV gradient concatenation").forward_s, 0);
+  EXPECT_DOUBLE_EQ(op(ops, "QKV gradient concatenation").backward_s, hbm_s(2 * 2 * qkv));
+  const auto tp_ops = layer_ops(gpu, DType::bf16, m, LayerShape{1, 4, false, Attention::flash});
+  EXPECT_DOUBLE_EQ(op(tp_ops, "QKV gradient concatenation").backward_s, hbm_s(2 * 2 * qkv / 4));
+  // The executor's head copies already cost it.
+  LayerShape executor{1, 1, false, Attention::unfused};
+  executor.head_copies = true;
+  const auto executor_ops = layer_ops(gpu, DType::bf16, m, executor);
+  EXPECT_THROW(op(executor_ops, "QKV gradient concatenation"), std::runtime_error);
+}
+
+TEST_F(LayerOpsTest, ANormsBackwardRereadsItsInputsWhereItsWeightGradientsAreAKernelApart) {
+  // 1,024 tokens x 1,024 x 2 bytes. PyTorch's and apex's LayerNorm backward: dX reads x and dy
+  // and writes dx, the gamma/beta kernel reads x and dy again (5x); TransformerEngine's one
+  // pass reads each once (3x).
+  const double hidden = 2.0 * 1024 * 1024;
+  for (Framework f : {Framework::megatron_lm, Framework::deepspeed, Framework::fsdp, Framework::starfish}) {
+    SCOPED_TRACE(to_string(f));
+    const auto ops = layer_ops(gpu, DType::bf16, m, plan_layer_shape(plan_of(f)));
+    EXPECT_DOUBLE_EQ(op(ops, "input norm").forward_s, hbm_s(2 * hidden));
+    EXPECT_DOUBLE_EQ(op(ops, "input norm").backward_s, hbm_s(5 * hidden));
+    EXPECT_DOUBLE_EQ(op(ops, "MLP norm").backward_s, hbm_s(5 * hidden));
+  }
+  const auto te = layer_ops(gpu, DType::bf16, m, plan_layer_shape(plan_of(Framework::megatron_core)));
+  EXPECT_DOUBLE_EQ(op(te, "input norm").backward_s, hbm_s(3 * hidden));
+}
+
 TEST(SlidingWindow, TheKernelComputesEveryTileTheWindowTouches) {
   // 8,192 tokens are 64 query tiles of 128; causal attention touches 64 x 65 / 2 = 2,080 tiles.
   // A 128-token window reaches 127 keys back: the diagonal tile and the one before it, 2 a row
