@@ -207,8 +207,10 @@ OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const 
   if (plan.offload.optimizer == Tier::gpu) return c;
   const double low = static_cast<double>(bytes_of(training.dtype));
   if (!is_zero_offload(plan)) {
-    c.step_to_host = low;
-    c.step_to_gpu = low;
+    const Framework f = running_framework(plan);
+    const bool hybrid_device_optimizer = f == Framework::megatron_core || f == Framework::megatron_lm;
+    c.step_to_host = hybrid_device_optimizer ? 4 : low;
+    c.step_to_gpu = hybrid_device_optimizer ? 4 : low;
     return c;
   }
   c.step_to_host = 4;  // the fp32 gradient partition

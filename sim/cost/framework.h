@@ -208,8 +208,15 @@ double pinned_host_bytes(double bytes);
 //    "ZeRO stage >= 2 communicates during non gradient accumulation boundaries as well"):
 //    m copies out, m - 1 in; ZeRO-1 only at the boundary, where micro_step_id = m - 1 > 0 still
 //    takes that path once: a zero buffer in and the gradient out, `low` each.
-// Other frameworks' CPU optimizers (Megatron's HybridDeviceOptimizer, FSDP's CPUOffload,
-// DeepSpeed ZeRO-3's offload_optimizer) are costed as one 16-bit copy each way at the step.
+// Megatron's --optimizer-cpu-offload (HybridDeviceOptimizer, megatron/core/optimizer/
+// cpu_offloading/hybrid_optimizer.py, core_r0.15.0), built with param_update_in_fp32 and the
+// precision-aware optimizer its arguments require: the CPU copy of each offloaded param is fp32
+// and its gradient buffer takes the param's dtype, filled from the fp32 main grad
+// (decoupled_grad): 4 to the host; after the CPU step the fp32 param is copied into the 16-bit
+// model param non-blocking, which PyTorch's copy_ converts on the GPU after moving the source
+// dtype across (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda): 4 to the GPU.
+// Other CPU optimizers (FSDP's CPUOffload, DeepSpeed ZeRO-3's offload_optimizer) are costed as
+// one copy in the training dtype each way at the step.
 struct OptimizerOffloadCopies {
   double accumulate_to_host = 0;  // after each micro-batch's backward
   double accumulate_to_gpu = 0;   // before adding to it, from the second micro-batch on

@@ -563,6 +563,39 @@ TEST(Simulate, ZeroOffloadUnderZeroTwoAccumulatesOnTheHostAfterEveryBackward) {
   EXPECT_NEAR(two_e.time.iteration_s - one_e.time.iteration_s, extra_s, 0.01 * extra_s);
 }
 
+// Megatron's --optimizer-cpu-offload (HybridDeviceOptimizer, framework.h optimizer_offload_copies):
+// the fp32 main grads out (4 bytes a param) and the fp32 CPU params back (4, converted on the
+// GPU), once per step whatever the micro-batches; DeepSpeed ZeRO-3's offload_optimizer is
+// costed at 2 + 2. Both tiers pay them at the GPU's PCIe rate.
+TEST(Simulate, MegatronsHybridDeviceOptimizerMovesFp32GradsOutAndFp32ParamsBack) {
+  Cluster c = ideal_node(1);
+  const double pcie_Bps = c.node.pcie.bandwidth_Bps();
+  const Model m = gpt(4, 1024, 16, 1024);
+  Plan p;
+  p.offload = {Tier::gpu, Tier::gpu, Tier::cpu};
+  p.zero_stage = 1;
+  for (Framework f : {Framework::megatron_core, Framework::megatron_lm}) {
+    p.framework = f;
+    const Job j = job(m, c, 4, p);
+    ASSERT_EQ(j.micro_batches(), 4);
+    const Estimate e = estimate(j);
+    EXPECT_NEAR(e.time.offload_s, e.params_per_gpu * 8 / pcie_Bps, 1e-9 * e.time.offload_s) << to_string(f);
+  }
+  // DeepSpeed ZeRO-3's offload_optimizer: 2 + 2 at the step. The simulator moves the same bytes
+  // as the estimate, in its copies' phase.
+  Plan ds = p;
+  ds.framework = Framework::deepspeed;
+  ds.zero_stage = 3;
+  ds.offload.grads = Tier::cpu;  // DeepSpeed keeps the gradient partitions with its optimizer
+  p.framework = Framework::megatron_core;
+  const Job megatron = job(m, c, 4, p), deepspeed = job(m, c, 4, ds);
+  const Estimate ds_e = estimate(deepspeed);
+  EXPECT_NEAR(ds_e.time.offload_s, ds_e.params_per_gpu * 4 / pcie_Bps, 1e-9 * ds_e.time.offload_s);
+  const double megatron_copies_s = estimate(megatron).params_per_gpu * 8 / pcie_Bps;
+  const double copy_s = simulate(megatron).phases.moves_s;
+  EXPECT_NEAR(copy_s, megatron_copies_s, 0.01 * megatron_copies_s);
+}
+
 // Data parallel 4, 4 micro-batches: ZeRO-0/1 reduce a stage's gradients once, after the
 // flush; ZeRO-2 and -3 keep only their partition, so they reduce-scatter after every backward.
 TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
