@@ -162,9 +162,11 @@ double moved_params_per_gpu(const Plan& p, const ChunkFootprint* chunks, const E
 double host_link_per_gpu_Bps(const Cluster& c) { return c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root; }
 
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
-// stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt`.
+// stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
+// collectives, in the same chain as their compute, are `costs`'.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
-                      double layers_per_stage, const ChunkFootprint* chunks, const Estimate& e) {
+                      const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
+                      const Estimate& e) {
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
   const int64_t act_bytes = bytes_of(t.dtype);
   const double mb = static_cast<double>(e.micro_batches);
@@ -192,8 +194,12 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
     // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
     // overlapped with the compute: what shows is, layer by layer, what the layer's compute
-    // cannot cover, plus the first layer's gather of each pass -- as the event-driven tier's
-    // per-layer gathers. Each layer's collective pays its own ring latency ((n-1) steps), which
+    // cannot cover, plus the iteration's first gather, which has nothing before it. The
+    // gathers run one chain over passes and micro-batches, as the event-driven tier's do: the
+    // backward's first gather under the forward's last layers, the next micro-batch's first
+    // under the backward's last (FSDP's backward prefetch and the forward's gather of the next
+    // unit; DeepSpeed's coordinator prefetching along its recorded trace).
+    // Each layer's collective pays its own ring latency ((n-1) steps), which
     // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
     // would pay it once.
     const double layers = std::max(1.0, layers_per_stage);
@@ -205,8 +211,11 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
                                                     comm_params / layers * static_cast<double>(act_bytes), link);
     const double reduce =
         collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
-    const double fwd = lt.forward_s, bwd = lt.backward_s + lt.recompute_s;
-    dp_time = mb * (layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + 2 * gather);
+    // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next
+    // layer proceeds on its own stream and links: they cover it as the compute does.
+    const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
+    const double fwd = lt.forward_s + tp_fwd, bwd = lt.backward_s + lt.recompute_s + tp_bwd;
+    dp_time = mb * layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + gather;
   }
   return total + dp_time;
 }
@@ -275,7 +284,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.bubble_s = slots.bubble_s;
   // (ZeRO-3's gathers hide behind a layer's compute: under block recomputation, behind that of a
   // layer without recompute, the shorter one, so that less is said hidden, never more.)
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, block ? kept_times.layer : times.layer, slow.layers, chunks, e) +
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, block ? kept_times.layer : times.layer, block ? kept : costs,
+                                    slow.layers, chunks, e) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, chunks, e);
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)

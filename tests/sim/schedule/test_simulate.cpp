@@ -731,6 +731,42 @@ TEST(Simulate, RecomputePeakIsTheStoredInputsPlusOneRebuiltLayerInBothTiers) {
   EXPECT_DOUBLE_EQ(e.gpu.activations_bytes, expected);
 }
 
+// ZeRO-3 under TP 2 over slow NVLink (10 GB/s, which also bounds the DP ring's way to the NIC):
+// a layer's TP all-reduces (16 MiB each, two a pass) run in its chain between its GEMMs and
+// take longer than its compute, while the next layer's gather (25 M params in bf16) proceeds on
+// its own stream. It is hidden behind both, and every gather but the iteration's first runs under
+// the layer before it, across passes and micro-batches, as in the simulator. The analytic tier
+// once counted the compute alone as cover, and the first gather of every pass as exposed.
+TEST(Simulate, ZeroThreeGathersHideBehindTheLayersTensorParallelCollectivesToo) {
+  Cluster c = ideal_node(2);
+  c.nodes = 2;
+  c.node.nvlink = NvlinkSpec{10e9, 0, NvlinkTopology::switched};
+  c.node.nic = NicSpec{2, 100e9, 0};
+  Plan p;
+  p.framework = Framework::deepspeed;  // ZeRO-3 reducing in the training dtype
+  p.tp = 2;
+  p.zero_stage = 3;
+  const Model m = gpt(4, 2048, 16, 4096);
+  const Job j = job(m, c, 4, p);
+  ASSERT_EQ(j.plan.dp, 2);
+  const Estimate e = estimate(j);
+  const SimReport r = simulate(j);
+  // A layer's share of the rank's parameters (its embeddings' too), in bf16, over DP 2.
+  const double layer_params = e.params_per_gpu / 4;
+  const LinkParams link = link_for_group(c, 2, 2);
+  const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 2, layer_params * 2, link);
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(j.plan), Recompute::none);
+  const double tp_all_reduce = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 2,
+                                                 4096.0 * 2048 * 2, link_for_group(c, 2, 1));
+  // The gather outlasts the layer's forward compute, not its compute and TP collectives.
+  ASSERT_GT(gather, lt.forward_s);
+  ASSERT_LT(gather, lt.forward_s + 2 * tp_all_reduce);
+  ASSERT_LT(2 * gather, lt.backward_s + 2 * tp_all_reduce);  // the gather and the reduce-scatter
+  // What shows is the iteration's first gather: every later one runs under the layer before.
+  EXPECT_NEAR(e.time.dp_comm_s, gather, 1e-9 * e.time.dp_comm_s);
+  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
+}
+
 // ZeRO-3 over 512 ranks with little compute per layer: every layer's gather and reduce-scatter
 // pays its own ring latency (511 steps), in both tiers. The analytic tier once gathered the whole
 // stage and divided by the layers, paying the latency once per pass -- 10x too fast at 65,536
