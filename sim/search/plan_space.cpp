@@ -231,7 +231,7 @@ const char* plan_invalid_reason(const Model& m, const Cluster& c, const Training
   if (p.bf16_layers.first + p.bf16_layers.last > m.layers) return "more bf16 layers than the model has";
   if (!recompute_layers_problem(p).empty()) return "block recomputation cannot run";
   if (!placement_problem(p).why.empty()) return "the framework cannot hold the states where the plan puts them";
-  if (framework_schedule_problem(p).why) return "the framework's pipeline cannot run the schedule or ZeRO stage";
+  if (framework_schedule_problem(p).why) return "the framework cannot run the schedule, ZeRO stage or sequence parallelism";
   if (p.framework == Framework::starfish && executor_problem(p).why) return "Starfish's executor cannot run it";
   return nullptr;
 }
@@ -350,10 +350,17 @@ bool executor_refuses(const Shape& sh, Recompute rc) {
 void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, int z, const Placement& pl, int64_t chunk,
                        const std::vector<std::pair<int, int>>& experts, const std::vector<Fp8>& fp8s,
                        std::vector<Candidate>& out) {
+  Plan probe;  // what the framework rules need to know of the candidate (sim/spec/job.h)
+  probe.framework = pl.framework;
+  probe.pp = sh.pp;
+  probe.schedule = sh.schedule;
+  probe.zero_stage = z;
   for (Recompute rc : s.recompute) {
     if (pl.framework == Framework::starfish && executor_refuses(sh, rc)) continue;
     for (bool sp : s.sequence_parallel) {
       if (sp && sh.tp == 1) continue;
+      probe.sequence_parallel = sp;
+      if (framework_schedule_problem(probe).why) continue;
       if (sh.cp > 1 && (chunk > 0 || (sp && (m.seq_len / sh.cp) % sh.tp))) continue;
       if (m.is_moe() && sh.tp > 1 && !sp) continue;
       for (const auto& [ep, etp] : experts)

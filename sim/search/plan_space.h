@@ -14,7 +14,8 @@
 //  - each placement runs on a framework that can hold it (sim/spec/job.h placement_problem): the
 //    space's own where it can, else Starfish's chunk runtime (chunks), DeepSpeed or FSDP
 //    (offload); none: not enumerated. Context parallelism stays Megatron-core's and DeepSpeed's
-//    pipeline engine runs 1F1B with ZeRO-0/1 (framework_schedule_problem);
+//    pipeline engine runs 1F1B with ZeRO-0/1, and DeepSpeed no Megatron sequence parallelism
+//    (framework_schedule_problem);
 //  - without DP (dp == 1) each placement only under the lowest ZeRO stage its framework runs it
 //    with (ZeRO-0, or DeepSpeed's offload at 1 or 3): ZeRO shards over DP ranks, so the stages
 //    hold the same memory;

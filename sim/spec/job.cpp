@@ -111,7 +111,12 @@ PlacementProblem placement_problem(const Plan& plan) {
 }
 
 FrameworkScheduleProblem framework_schedule_problem(const Plan& plan) {
-  if (plan.framework != Framework::deepspeed || plan.pp <= 1) return {};
+  if (plan.framework != Framework::deepspeed) return {};
+  if (plan.sequence_parallel)
+    return {"plan.sequence_parallel",
+            "DeepSpeed does not all-reduce the sequence-parallel norms' gradients over TP (Megatron's optimizer does): "
+            "their weights drift apart across TP ranks; set sequence_parallel: false, or framework: megatron-core"};
+  if (plan.pp <= 1) return {};
   if (plan.schedule == Schedule::interleaved)
     return {"plan.schedule", "DeepSpeed's pipeline engine has no interleaved schedule (its TrainSchedule is 1F1B)"};
   if (plan.schedule == Schedule::gpipe) return {"plan.schedule", "DeepSpeed's pipeline engine runs its 1F1B TrainSchedule, not GPipe"};

@@ -74,12 +74,16 @@ struct PlacementProblem {
 };
 PlacementProblem placement_problem(const Plan& plan);
 
-// Why plan.framework cannot run the plan's pipeline schedule or its ZeRO stage beside a
-// pipeline: DeepSpeed's pipeline engine runs its 1F1B TrainSchedule only (runtime/pipe/
-// schedule.py), without interleaving, and refuses ZeRO-2/3 ("ZeRO-2 and ZeRO-3 are incompatible
-// with pipeline parallelism", runtime/pipe/engine.py). Static strings (the search asks per
-// candidate); both null when the framework runs it. The one home for make_job, the search and
-// the DeepSpeed export.
+// Why plan.framework cannot run the plan's pipeline schedule, its ZeRO stage beside a pipeline,
+// or its sequence parallelism: DeepSpeed's pipeline engine runs its 1F1B TrainSchedule only
+// (runtime/pipe/schedule.py), without interleaving, and refuses ZeRO-2/3 ("ZeRO-2 and ZeRO-3 are
+// incompatible with pipeline parallelism", runtime/pipe/engine.py); and under DeepSpeed,
+// Megatron's sequence parallelism trains the TP ranks' norms apart: their weights' gradients
+// are partial sums over each rank's tokens, which Megatron's optimizer all-reduces over TP
+// (allreduce_layernorm_grads) and DeepSpeed's engine, stepping in its place, does not
+// (deepspeedai/Megatron-DeepSpeed#170; #223: "the weights of LayerNorm ... are different" across
+// TP ranks). Static strings (the search asks per candidate); both null when the framework runs
+// it. The one home for make_job, the search and the DeepSpeed export.
 struct FrameworkScheduleProblem {
   const char* field = nullptr;
   const char* why = nullptr;

@@ -265,6 +265,7 @@ TEST(Simulate, ZeroThreeGathersRunOverEveryMembersRailAsTheEstimateCountsThem) {
   // switch; hidden behind the compute as the gathers are, in both tiers.
   Plan offloaded = plan;
   offloaded.framework = Framework::deepspeed;
+  offloaded.sequence_parallel = false;  // DeepSpeed runs no Megatron sequence parallelism
   offloaded.offload = Offload{Tier::cpu, Tier::cpu, Tier::cpu};
   const Job o = job(testing::gpt(24, 6144, 48, 2048, 50257), c, 64, offloaded);
   const SimReport ro = simulate(o);

@@ -371,6 +371,8 @@ TEST(Export, MegatronCarriesTheExpertsAndTheirLayout) {
     EXPECT_NE(a.find(expected), std::string::npos) << expected << " missing in\n" << a;
   Job ds = j;
   ds.plan.framework = Framework::deepspeed;
+  EXPECT_NE(deepspeed_unsupported(ds).find("plan.sequence_parallel"), std::string::npos) << deepspeed_unsupported(ds);
+  ds.plan.sequence_parallel = false;  // the experts are refused next
   EXPECT_NE(deepspeed_unsupported(ds).find("DeepSpeed-MoE"), std::string::npos) << deepspeed_unsupported(ds);
 }
 

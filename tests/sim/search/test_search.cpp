@@ -105,6 +105,7 @@ TEST(Search, EveryRowRunsOnTheFrameworkItNames) {
     const Plan& p = row.plan;
     ++rows[p.framework];
     EXPECT_EQ(placement_problem(p).why, "") << row.label();
+    EXPECT_EQ(framework_schedule_problem(p).why, nullptr) << row.label();  // e.g. no SP on DeepSpeed
     EXPECT_NO_THROW(r.job(row)) << row.label();
     const bool offloaded = p.offload.params != Tier::gpu || p.offload.grads != Tier::gpu ||
                            (p.offload.optimizer != Tier::gpu && p.zero_stage != 1);
@@ -122,6 +123,9 @@ TEST(Search, EveryRowRunsOnTheFrameworkItNames) {
   EXPECT_GT(rows[Framework::deepspeed], 0);
   EXPECT_GT(chunked_rows, 0);
   EXPECT_GT(rows[Framework::starfish], 0);
+  int deepspeed_tp_rows = 0;
+  for (const Row& row : r.rows) deepspeed_tp_rows += row.plan.framework == Framework::deepspeed && row.plan.tp > 1;
+  EXPECT_GT(deepspeed_tp_rows, 0);  // where sequence parallelism could have been offered
 }
 
 TEST(Search, RankingIsTheSameForAnyThreadCount) {

@@ -385,6 +385,12 @@ TEST(SpecErrors, TheFrameworkRunsThePlacement) {
   EXPECT_EQ(job_error(batch + "plan: {framework: deepspeed, pipeline_parallel: 2, zero_stage: 2}\n"),
             "plan.yaml:2:52: field 'plan.zero_stage': DeepSpeed's pipeline engine runs ZeRO-0 or ZeRO-1 only (ZeRO-2 and "
             "ZeRO-3 are incompatible with pipeline parallelism, runtime/pipe/engine.py)");
+  // DeepSpeed steps without Megatron's all-reduce of the sequence-parallel norms' gradients.
+  EXPECT_EQ(job_error(batch + "plan: {framework: deepspeed, tensor_parallel: 2, sequence_parallel: true}\n"),
+            "plan.yaml:2:50: field 'plan.sequence_parallel': DeepSpeed does not all-reduce the sequence-parallel norms' "
+            "gradients over TP (Megatron's optimizer does): their weights drift apart across TP ranks; set "
+            "sequence_parallel: false, or framework: megatron-core");
+  EXPECT_EQ(job_error(batch + "plan: {framework: deepspeed, tensor_parallel: 2}\n"), "(no error)");
   // Left out, the framework follows the placement: DeepSpeed's ZeRO-Offload, Starfish's chunks.
   EXPECT_EQ(parse_plan_file_text(batch + "plan: {zero_stage: 2, offload: {grads: cpu, optimizer: cpu}}\n").plan.framework,
             Framework::deepspeed);
