@@ -153,6 +153,9 @@ void korthikanti_table4(const std::string& dir, Summary& sum) {
                                                                   : Recompute::none;
     LayerShape shape{b, tp, sp, Attention::unfused};
     shape.bias = framework_traits(Framework::megatron_lm).linear_bias;  // Megatron-LM's bias kernels
+    // 2022's Megatron-LM ran h = 6144 through apex's persistent LayerNorm, whose backward is one
+    // pass (Megatron-LM a2fdcdf061, 2021-10, persist_ln_hidden_sizes): no second read.
+    shape.norm_backward_rereads = false;
     const LayerTime lt = layer_time(cl.node.gpu, DType::fp16, m, shape, rc);
     // Two TP collectives of the layer's hidden states per pass (all-reduce; with SP an
     // all-gather and a reduce-scatter, together the same ring volume); full recompute repeats

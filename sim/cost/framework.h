@@ -84,7 +84,10 @@ struct FrameworkTraits {
   // GammaBetaBackwardCUDAKernel, each reading X and dY) and the apex kernels Megatron-LM's and
   // Megatron-DeepSpeed's MixedFusedLayerNorm build (cuComputePartGradGammaBeta, then
   // cuComputeGradInput). TransformerEngine's norm backward (Megatron-core) finds dX and the
-  // weight gradients' partial sums in one pass over them.
+  // weight gradients' partial sums in one pass over them. (From 2021-10, Megatron-LM runs apex's
+  // one-pass persistent LayerNorm for a list of hidden sizes when apex.contrib is installed,
+  // "persistent fused layer norm", a2fdcdf061; a megatron-lm plan, which spans 2021-22, keeps the
+  // two-pass kernels every hidden size had before.)
   bool norm_backward_rereads = true;
 };
 
