@@ -53,15 +53,12 @@ namespace {
 void check_plan_supported(const Plan& p, int world_size) {
   // Whatever framework the plan names, starfish-run trains it with its own executor.
   if (const ExecutorProblem e = executor_problem(p); e.why) p.provenance.fail(e.field, e.why);
-  if (p.recompute_layers > 0)
-    throw SpecError(p.provenance.file + ": field 'plan.recompute_layers': starfish-run recomputes every layer or none");
-  if (p.fp8 != Fp8::none)
-    throw SpecError(p.provenance.file + ": field 'plan.fp8': starfish-run computes in fp32, bf16 or fp16 (no fp8 GEMMs)");
-  if (p.fp4 != Fp4::none)
-    throw SpecError(p.provenance.file + ": field 'plan.fp4': starfish-run computes in fp32, bf16 or fp16 (no fp4 GEMMs)");
+  if (p.recompute_layers > 0) p.provenance.fail("plan.recompute_layers", "starfish-run recomputes every layer or none");
+  if (p.fp8 != Fp8::none) p.provenance.fail("plan.fp8", "starfish-run computes in fp32, bf16 or fp16 (no fp8 GEMMs)");
+  if (p.fp4 != Fp4::none) p.provenance.fail("plan.fp4", "starfish-run computes in fp32, bf16 or fp16 (no fp4 GEMMs)");
   if (p.dp != 0 && p.dp != world_size)
-    throw SpecError(p.provenance.file + ": field 'plan.data_parallel': the plan asks for " + std::to_string(p.dp) +
-                    " ranks, this run has " + std::to_string(world_size) + " (WORLD_SIZE / --nproc)");
+    p.provenance.fail("plan.data_parallel", "the plan asks for " + std::to_string(p.dp) + " ranks, this run has " +
+                                                std::to_string(world_size) + " (WORLD_SIZE / --nproc)");
 }
 
 // The layer variants the executor's GPT layer (exec/gpt_model.cpp) does not build, refused by

@@ -129,7 +129,7 @@ Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_by
   if (!plan.has_bf16_layers()) return out;
   auto count = [&](bool moe) {
     return static_cast<double>(stage_layers_where(m.layers, plan.pp, plan.virtual_stages, plan.stage_layers, stage,
-                                                  [&](int l) { return plan.bf16_layer(l, m.layers) && m.moe_layer(l) == moe; }));
+                                                  [&](int l) { return bf16_layer_of_kind(m, plan, l, moe); }));
   };
   const double dense_layers = count(false), moe_layers = count(true);
   if (dense_layers + moe_layers == 0) return out;

@@ -121,6 +121,13 @@ ParamGatherBytes zero_param_gather_bytes(const Model& model, const Training& tra
 // casting the master shard to fp8 after the step and building the transposes. 0 without.
 double quantized_weight_cast_time_s(const GpuSpec& gpu, const Model& model, const Plan& plan, int stage);
 
+// Whether layer `layer` is one the plan keeps in the training dtype under fp8 (Plan::bf16_layer)
+// and of the kind asked: an MoE layer (`moe`) or a dense one. The stage counts of both tiers'
+// times (pipeline_slots.cpp) and of the activations (activations.cpp) ask here.
+inline bool bf16_layer_of_kind(const Model& model, const Plan& plan, int layer, bool moe) {
+  return plan.bf16_layer(layer, model.layers) && model.moe_layer(layer) == moe;
+}
+
 // The peak MFU is measured against: the quantized format's peak for a plan whose GEMMs run
 // quantized, else the training dtype's (PaLM's definition, Chowdhery et al. 2022 App. B: the
 // hardware's peak at the precision the matmuls use), so MFU stays at most 1. TFLOP/s per GPU is

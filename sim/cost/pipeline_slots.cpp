@@ -62,8 +62,8 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
       window.kept = window.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.windowed_layer(l); });
     }
     if (p.has_bf16_layers()) {
-      bf16 = stage_count(m, p, s, block, [&](int l) { return p.bf16_layer(l, m.layers) && !m.moe_layer(l); });
-      moe_bf16 = stage_count(m, p, s, block, [&](int l) { return p.bf16_layer(l, m.layers) && m.moe_layer(l); });
+      bf16 = stage_count(m, p, s, block, [&](int l) { return bf16_layer_of_kind(m, p, l, false); });
+      moe_bf16 = stage_count(m, p, s, block, [&](int l) { return bf16_layer_of_kind(m, p, l, true); });
     }
     if (block) add_layers(x, *kept, {all.kept, moe.kept, window.kept, bf16.kept, moe_bf16.kept});
     add_layers(x, c, {all.recomputing(), moe.recomputing(), window.recomputing(), bf16.recomputing(), moe_bf16.recomputing()});

@@ -166,6 +166,21 @@ TEST(RunCli, LayerVariantsItsGptLayerDoesNotBuildAreRefusedByField) {
   }
 }
 
+TEST(RunCli, APlanItsExecutorCannotRunIsRefusedAtItsLineAndColumn) {
+  // The plan asks for 2 data-parallel ranks and the run has 1: refused before training, the
+  // error naming the plan's line and column as `starfish check`'s do.
+  TempDir dir("run-refused-at");
+  const std::string source = STARFISH_SOURCE_DIR;
+  std::string plan = read_file(source + "/configs/plans/tiny-cpu.yaml");
+  plan.replace(plan.find("../models/tiny-gpt.yaml"), 23, source + "/configs/models/tiny-gpt.yaml");
+  plan.replace(plan.find("../../hwprofiles/cpu-host.yaml"), 30, source + "/hwprofiles/cpu-host.yaml");
+  plan.replace(plan.find("  micro_batch: 8"), 16, "  data_parallel: 2\n  micro_batch: 4");
+  testing::write_file(dir / "plan.yaml", plan);
+  expect_refused_before_training((dir / "plan.yaml") + " --threads 1", dir / "log",
+                                 "starfish-run: " + dir / "plan.yaml" + ":17:3: field 'plan.data_parallel': the plan asks for 2 ranks, this run "
+                                                     "has 1 (WORLD_SIZE / --nproc)");
+}
+
 // The BLAS kernels the run's report names, with OPENBLAS_CORETYPE as `coretype` ("" = unset).
 std::string blas_kernels_of_a_run(const TempDir& dir, const std::string& coretype) {
   const std::string env = coretype.empty() ? "env -u OPENBLAS_CORETYPE " : "env OPENBLAS_CORETYPE=" + coretype + " ";
