@@ -207,8 +207,11 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
     const double fetch =
         p.offload.params == Tier::gpu ? 0.0 : comm_params / layers / dp * static_cast<double>(act_bytes) / host_link_per_gpu_Bps(c);
-    const double gather = fetch + collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                                    comm_params / layers * static_cast<double>(act_bytes), link);
+    // The framework's assembly of the gathered params runs on the gather's stream behind it.
+    const double assembly = memory_bound_time_s(c.node.gpu, comm_params / layers * zero3_gather_assembly_bytes_per_param(t, p));
+    const double gather = fetch + assembly +
+                          collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
+                                            comm_params / layers * static_cast<double>(act_bytes), link);
     const double reduce =
         collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
     // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next

@@ -246,6 +246,11 @@ double framework_buffer_bytes(const Training& training, const Plan& plan) {
   return f.zero_reduce_bucket_elements * static_cast<double>(bytes_of(training.dtype));
 }
 
+double zero3_gather_assembly_bytes_per_param(const Training& training, const Plan& plan) {
+  if (plan.zero_stage < 3 || running_framework(plan) != Framework::deepspeed) return 0;
+  return 2.0 * static_cast<double>(bytes_of(training.dtype));
+}
+
 namespace {
 // A process group of `ranks` ranks, counted as the communicator it creates (none for one rank).
 void add_group(Communicators& c, int64_t ranks) {

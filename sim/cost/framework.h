@@ -236,6 +236,15 @@ OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const 
 // GPU bytes of buffers the framework holds beside the model states and activations.
 double framework_buffer_bytes(const Training& training, const Plan& plan);
 
+// HBM bytes per parameter that assemble a layer's params after its ZeRO-3 all-gather, on the
+// gather's stream. DeepSpeed's coalesced all-gather leaves each rank's partitions of every param
+// of the bucket side by side, and AllGatherCoalescedHandle.wait (runtime/zero/
+// partition_parameters.py, edaa7221) builds each param with torch.cat of its partitions, on the
+// all-gather stream (partitioned_param_coordinator.py fetch_sub_module): a read and a write of
+// every gathered element. FSDP's flat parameter and Megatron FSDP's buffers are gathered in
+// place: 0.
+double zero3_gather_assembly_bytes_per_param(const Training& training, const Plan& plan);
+
 // The NCCL communicators one GPU of `stage` holds while it trains. PyTorch's ProcessGroupNCCL
 // creates one communicator per process group a rank runs a collective in, and one 2-rank
 // communicator per peer it sends to or receives from (torch/csrc/distributed/c10d/

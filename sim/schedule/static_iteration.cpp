@@ -482,7 +482,14 @@ class StaticIterationBuilder {
     if (fetch != kNone) eng_.depends(g, fetch);
     if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
     prev_gather_ = g;
-    return g;
+    // The framework's assembly of the gathered params, behind the gather on its stream.
+    const double assembly_bytes = o.layer_params * zero3_gather_assembly_bytes_per_param(job_.training, job_.plan);
+    if (assembly_bytes <= 0) return g;
+    const TaskId a = eng_.delay(memory_bound_time_s(job_.cluster.node.gpu, assembly_bytes),
+                                label(out_.dp, "zero3 assemble s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), zero_stream_);
+    eng_.depends(a, g);
+    prev_gather_ = a;
+    return a;
   }
 
   void computed(TaskId x) {

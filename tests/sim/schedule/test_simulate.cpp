@@ -768,6 +768,45 @@ TEST(Simulate, ZeroThreeGathersHideBehindTheLayersTensorParallelCollectivesToo) 
   EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
 }
 
+// DeepSpeed's ZeRO-3 builds each gathered param with torch.cat of its ranks' partitions on the
+// gather's stream (framework.h zero3_gather_assembly_bytes_per_param): 2 x 2 bytes a param over
+// HBM after every gather; Megatron-core's FSDP gathers in place. The simulator runs one assembly
+// of a layer's params behind each of the 2 x 2 x 4 gathers (2 micro-batches, forward and
+// backward, 4 layers), the next gather and the layer's compute after it. Over a slow network,
+// where the gathers show, the estimate's exposed DP time grows by the 16 assemblies and the
+// first gather's (within 5%: a layer's own compute covers a little of some of them).
+TEST(Simulate, DeepSpeedZeroThreeAssemblesEachGatheredParamOnTheGatherStream) {
+  Cluster c = ideal_node(1);
+  c.nodes = 2;
+  c.node.gpu.hbm_bandwidth_Bps = 1e12;
+  c.node.gpu.hbm_efficiency = 1;
+  c.node.nic = NicSpec{1, 8e9, 0};  // 1 GB/s
+  const Model m = gpt(4, 1024, 16, 64);
+  Plan p;
+  p.zero_stage = 3;
+  p.grad_reduce = GradReduce::training;  // both reduce bf16 gradients
+  p.framework = Framework::deepspeed;
+  const Job ds = job(m, c, 4, p);
+  p.framework = Framework::megatron_core;
+  const Job mc = job(m, c, 4, p);
+  ASSERT_EQ(ds.micro_batches(), 2);
+  // A layer's params as both tiers gather them: a quarter of the rank's (its embeddings' share too).
+  const Estimate e_ds = estimate(ds), e_mc = estimate(mc);
+  const double assembly_s = e_ds.params_per_gpu / 4 * 2 * 2 / 1e12;
+  SimOptions o;
+  o.keep_spans = true;
+  for (const auto& [j, expected_assemblies] : {std::pair{&ds, 16}, std::pair{&mc, 0}}) {
+    int assemblies = 0;
+    for (const TaskSpan& t : simulate(*j, o).spans)
+      if (t.name.rfind("zero3 assemble", 0) == 0) {
+        ++assemblies;
+        EXPECT_NEAR(t.end_s - t.start_s, assembly_s, 1e-9 * assembly_s) << t.name;
+      }
+    EXPECT_EQ(assemblies, expected_assemblies) << to_string(j->plan.framework);
+  }
+  EXPECT_NEAR(e_ds.time.dp_comm_s - e_mc.time.dp_comm_s, 17 * assembly_s, 0.05 * 17 * assembly_s);
+}
+
 // ZeRO-3 over 512 ranks with little compute per layer: every layer's gather and reduce-scatter
 // pays its own ring latency (511 steps), in both tiers. The analytic tier once gathered the whole
 // stage and divided by the layers, paying the latency once per pass -- 10x too fast at 65,536
