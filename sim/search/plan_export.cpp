@@ -635,7 +635,11 @@ void write_deepspeed_config(JsonWriter& w, const Job& job, const ExportOptions& 
   w.field("gradient_clipping", t.grad_clip);  // 0 turns clipping off, as DeepSpeed's default
   w.key("zero_optimization").begin_object();
   w.field("stage", p.zero_stage);
-  w.field("overlap_comm", p.overlap_grad_reduce);
+  // Both tiers run ZeRO-3's per-layer reduce-scatters beside the backward (static_iteration.cpp
+  // reduce_layer; estimate.cpp dp_comm_time_s), as DeepSpeed's stage 3 does by default
+  // (zero/config.py: overlap_comm defaults to stage == 3); with overlap_comm false it reduces on
+  // the default stream (stage3.py reduce_and_partition_stream), in the compute's way.
+  w.field("overlap_comm", p.overlap_grad_reduce || p.zero_stage == 3);
   auto device = [&](const char* key, Tier tier) {
     if (tier == Tier::gpu) return;
     w.key(key).begin_object();
