@@ -206,7 +206,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
     const double fetch =
-        p.offload.params == Tier::gpu ? 0.0 : comm_params / layers / dp * static_cast<double>(act_bytes) / host_link_per_gpu_Bps(c);
+        p.offload.params == Tier::gpu ? 0.0 : comm_params / layers / dp * offloaded_param_fetch_bytes(t, p) / host_link_per_gpu_Bps(c);
     // The framework's assembly of the gathered params runs on the gather's stream behind it.
     const double assembly = memory_bound_time_s(c.node.gpu, comm_params / layers * zero3_gather_assembly_bytes_per_param(t, p));
     const double gather = fetch + assembly +
@@ -248,7 +248,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
   // Offloaded params come in per forward and backward (ZeRO-3 over DP: per layer, in dp_comm_time_s).
   if (p.offload.params != Tier::gpu && !(p.zero_stage >= 3 && p.dp_cp() > 1))
-    e.time.offload_s += 2 * comm_params * act_bytes / pcie;
+    e.time.offload_s += 2 * comm_params * offloaded_param_fetch_bytes(t, p) / pcie;
 }
 
 }  // namespace

@@ -208,9 +208,14 @@ OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const 
   const double low = static_cast<double>(bytes_of(training.dtype));
   if (!is_zero_offload(plan)) {
     const Framework f = running_framework(plan);
+    if (f == Framework::fsdp) {
+      c.accumulate_to_host = 4;  // the fp32-cast gradient shard after every reduction
+      return c;
+    }
     const bool hybrid_device_optimizer = f == Framework::megatron_core || f == Framework::megatron_lm;
     c.step_to_host = hybrid_device_optimizer ? 4 : low;
-    c.step_to_gpu = hybrid_device_optimizer ? 4 : low;
+    // Offloaded params come in where they are used, not after the step.
+    c.step_to_gpu = plan.offload.params != Tier::gpu ? 0 : hybrid_device_optimizer ? 4 : low;
     return c;
   }
   c.step_to_host = 4;  // the fp32 gradient partition
@@ -244,6 +249,10 @@ double framework_buffer_bytes(const Training& training, const Plan& plan) {
   const FrameworkTraits& f = framework_traits(plan.framework);
   if (plan.zero_stage < 1 || plan.zero_stage > 2 || plan.chunked()) return 0;
   return f.zero_reduce_bucket_elements * static_cast<double>(bytes_of(training.dtype));
+}
+
+double offloaded_param_fetch_bytes(const Training& training, const Plan& plan) {
+  return running_framework(plan) == Framework::fsdp ? 4.0 : static_cast<double>(bytes_of(training.dtype));
 }
 
 double zero3_gather_assembly_bytes_per_param(const Training& training, const Plan& plan) {

@@ -218,8 +218,12 @@ double pinned_host_bytes(double bytes);
 // (decoupled_grad): 4 to the host; after the CPU step the fp32 param is copied into the 16-bit
 // model param non-blocking, which PyTorch's copy_ converts on the GPU after moving the source
 // dtype across (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda): 4 to the GPU.
-// Other CPU optimizers (FSDP's CPUOffload, DeepSpeed ZeRO-3's offload_optimizer) are costed as
-// one copy in the training dtype each way at the step.
+// FSDP's CPUOffload keeps the sharded params and their optimizer on the host and steps there:
+// after each reduction the gradient shard, cast to the params' fp32, is copied out
+// (_offload_grad, flat_param._cpu_grad), 4 to the host per micro-batch, and nothing moves at
+// the step (the params come in where they are used: offloaded_param_fetch_bytes).
+// DeepSpeed ZeRO-3's offload_optimizer is costed as one copy in the training dtype each way at
+// the step; with its params offloaded too, none comes back (they are fetched where used).
 struct OptimizerOffloadCopies {
   double accumulate_to_host = 0;  // after each micro-batch's backward
   double accumulate_to_gpu = 0;   // before adding to it, from the second micro-batch on
@@ -235,6 +239,13 @@ OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const 
 
 // GPU bytes of buffers the framework holds beside the model states and activations.
 double framework_buffer_bytes(const Training& training, const Plan& plan);
+
+// PCIe bytes per parameter an offloaded param's shard takes to come in where it is used:
+// DeepSpeed's offload_param holds the 16-bit partitions on the host (the training dtype);
+// FSDP's CPUOffload the fp32 shard, which it copies in and then casts on the GPU
+// (flat_param.py _use_low_precision_shard: _local_shard.to(device), then copy_ into the
+// low-precision shard): 4.
+double offloaded_param_fetch_bytes(const Training& training, const Plan& plan);
 
 // HBM bytes per parameter that assemble a layer's params after its ZeRO-3 all-gather, on the
 // gather's stream. DeepSpeed's coalesced all-gather leaves each rank's partitions of every param

@@ -80,6 +80,7 @@ class StaticIterationBuilder {
   void setup_costs() {
     const LayerCosts c = layer_costs(job_);
     act_bytes_ = c.act_bytes;
+    fetch_bytes_ = offloaded_param_fetch_bytes(job_.training, job_.plan);
     grad_reduce_bytes_ = grad_buffers(job_.training, job_.plan).reduce_bytes;
     offload_copies_ = optimizer_offload_copies(job_.training, job_.plan, job_.micro_batches());
     layer_ = c.layer;
@@ -220,7 +221,7 @@ class StaticIterationBuilder {
   // previous op has started and the previous copy is done. kNone when params stay on the GPU.
   TaskId prefetch_params(int lead, int s, const PipelineOp& op, double params, const PreviousOp& prev) {
     if (!fetch_params_) return kNone;
-    const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * act_bytes_ * pcie_sharers(),
+    const TaskId prefetch = eng_.copy(lead, des::CopyDir::H2D, params * fetch_bytes_ * pcie_sharers(),
                                       label(out_.offload, "fetch params s{} c{} mb{}", s, op.virtual_stage, op.micro_batch));
     if (prev.first != kNone) eng_.depends(prefetch, prev.first);
     if (prev.prefetch != kNone) eng_.depends(prefetch, prev.prefetch);
@@ -464,7 +465,7 @@ class StaticIterationBuilder {
     if (!gather_layers_) return kNone;
     TaskId fetch = kNone;
     if (job_.plan.offload.params != Tier::gpu) {
-      fetch = eng_.copy(lead, des::CopyDir::H2D, o.layer_params / job_.dp_cp() * act_bytes_ * pcie_sharers(),
+      fetch = eng_.copy(lead, des::CopyDir::H2D, o.layer_params / job_.dp_cp() * fetch_bytes_ * pcie_sharers(),
                         label(out_.offload, "zero3 fetch s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
       if (prev_fetch_ != kNone) eng_.depends(fetch, prev_fetch_);
       if (recent_compute_.size() >= 2) eng_.depends(fetch, recent_compute_[recent_compute_.size() - 2]);
@@ -553,7 +554,7 @@ class StaticIterationBuilder {
     const std::pair<int, int> key{s, ch};
     TaskId after = reduce_every_micro_batch() ? last_reduction_.at(key) : chain_last_;
     TaskId first = kNone;
-    if (mb > 0) {
+    if (mb > 0 && offload_copies_.accumulate_to_gpu > 0) {
       first = eng_.copy(lead, des::CopyDir::H2D, partition * offload_copies_.accumulate_to_gpu,
                         label(out_.offload, "grads from host s{} c{} mb{}", s, ch, mb));
       if (after != kNone) eng_.depends(first, after);
@@ -745,8 +746,9 @@ class StaticIterationBuilder {
     if (cpu_adam_.size() <= static_cast<size_t>(node)) cpu_adam_.resize(static_cast<size_t>(node) + 1, kNone);
     if (cpu_adam_[static_cast<size_t>(node)] == kNone)
       cpu_adam_[static_cast<size_t>(node)] = eng_.add_stream("cpu adam n" + std::to_string(node), node);
-    then(eng_.copy(lead, des::CopyDir::D2H, opt_params * offload_copies_.step_to_host * pcie_sharers(),
-                   label(out_.offload, "grads to host s{}", s)));
+    if (offload_copies_.step_to_host > 0)
+      then(eng_.copy(lead, des::CopyDir::D2H, opt_params * offload_copies_.step_to_host * pcie_sharers(),
+                     label(out_.offload, "grads to host s{}", s)));
     const double node_params = opt_params * gpus_represented_on_node(job_, lead, s);
     if (p.offload.optimizer == Tier::nvme)
       then(eng_.nvme_read(node, node_params * sb.optimizer, label(out_.offload, "nvme read s{}", s)));
@@ -754,7 +756,7 @@ class StaticIterationBuilder {
                     cpu_adam_[static_cast<size_t>(node)]));
     if (p.offload.optimizer == Tier::nvme)
       then(eng_.nvme_write(node, node_params * sb.optimizer, label(out_.offload, "nvme write s{}", s)));
-    if (p.offload.params == Tier::gpu)
+    if (offload_copies_.step_to_gpu > 0)  // offloaded params come in where used (framework.h)
       then(eng_.copy(lead, des::CopyDir::H2D, opt_params * offload_copies_.step_to_gpu * pcie_sharers(),
                      label(out_.offload, "params to gpu s{}", s)));
     if (p.quantized_gemms()) then(quantized_weight_cast(s, lead));
@@ -792,6 +794,7 @@ class StaticIterationBuilder {
   BuildOptions opt_;
   BuiltIteration out_;
   int64_t act_bytes_ = 2;
+  double fetch_bytes_ = 2;  // PCIe bytes an offloaded param takes to come in (framework.h)
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   std::vector<TaskId> tied_reductions_;  // the tied embedding's all-reduces, one per TP rank
   LayerTime layer_;

@@ -597,6 +597,43 @@ TEST(Simulate, MegatronsHybridDeviceOptimizerMovesFp32GradsOutAndFp32ParamsBack)
   EXPECT_NEAR(copy_s, megatron_copies_s, 0.01 * megatron_copies_s);
 }
 
+// FSDP's CPUOffload (framework.h offloaded_param_fetch_bytes, optimizer_offload_copies): each
+// rank's fp32 shard of a layer comes in before every gather (4 bytes a param, cast on the GPU),
+// and after every reduction the fp32-cast gradient shard goes out (4 bytes); nothing moves at
+// the CPU step. DP 2 on one node, 2 micro-batches, 4 layers: 16 fetches and 2 gradient copies,
+// each of the hand-computed bytes at the GPU's PCIe rate; the estimate pays the same copies out.
+TEST(Simulate, FsdpCpuOffloadFetchesFp32ShardsAndSendsFp32GradientsEveryMicroBatch) {
+  Cluster c = ideal_node(2);
+  const double pcie_Bps = c.node.pcie.bandwidth_Bps();
+  const Model m = gpt(4, 1024, 16, 1024);
+  Plan p;
+  p.framework = Framework::fsdp;
+  p.zero_stage = 3;
+  p.offload = {Tier::cpu, Tier::cpu, Tier::cpu};
+  const Job j = job(m, c, 4, p);
+  ASSERT_EQ(j.micro_batches(), 2);
+  const Estimate e = estimate(j);
+  const double shard = e.params_per_gpu / 2;  // the rank's half of its params
+  EXPECT_NEAR(e.time.offload_s, 2 * shard * 4 / pcie_Bps, 1e-9 * e.time.offload_s);
+  SimOptions o;
+  o.keep_spans = true;
+  int fetches = 0, grads_out = 0, step_copies = 0;
+  for (const TaskSpan& t : simulate(j, o).spans) {
+    if (t.name.rfind("zero3 fetch", 0) == 0) {
+      ++fetches;
+      EXPECT_NEAR(t.end_s - t.start_s, shard / 4 * 4 / pcie_Bps, 0.01 * shard / pcie_Bps) << t.name;
+    }
+    if (t.name.rfind("grads to host s0 c0 mb", 0) == 0) {
+      ++grads_out;
+      EXPECT_NEAR(t.end_s - t.start_s, shard * 4 / pcie_Bps, 0.01 * shard * 4 / pcie_Bps) << t.name;
+    }
+    if (t.name == "grads to host s0" || t.name == "params to gpu s0") ++step_copies;
+  }
+  EXPECT_EQ(fetches, 4 * 2 * 2);
+  EXPECT_EQ(grads_out, 2);
+  EXPECT_EQ(step_copies, 0);
+}
+
 // Data parallel 4, 4 micro-batches: ZeRO-0/1 reduce a stage's gradients once, after the
 // flush; ZeRO-2 and -3 keep only their partition, so they reduce-scatter after every backward.
 TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
