@@ -320,10 +320,10 @@ void mosaicml(const std::string& dir, Summary& sum) {
     Model m = gpt("mpt-" + size, layers, hidden, heads, seq, 50368);
     m.tied_embeddings = true;
     m.dropout = false;  // MPTConfig's attn_pdrop, resid_pdrop and emb_pdrop default to 0.0
-    const int64_t published_params = std::stoll(t.at(r, "NumParams"));
-    if (shard_parameters(m, Shard{}) != published_params) {
+    const int64_t published_params = std::stoll(t.at(r, "NumParams")), model_params = shard_parameters(m, Shard{});
+    if (model_params != published_params) {
       sum.not_expressed.push_back("MosaicML line " + t.at(r, "md_line") + ": the model has " +
-                                  std::to_string(shard_parameters(m, Shard{})) + " parameters, the table " +
+                                  std::to_string(model_params) + " parameters, the table " +
                                   std::to_string(published_params));
       continue;
     }

@@ -203,15 +203,16 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
     // would pay it once.
     const double layers = std::max(1.0, layers_per_stage);
+    const double layer_params = comm_params / layers;
     // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
     const double fetch =
-        p.offload.params == Tier::gpu ? 0.0 : comm_params / layers / dp * offloaded_param_fetch_bytes(t, p) / host_link_per_gpu_Bps(c);
+        p.offload.params == Tier::gpu ? 0.0 : layer_params / dp * offloaded_param_fetch_bytes(t, p) / host_link_per_gpu_Bps(c);
     // The framework's assembly of the gathered params runs on the gather's stream behind it.
-    const double assembly = memory_bound_time_s(c.node.gpu, comm_params / layers * zero3_gather_assembly_bytes_per_param(t, p));
+    const double assembly = memory_bound_time_s(c.node.gpu, layer_params * zero3_gather_assembly_bytes_per_param(t, p));
     const double gather = fetch + assembly +
                           collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                            comm_params / layers * static_cast<double>(act_bytes), link);
+                                            layer_params * static_cast<double>(act_bytes), link);
     const double reduce =
         collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
     // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next

@@ -81,6 +81,7 @@ class StaticIterationBuilder {
     const LayerCosts c = layer_costs(job_);
     act_bytes_ = c.act_bytes;
     fetch_bytes_ = offloaded_param_fetch_bytes(job_.training, job_.plan);
+    assembly_bytes_ = zero3_gather_assembly_bytes_per_param(job_.training, job_.plan);
     grad_reduce_bytes_ = grad_buffers(job_.training, job_.plan).reduce_bytes;
     offload_copies_ = optimizer_offload_copies(job_.training, job_.plan, job_.micro_batches());
     layer_ = c.layer;
@@ -484,9 +485,8 @@ class StaticIterationBuilder {
     if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
     prev_gather_ = g;
     // The framework's assembly of the gathered params, behind the gather on its stream.
-    const double assembly_bytes = o.layer_params * zero3_gather_assembly_bytes_per_param(job_.training, job_.plan);
-    if (assembly_bytes <= 0) return g;
-    const TaskId a = eng_.delay(memory_bound_time_s(job_.cluster.node.gpu, assembly_bytes),
+    if (assembly_bytes_ <= 0) return g;
+    const TaskId a = eng_.delay(memory_bound_time_s(job_.cluster.node.gpu, o.layer_params * assembly_bytes_),
                                 label(out_.dp, "zero3 assemble s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), zero_stream_);
     eng_.depends(a, g);
     prev_gather_ = a;
@@ -795,6 +795,7 @@ class StaticIterationBuilder {
   BuiltIteration out_;
   int64_t act_bytes_ = 2;
   double fetch_bytes_ = 2;  // PCIe bytes an offloaded param takes to come in (framework.h)
+  double assembly_bytes_ = 0;  // HBM bytes per param assembling a ZeRO-3 gather (framework.h)
   double grad_reduce_bytes_ = 2;  // bytes per parameter the DP gradient reduction moves
   std::vector<TaskId> tied_reductions_;  // the tied embedding's all-reduces, one per TP rank
   LayerTime layer_;
