@@ -32,6 +32,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     // its gradient in the weight-gradient GEMM's (cuBLASLt's BIAS and BGRADB epilogues).
     t.linear_bias = LinearBias::in_gemm;
     t.norm_backward_rereads = false;
+    t.moe_probs_in_expert_activation = true;
     return t;
   }();
   static const FrameworkTraits deepspeed = [] {

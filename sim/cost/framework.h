@@ -89,6 +89,17 @@ struct FrameworkTraits {
   // "persistent fused layer norm", a2fdcdf061; a megatron-lm plan, which spans 2021-22, keeps the
   // two-pass kernels every hidden size had before.)
   bool norm_backward_rereads = true;
+  // Where a MoE layer weights each expert output by its routing probability. Megatron-core
+  // (since "Memory efficient token permutation", 2659630721, 2025-04, core_r0.13.0) permutes the
+  // probabilities with the tokens and multiplies them into the experts' activation
+  // (experts.py, TEGroupedMLP: weighted_bias_swiglu_impl), whose backward finds their gradient
+  // from the input it saves anyway; the combine's unpermute is then a plain sum
+  // (token_dispatcher.py, MoEAlltoAllTokenDispatcher.combine_postprocess: unpermute without
+  // probs) and keeps nothing. Otherwise the combine weights the expert outputs and saves them
+  // for the weights' gradient: DeepSpeed-MoE's einsum("sec,ecm->sm", combine_weights,
+  // expert_output) (deepspeed/moe/sharded_moe.py); torchtitan's default scores the routed inputs
+  // before the experts instead and saves those, as many bytes.
+  bool moe_probs_in_expert_activation = false;
 };
 
 const FrameworkTraits& framework_traits(Framework f);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/cost/collectives.h"
+#include "sim/cost/framework.h"
 #include "sim/cost/low_precision.h"
 #include "sim/cost/params.h"
 #include "sim/spec/pipeline_layout.h"
@@ -58,9 +59,13 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
     const double fwd = grouped_matmul_time_s(gpu, dtype, flop_each, count);
     add(name, fwd, 2 * fwd, true);  // input gradient and weight gradient
   };
-  auto activation = [&](const char* name, double elements) {  // as the dense MLP's (op_time.cpp)
-    add(name, memory_bound_time_s(gpu, (in == 2 ? 3 : 2) * B * elements), memory_bound_time_s(gpu, (in == 2 ? 5 : 3) * B * elements),
-        false);
+  // Megatron-core weights each routed copy by its fp32 probability inside the experts' activation
+  // (framework.h moe_probs_in_expert_activation): a read of the probability forward; backward
+  // reads it and writes its gradient. Elsewhere the combine weights the expert outputs.
+  const bool probs_in_experts = framework_traits(p.framework).moe_probs_in_expert_activation;
+  auto activation = [&](const char* name, double elements, double weighted_rows) {  // as the dense MLP's (op_time.cpp)
+    add(name, memory_bound_time_s(gpu, (in == 2 ? 3 : 2) * B * elements + 4 * weighted_rows),
+        memory_bound_time_s(gpu, (in == 2 ? 5 : 3) * B * elements + 2 * 4 * weighted_rows), false);
   };
   // Router: logits = x W (h x E) on this GPU's tokens; softmax and top-k over fp32 logits
   // (Megatron-core's router computes them in fp32): read, write; backward reads output and dy.
@@ -80,20 +85,21 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   if (sort_chunks > 0) add("MoE sort chunks by expert", sort_chunks, sort_chunks, false);
   linear("MoE grouped expert GEMM in", 2 * x.tokens_per_expert * h * in * x.expert_ffn, x.local_experts, x.received * h,
          x.received * in * x.expert_ffn);
-  activation("MoE expert activation", x.received * x.expert_ffn);
+  activation("MoE expert activation", x.received * x.expert_ffn, probs_in_experts ? x.received : 0);
   linear("MoE grouped expert GEMM out", 2 * x.tokens_per_expert * x.expert_ffn * h, x.local_experts,
          x.received * x.expert_ffn, x.received * h);
   if (sort_chunks > 0) add("MoE restore chunk order", sort_chunks, sort_chunks, false);
-  // Unpermute: weight each copy by its routing probability and sum the top_k copies of a token;
-  // backward also reads the expert outputs for the probabilities' gradient.
+  // Unpermute: sum the top_k copies of a token (weighting each by its routing probability where
+  // the experts did not); its backward copies the gradient back to each copy, and when it weighted
+  // them, also reads the expert outputs for the probabilities' gradient.
   add("MoE unpermute", memory_bound_time_s(gpu, B * h * (x.routed + x.tokens)),
-      memory_bound_time_s(gpu, B * h * (2 * x.routed + x.tokens)), false);
+      memory_bound_time_s(gpu, B * h * ((probs_in_experts ? 1 : 2) * x.routed + x.tokens)), false);
   if (m.moe.shared_experts > 0) {
     // Shared experts: a dense MLP of shared x expert FFN columns, tensor-parallel on all tokens.
     const double T = static_cast<double>(m.seq_len) / p.cp * p.micro_batch, f = m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp;
     const double shard = p.sequence_parallel ? p.tp : 1;  // TE casts before the sequence-parallel gather
     linear("MoE shared expert GEMM in", 2 * T * h * in * f, 1, T * h / shard, T * in * f);
-    activation("MoE shared expert activation", T * f);
+    activation("MoE shared expert activation", T * f, 0);
     linear("MoE shared expert GEMM out", 2 * T * f * h, 1, T * f, T * h);
   }
 }
@@ -127,7 +133,9 @@ double moe_layer_activation_bytes(const Model& m, const Plan& p, const Activatio
   double moe = x.tokens * E * (4 + 1) + x.routed * (4 + 8);  // fp32 probabilities, routing map; top-k weights, indices
   moe += x.received * h * q;                                  // expert inputs (the grouped fc1's)
   moe += (activation_input * B + q) * x.received * x.expert_ffn;  // expert intermediates
-  moe += x.routed * h * B;                                    // expert outputs, for the combine's backward
+  // The routing weights' gradient needs what they multiplied: the expert outputs, saved by the
+  // combine, or (Megatron-core) the activation's input, saved already, and each copy's fp32 weight.
+  moe += framework_traits(p.framework).moe_probs_in_expert_activation ? 4 * x.received : x.routed * h * B;
   // The MLP norm's output is the router's input, saved in 16 bits (the dense count has it as
   // MLP-in's, quantized under fp8); a quantized shared expert saves its own copy besides.
   moe += (B - q) * x.tokens * h;

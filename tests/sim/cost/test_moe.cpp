@@ -2,6 +2,7 @@
 // the grouped GEMMs' shapes, the all-to-all's volume and time, FLOPs, memory per GPU.
 #include <gtest/gtest.h>
 
+#include "sim/cost/activations.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/flops.h"
@@ -126,6 +127,40 @@ TEST(Moe, AllToAllVolumeAndTime) {
   // 25 GB/s NIC share (the slower), one latency per peer.
   EXPECT_NEAR(all_to_all_time_s(c, 16, 1, bytes), 15 * 5e-6 + bytes * 8 / 16 / 25e9, 1e-12);
   EXPECT_NEAR(collective_bytes_sent_per_rank(CollectiveKind::all_to_all, 4, bytes), bytes * 3 / 4, 1e-9);
+}
+
+TEST(Moe, MegatronCoreWeightsRoutedCopiesInTheExpertsAndKeepsNoExpertOutputs) {
+  // The same layer under DeepSpeed (the combine weights the expert outputs and saves them) and
+  // Megatron-core (the experts' SwiGLU multiplies each copy's fp32 weight in; the combine sums).
+  const Model m = small_moe();
+  Plan ds = tp2_ep4_plan(), core = tp2_ep4_plan();
+  ds.framework = Framework::deepspeed;
+  core.framework = Framework::megatron_core;
+  const ActivationOptions o = plan_activation_options(ds, 2, Recompute::none);
+  // 2048 routed copies of 512 bf16 values saved by DeepSpeed's combine; Megatron-core keeps the
+  // 2048 received copies' fp32 weights instead.
+  EXPECT_DOUBLE_EQ(moe_layer_activation_bytes(m, ds, o) - moe_layer_activation_bytes(m, core, o),
+                   2048.0 * 512 * 2 - 4.0 * 2048);
+  const GpuSpec& g = testing::dgx(1).node.gpu;
+  auto op = [&](const Plan& p, const std::string& name) {
+    std::vector<LayerOp> ops;
+    append_moe_mlp_ops(ops, g, DType::bf16, m, p);
+    for (const LayerOp& x : ops)
+      if (name == x.name) return x;
+    ADD_FAILURE() << name;
+    return LayerOp{};
+  };
+  const double Bps = g.hbm_bandwidth_Bps * g.hbm_efficiency;
+  // Unpermute backward: the gradient copied to the 2048 copies from the 1024 tokens, and under
+  // DeepSpeed the 2048 expert outputs read besides, for the weights' gradient.
+  EXPECT_DOUBLE_EQ(op(core, "MoE unpermute").backward_s, 2.0 * 512 * (2048 + 1024) / Bps);
+  EXPECT_DOUBLE_EQ(op(ds, "MoE unpermute").backward_s, 2.0 * 512 * (2 * 2048 + 1024) / Bps);
+  // The activation (2048 rows of 1024): SwiGLU's 3 x 2 bytes forward, 5 x 2 backward, plus the
+  // weight read forward, and read and gradient written backward, under Megatron-core.
+  const double elements = 2048.0 * 1024;
+  EXPECT_DOUBLE_EQ(op(ds, "MoE expert activation").forward_s, 3 * 2 * elements / Bps);
+  EXPECT_DOUBLE_EQ(op(core, "MoE expert activation").forward_s, (3 * 2 * elements + 4 * 2048) / Bps);
+  EXPECT_DOUBLE_EQ(op(core, "MoE expert activation").backward_s, (5 * 2 * elements + 8 * 2048) / Bps);
 }
 
 TEST(Moe, FlopsCountActiveParameters) {
