@@ -97,8 +97,9 @@ struct FrameworkTraits {
   // (token_dispatcher.py, MoEAlltoAllTokenDispatcher.combine_postprocess: unpermute without
   // probs) and keeps nothing. Otherwise the combine weights the expert outputs and saves them
   // for the weights' gradient: DeepSpeed-MoE's einsum("sec,ecm->sm", combine_weights,
-  // expert_output) (deepspeed/moe/sharded_moe.py); torchtitan's default scores the routed inputs
-  // before the experts instead and saves those, as many bytes.
+  // expert_output) (deepspeed/moe/sharded_moe.py); torchtitan's MoE multiplies the scores into
+  // the routed inputs before the experts or into their outputs after (MoEArgs
+  // score_before_experts, whose default has been both) and saves either, as many bytes.
   bool moe_probs_in_expert_activation = false;
 };
 
