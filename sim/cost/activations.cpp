@@ -65,6 +65,44 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   return replicated / sp + split / t;
 }
 
+namespace {
+
+// Gradient bytes at the fullest moment of a layer's MLP backward (layer_backward_transient_bytes):
+// the arriving gradient, the dropout-add's branch gradient and the second GEMM's input gradient;
+// then the activation's input gradient beside that one, the second GEMM's saved input freed.
+double mlp_backward_transient_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
+  const double T = static_cast<double>(m.seq_len) / o.cp * micro_batch;  // this rank's tokens
+  const double B = static_cast<double>(o.act_bytes), sp = o.sequence_parallel ? o.tp : 1.0;
+  const double mask = m.dropout ? 1.0 : 0.0, in = m.activation == Activation::swiglu ? 2 : 1;
+  const double residual_grad = B * T * m.hidden / sp, f = T * m.ffn_hidden / o.tp;  // f: the MLP's width, in elements
+  const double second_gemm = residual_grad + mask * residual_grad + B * f;
+  const double activation = residual_grad + B * f + in * B * f - o.gemm_input_bytes() * f;
+  return std::max(second_gemm, activation);
+}
+
+}  // namespace
+
+double attention_backward_transient_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o,
+                                          double mlp_intermediate_bytes) {
+  if (fused(o.attention)) return 0;
+  const double T = static_cast<double>(m.seq_len) / o.cp * micro_batch;
+  const double B = static_cast<double>(o.act_bytes), t = o.tp, sp = o.sequence_parallel ? t : 1.0;
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const double scores = static_cast<double>(m.heads) * m.seq_len * T / t;  // this rank's s x s elements
+  // Freed by now: the MLP's norm input, its first GEMM's input, its dropout mask, its
+  // intermediates, and the attention projection's input.
+  const double freed = (B + o.gemm_input_bytes() + mask) * T * m.hidden / sp + mlp_intermediate_bytes +
+                       o.gemm_input_bytes() * T * m.context_dim() / t;
+  return B * T * m.hidden / sp + (1 + mask) * B * scores + B * T * m.v_dim() / t - freed;
+}
+
+double layer_backward_transient_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
+  ActivationOptions rebuilt = o;  // kept or rebuilt, the layer's tensors are all there when its backward starts
+  rebuilt.recompute = Recompute::none;
+  return std::max({0.0, mlp_backward_transient_bytes(m, micro_batch, o),
+                   attention_backward_transient_bytes(m, micro_batch, o, mlp_activation_bytes(m, micro_batch, rebuilt))});
+}
+
 double korthikanti_layer_bytes(const Model& m, int64_t b, const ActivationOptions& o) {
   const double s = m.seq_len, h = m.hidden, a = m.heads, t = o.tp;
   const double sbh = s * b * h;
@@ -187,6 +225,10 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   out.layers_bytes += bf16.layers_bytes;
 
   if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer + bf16.recompute_working_bytes;
+  // The layer being back-propagated: the larger of a dense and an MoE layer of the stage's.
+  if (layers_per_stage > moe_layers) out.backward_transient_bytes = layer_backward_transient_bytes(m, plan.micro_batch, o);
+  if (moe_layers > 0)
+    out.backward_transient_bytes = std::max(out.backward_transient_bytes, moe_layer_backward_transient_bytes(m, plan, o));
   const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);

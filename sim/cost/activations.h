@@ -40,6 +40,23 @@ double layer_activation_bytes(const Model& model, int64_t micro_batch, const Act
 // replaces by its experts' (sim/cost/moe.h).
 double mlp_activation_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
 
+// The most bytes one layer's backward holds at once beyond what the layer saved (counted in
+// full when its backward starts): the gradients it is computing while the saved tensors they
+// need are still alive. Two moments bound it. In the MLP's backward, which runs first with
+// every saved tensor of the layer alive: the gradient arriving at the layer's output, with the
+// dropout-add's branch gradient and the second GEMM's input gradient (f wide); then the
+// activation's input gradient (SwiGLU: 2f) beside that one, the second GEMM's saved input freed
+// (autograd releases a node's saved tensors once its backward has run). In the unfused
+// attention's backward, after the MLP's saved tensors are gone: the s x s gradients of the
+// dropout's output and of the softmax output (the fused softmax backward writes its result
+// over its input: Megatron's scaled_masked_softmax), the value gradient and the residual's.
+// Flash attention's dQ/dK/dV are smaller than the MLP tensors freed before them.
+double layer_backward_transient_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options);
+// The unfused attention's moment of it, for a layer whose MLP's saved intermediates (freed by
+// then) are `mlp_intermediate_bytes`; 0 for fused attention. May be negative (less than freed).
+double attention_backward_transient_bytes(const Model& model, int64_t micro_batch, const ActivationOptions& options,
+                                          double mlp_intermediate_bytes);
+
 // Korthikanti's closed forms (f = 4h, kv = h, 2-byte activations), for cross-checking:
 //   none:      s b h (10 + 24/t + 5 a s / (h t))      (SP: s b h / t (34 + 5 a s / h))
 //   selective: s b h (10 + 24/t)                       (SP: 34 s b h / t)
@@ -66,8 +83,13 @@ struct StageActivations {
   // the layer's forward under enable_grad, then backward through it): the full layer's bytes
   // less what it had kept.
   double recompute_working_bytes = 0;
+  // The gradients the layer being back-propagated holds at their most (layer_backward_transient_bytes,
+  // moe_layer_backward_transient_bytes): the larger of a dense and an MoE layer of the stage's.
+  double backward_transient_bytes = 0;
   double in_flight_micro_batches = 0;
-  double total() const { return layers_bytes + embedding_bytes + output_bytes + recompute_working_bytes; }
+  double total() const {
+    return layers_bytes + embedding_bytes + output_bytes + recompute_working_bytes + backward_transient_bytes;
+  }
 };
 
 // Bytes the first stage keeps per micro-batch for the embedding's backward: the embedding

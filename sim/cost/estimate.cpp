@@ -228,7 +228,6 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
 // the PCIe copies offloading adds (gradients out and params back; offloaded params in).
 void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p,
                                 const ChunkFootprint* chunks, Estimate& e) {
-  const int64_t act_bytes = bytes_of(t.dtype);
   const double g = c.node.gpus;
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));

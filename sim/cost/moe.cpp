@@ -151,6 +151,29 @@ double moe_dispatch_buffer_bytes(const Model& m, const Plan& p, int64_t act_byte
   return m.is_moe() ? 2 * moe_dispatch_bytes(m, p, act_bytes) * p.expert_tp() : 0;
 }
 
+double moe_layer_backward_transient_bytes(const Model& m, const Plan& p, const ActivationOptions& o) {
+  const MoeLayerShape x = moe_layer_shape(m, p);
+  const double B = static_cast<double>(o.act_bytes), h = m.hidden, in = in_matrices(m);
+  const double residual_grad = B * x.tokens * h;  // x.tokens: this rank's, split by TP under SP
+  // The experts' MLP backward, first thing in the layer's: the combine's all-to-all moves the
+  // copies' gradient (the unpermute's backward gathers it from the tokens') into a received
+  // buffer, both alive; the second grouped GEMM's input gradient beside its output gradient;
+  // the activation's input gradient beside that, the GEMM's saved input freed.
+  const double exchange = B * h * (x.routed * x.load + x.received);
+  const double second_gemm = B * x.received * (h + x.expert_ffn);
+  const double activation = x.received * x.expert_ffn * ((1 + in) * B - o.gemm_input_bytes());
+  // The dispatch buffers held for the iteration (moe_dispatch_buffer_bytes) hold an exchange's
+  // send and receive sides already.
+  const double experts =
+      residual_grad + std::max({exchange, second_gemm, activation}) - moe_dispatch_buffer_bytes(m, p, o.act_bytes);
+  // Unfused attention's moment comes after the experts' saved tensors are freed.
+  ActivationOptions rebuilt = o;
+  rebuilt.recompute = Recompute::none;
+  const double moe_intermediates = moe_layer_activation_bytes(m, p, rebuilt) - layer_activation_bytes(m, p.micro_batch, rebuilt) +
+                                   mlp_activation_bytes(m, p.micro_batch, rebuilt);
+  return std::max({0.0, experts, attention_backward_transient_bytes(m, p.micro_batch, o, moe_intermediates)});
+}
+
 double moe_mlp_forward_flops(const Model& m, double tokens) {
   const double h = m.hidden, fe = m.moe.expert_ffn_hidden, expert = 2 * tokens * h * fe * (in_matrices(m) + 1);
   return 2 * tokens * h * m.moe.experts + (m.moe.top_k + m.moe.shared_experts) * expert;

@@ -54,6 +54,9 @@ double moe_etp_gather_time_s(const Cluster& cluster, const Model& model, const P
 double moe_layer_activation_bytes(const Model& model, const Plan& plan, const ActivationOptions& options);
 // The dispatch's send and receive buffers, held while the experts compute.
 double moe_dispatch_buffer_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
+// The most gradient bytes an MoE layer's backward holds at once beyond its saved tensors and
+// the dispatch buffers above (activations.h layer_backward_transient_bytes, for the experts).
+double moe_layer_backward_transient_bytes(const Model& model, const Plan& plan, const ActivationOptions& options);
 
 // Forward FLOPs of an MoE layer's MLP for `tokens` tokens: router, top_k experts, shared experts
 // (what each token computes: MFU counts these active FLOPs, as Megatron-Bridge does).

@@ -30,7 +30,9 @@ int64_t step_non_model_bytes(const Job& job, const LayerCosts& c, const Step& s)
     if (s.index >= L) bytes += c.output_bytes;
   } else if (s.phase == Phase::backward) {
     if (s.index >= L) bytes += L * c.stored_bytes + c.output_bytes;
-    else if (s.index >= 0) bytes += s.index * c.stored_bytes + (job.plan.recompute != Recompute::none ? c.full_bytes : c.stored_bytes);
+    else if (s.index >= 0)
+      bytes += s.index * c.stored_bytes + (job.plan.recompute != Recompute::none ? c.full_bytes : c.stored_bytes) +
+               c.backward_transient_bytes;
   }
   return static_cast<int64_t>(bytes);
 }

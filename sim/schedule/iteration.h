@@ -45,10 +45,13 @@ inline constexpr const char* ep = "ep";  // MoE token dispatch and combine
 inline constexpr const char* cp = "cp";  // context parallelism's ring sends of keys and values
 }  // namespace category
 
-// An activation-memory change of a stage's lead GPU at the end of a task.
+// An activation-memory change of a stage's lead GPU at the end of a task, and the bytes the
+// task holds beyond the level while it runs (a backward's gradients), which count toward the
+// peak but not the level after it.
 struct MemoryEvent {
   des::TaskId task = 0;
   double delta_bytes = 0;
+  double transient_bytes = 0;
 };
 
 struct StageInfo {

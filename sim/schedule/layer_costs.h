@@ -17,6 +17,10 @@ struct LayerCosts {
   double tp_bytes = 0;         // a layer's TP collective volume (two all-reduces)
   double stored_bytes = 0;     // activations a layer keeps for backward
   double full_bytes = 0;       // a layer's activations without recompute (rebuilt in backward)
+  // The gradients a layer's backward holds at their most beyond its activations (activations.h
+  // layer_backward_transient_bytes; MoE: moe_layer_backward_transient_bytes).
+  double backward_transient_bytes = 0;
+  double moe_backward_transient_bytes = 0;
   double embedding_bytes = 0;  // what the first stage keeps per micro-batch for the embedding's backward
   double output_bytes = 0;     // the output layer's activations (fp32 logits) of one micro-batch
   int64_t act_bytes = 2;       // bytes per activation / param element

@@ -29,12 +29,18 @@ StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Result
   out.stage = stage;
   out.gpu = st.lead_gpu;
   out.model_state_bytes = st.model_state_bytes;
-  std::vector<std::pair<double, double>> ev;
+  struct Change {
+    double time_s, delta_bytes, transient_bytes;
+  };
+  std::vector<Change> ev;
   ev.reserve(st.memory.size());
-  for (const MemoryEvent& e : st.memory) ev.emplace_back(r.end_s[e.task], e.delta_bytes);
-  // Frees before allocations at the same instant: a peak is never an artefact of ordering.
-  std::stable_sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) {
-    return a.first < b.first || (a.first == b.first && a.second < b.second);
+  for (const MemoryEvent& e : st.memory) ev.push_back({r.end_s[e.task], e.delta_bytes, e.transient_bytes});
+  // At one instant: a task's transient bytes against the level it ran at (before anything
+  // ending then frees), then frees, then allocations: a peak is never an artefact of ordering.
+  auto order = [](const Change& c) { return c.transient_bytes > 0 ? 0 : c.delta_bytes < 0 ? 1 : 2; };
+  std::stable_sort(ev.begin(), ev.end(), [&](const Change& a, const Change& b) {
+    if (a.time_s != b.time_s) return a.time_s < b.time_s;
+    return order(a) != order(b) ? order(a) < order(b) : a.delta_bytes < b.delta_bytes;
   });
   double level = st.model_state_bytes;
   out.peak_bytes = level;
@@ -42,7 +48,11 @@ StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Result
   const double step = span / std::max(1, points - 1);
   double next_sample = 0;
   out.timeline.push_back({0, level});
-  for (const auto& [t, d] : ev) {
+  for (const auto& [t, d, transient] : ev) {
+    if (level + transient > out.peak_bytes) {
+      out.peak_bytes = level + transient;
+      out.peak_time_s = t;
+    }
     level += d;
     if (level > out.peak_bytes) {
       out.peak_bytes = level;

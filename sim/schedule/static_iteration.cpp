@@ -333,8 +333,10 @@ class StaticIterationBuilder {
     computed(b);
     cp_ring_pass(st, o, l, ring_.backward, out_.bwd);
     const bool embedding = o.first_layer + l == 0;
-    // A layer that recomputed holds its rebuilt activations, one that did not kept them all:
-    // either way its full bytes (without recomputation stored and full are the same).
+    // While it runs, its gradients beside them; after it, a layer that recomputed frees its
+    // rebuilt activations, one that did not the ones it kept: either way its full bytes
+    // (without recomputation stored and full are the same).
+    st.memory.push_back({b, 0, moe ? costs_.moe_backward_transient_bytes : costs_.backward_transient_bytes});
     st.memory.push_back({b, -full - (embedding ? embedding_bytes_ : 0)});
     tp_collective(o.stage, o.mb, l, out_.tp);
     if (moe) expert_exchange(o, l);

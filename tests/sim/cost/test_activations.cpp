@@ -66,5 +66,38 @@ TEST(Activations, LastStageHoldsTheLossLogitsAtTheirMost) {
   EXPECT_DOUBLE_EQ(a.output_bytes, 2.0 * 2 * 128 * 64 + 12.0 * 128 * 50000);
 }
 
+TEST(Activations, BackwardHoldsTheAttentionScoresGradientsWhenTheyOutweighTheMlpFreedBeforeThem) {
+  // GPT, h 1024, 16 heads, s 1024, GELU, dropout, unfused attention, TP 1, one sequence (bf16).
+  const Model m = testing::gpt(8, 1024, 16, 1024, 1000);
+  const double Mi = 1024.0 * 1024;
+  // MLP: the arriving gradient (2 MiB), the dropout-add's branch gradient (2) and the second
+  // GEMM's input gradient (1024 x 4096 x 2 = 8): 12 MiB. Attention, later: the dropout's and the
+  // softmax's s x s gradients (2 x 16 x 1024 x 1024 x 2 = 64 MiB), the value gradient (2) and
+  // the residual's (2), less the MLP's freed norm input, first-GEMM input and mask (2 + 2 + 1),
+  // GELU input and second-GEMM input (8 + 8) and the projection's input (2): 45 MiB.
+  EXPECT_DOUBLE_EQ(layer_backward_transient_bytes(m, 1, ActivationOptions{}), 45 * Mi);
+  // Without dropout one s x s gradient (32 MiB) and no mask: 36 - 22 = 14 MiB (MLP: 10).
+  Model plain = m;
+  plain.dropout = false;
+  EXPECT_DOUBLE_EQ(layer_backward_transient_bytes(plain, 1, ActivationOptions{}), 14 * Mi);
+  // Recomputed or kept, the layer's tensors are all there when its backward starts.
+  EXPECT_DOUBLE_EQ(layer_backward_transient_bytes(m, 1, ActivationOptions{1, false, Recompute::full, 2}), 45 * Mi);
+}
+
+TEST(Activations, BackwardOfASwigluMlpHoldsItsActivationsInputAndOutputGradients) {
+  // Llama-like: h 4096, f 11008, SwiGLU, no dropout, flash attention; TP 8 with SP, 4096 tokens.
+  const Model m = testing::llama2_7b();
+  ActivationOptions o{8, true, Recompute::none, 2};
+  o.attention = Attention::flash;
+  const double T = 4096, f = 11008.0 / 8 * T;  // the MLP's width on this rank, in elements
+  // The arriving gradient (its sequence shard), the second GEMM's input gradient and the
+  // SwiGLU's input gradient (2f), less the second GEMM's saved input, freed by then.
+  const double residual = 2.0 * T * 4096 / 8;
+  EXPECT_DOUBLE_EQ(layer_backward_transient_bytes(m, 1, o), residual + 2 * f + 2 * 2 * f - 2 * f);
+  // Under fp8 that saved input was 1 byte an element: 1 byte more of the gradients' moment.
+  o.quantized_input_bytes = 1;
+  EXPECT_DOUBLE_EQ(layer_backward_transient_bytes(m, 1, o), residual + 2 * f + 2 * 2 * f - 1 * f);
+}
+
 }  // namespace
 }  // namespace starfish

@@ -163,6 +163,21 @@ TEST(Moe, MegatronCoreWeightsRoutedCopiesInTheExpertsAndKeepsNoExpertOutputs) {
   EXPECT_DOUBLE_EQ(op(core, "MoE expert activation").backward_s, (5 * 2 * elements + 8 * 2048) / Bps);
 }
 
+TEST(Moe, BackwardHoldsTheExpertsGradientsBeyondTheDispatchBuffers) {
+  // TP2 SP EP4 (1024 tokens on this rank, 2048 routed copies, 2048 received rows of FFN 1024),
+  // Megatron-core (flash attention: no s x s gradients). The experts' SwiGLU backward holds its
+  // output gradient (2048 x 1024 x 2 = 4 MiB) and its input gradient (8 MiB) with the second
+  // grouped GEMM's saved input (4 MiB) freed: 8 MiB, with the arriving gradient (1024 x 512 x 2
+  // = 1 MiB); the combine's exchange (4 MiB) and the second GEMM's moment (6 MiB) are less. The
+  // dispatch buffers counted for the whole iteration (2 x 2 MiB) hold 4 of it: 5 MiB more.
+  const Model m = small_moe();
+  Plan p = tp2_ep4_plan();
+  p.framework = Framework::megatron_core;
+  const ActivationOptions o = plan_activation_options(p, 2, Recompute::none);
+  EXPECT_DOUBLE_EQ(moe_dispatch_buffer_bytes(m, p, 2), 4.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(moe_layer_backward_transient_bytes(m, p, o), 5.0 * 1024 * 1024);
+}
+
 TEST(Moe, FlopsCountActiveParameters) {
   const Model m = small_moe();
   Model dense = m;
