@@ -1,5 +1,6 @@
-// starfish estimate --model M --hw H [--plan P] [--nodes N] [--json]: the analytic model of one
-// iteration (parameters, FLOPs, memory per tier, fits or why not, time per component).
+// starfish estimate --model M --hw H [--plan P] [--nodes N] [--ops] [--json]: the analytic model of
+// one iteration (parameters, FLOPs, memory per tier, fits or why not, time per component), and
+// with --ops each op of a layer, forward and backward: what a profiler's kernel times compare to.
 #include <cstdio>
 #include <string>
 
@@ -10,6 +11,8 @@
 #include "sim/cli/plan_text.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/flops.h"
+#include "sim/cost/op_time.h"
+#include "sim/cost/params.h"
 #include "sim/spec/json_writer.h"
 #include "sim/spec/units.h"
 
@@ -53,7 +56,55 @@ BlockHint block_recompute_hint(const Job& job, const Estimate& e) {
   return hint;
 }
 
-std::string json(const Job& job, const Estimate& e, const BlockHint& hint) {
+// One kind of layer of the plan (dense or MoE) as estimate() costs it: its ops on one GPU for
+// one micro-batch, and the recomputation its backward adds.
+struct LayerOps {
+  const char* kind = "dense";
+  std::vector<LayerOp> ops;
+  LayerTime time;
+};
+std::vector<LayerOps> plan_layer_ops(const Job& job) {
+  std::vector<LayerOps> out;
+  const Model& m = job.model;
+  const bool has_dense = !m.is_moe() || count_parameters(m).moe_layers < m.layers;
+  for (bool moe : {false, true}) {
+    if (moe ? !m.is_moe() : !has_dense) continue;
+    const LayerShape shape = plan_layer_shape(job.plan, moe);
+    out.push_back({moe ? "moe" : "dense", layer_ops(job.cluster.node.gpu, job.training.dtype, m, shape),
+                   layer_time(job.cluster.node.gpu, job.training.dtype, m, shape, job.plan.recompute)});
+  }
+  return out;
+}
+
+void write_layer_ops(JsonWriter& w, const Job& job) {
+  w.key("layer_ops").begin_array();
+  for (const LayerOps& l : plan_layer_ops(job)) {
+    w.begin_object().field("layer", l.kind);
+    w.field("forward_s", l.time.forward_s).field("backward_s", l.time.backward_s).field("recompute_s", l.time.recompute_s);
+    w.key("ops").begin_array();
+    for (const LayerOp& op : l.ops)
+      w.begin_object().field("name", op.name).field("forward_s", op.forward_s).field("backward_s", op.backward_s).end_object();
+    w.end_array().end_object();
+  }
+  w.end_array();
+}
+
+void print_layer_ops(const Job& job) {
+  using units::human_seconds;
+  const Plan& p = job.plan;
+  fmt::print("\nlayer ops    one GPU, one micro-batch of {} x {} tokens{}{}; collectives and exchanges apart\n", p.micro_batch,
+             job.model.seq_len / p.cp, p.tp > 1 ? fmt::format(", TP {}", p.tp) : "",
+             p.ep > 1 ? fmt::format(", EP {}", p.ep) : "");
+  for (const LayerOps& l : plan_layer_ops(job)) {
+    fmt::print("  {:<40} {:>12} {:>12}\n", std::string(l.kind) + " layer", "forward", "backward");
+    for (const LayerOp& op : l.ops)
+      fmt::print("    {:<38} {:>12} {:>12}\n", op.name, human_seconds(op.forward_s), human_seconds(op.backward_s));
+    fmt::print("    {:<38} {:>12} {:>12}\n", "total", human_seconds(l.time.forward_s), human_seconds(l.time.backward_s));
+    if (l.time.recompute_s > 0) fmt::print("    {:<38} {:>12}\n", "recomputed in backward", human_seconds(l.time.recompute_s));
+  }
+}
+
+std::string json(const Job& job, const Estimate& e, const BlockHint& hint, bool ops) {
   JsonWriter w(true);
   w.begin_object();
   w.field("kind", "starfish.estimate");
@@ -91,6 +142,7 @@ std::string json(const Job& job, const Estimate& e, const BlockHint& hint) {
   w.end_object();
   w.field("tokens_per_s", e.tokens_per_s).field("tflops_per_gpu", e.tflops_per_gpu).field("mfu", e.mfu);
   w.field("bubble_fraction", e.bubble_fraction);
+  if (ops) write_layer_ops(w, job);
   w.end_object();
   return w.str() + "\n";
 }
@@ -156,21 +208,26 @@ void table(const Job& job, const Estimate& e, const BlockHint& hint) {
 }  // namespace
 
 int run_estimate(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "hw", "plan", "nodes"}, {"json", "help"});
+  Args args(argv, {"model", "hw", "plan", "nodes"}, {"json", "ops", "help"});
   if (args.flag("help")) {
     fmt::print(
-        "usage: starfish estimate --model M --hw H [--plan P] [--nodes N] [--json]\n"
+        "usage: starfish estimate --model M --hw H [--plan P] [--nodes N] [--ops] [--json]\n"
         "  M, H: a YAML file or a bundled name (configs/models/M.yaml, hwprofiles/H.yaml)\n"
         "  P: a plan file (training + plan); without one, pure data parallelism over all GPUs\n"
-        "  N: number of nodes (overrides the hwprofile's)\n");
+        "  N: number of nodes (overrides the hwprofile's)\n"
+        "  --ops: each op of a layer (dense, MoE) with its forward and backward time on one GPU\n");
     return 0;
   }
   if (!args.positional().empty()) throw UsageError("unexpected argument '" + args.positional().front() + "'");
   const Job job = load_job(args.get("model"), args.get("hw"), args.get("plan"), args.get("nodes"));
   const Estimate e = estimate(job);
   const BlockHint hint = block_recompute_hint(job, e);
-  if (args.flag("json")) std::fputs(json(job, e, hint).c_str(), stdout);
-  else table(job, e, hint);
+  if (args.flag("json")) {
+    std::fputs(json(job, e, hint, args.flag("ops")).c_str(), stdout);
+  } else {
+    table(job, e, hint);
+    if (args.flag("ops")) print_layer_ops(job);
+  }
   return 0;
 }
 

@@ -79,6 +79,38 @@ TEST(CliEstimate, SaysTheFewestRecomputingLayersThatFitAndTheyDo) {
   std::remove(path.c_str());
 }
 
+// --ops lists each op of a layer as the estimate costs it: DeepSeek-V3 has dense layers (its first
+// three) and MoE ones, each listed; an op's times add up to its layer's, and without --ops the
+// JSON stays without them.
+TEST(CliEstimate, OpsListEachLayerKindsOpsAndTheyAddUpToTheLayer) {
+  const std::string base = kCli + " estimate --model deepseek-v3 --hw dgx-h100 --nodes 2";
+  const auto table = run_command("cd " + kRoot + " && " + base + " --ops");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  for (const char* line : {"layer ops    one GPU, one micro-batch of 1 x 4096 tokens", "dense layer", "moe layer",
+                           "MLP-in GEMM", "MoE grouped expert GEMM in", "total"})
+    EXPECT_NE(table.out.find(line), std::string::npos) << line << "\n" << table.out;
+  const auto r = run_command("cd " + kRoot + " && " + base + " --ops --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const JsonValue j = parse_json(r.out);
+  const JsonValue* layers = j.find("layer_ops");
+  ASSERT_NE(layers, nullptr) << r.out;
+  ASSERT_EQ(layers->array.size(), 2u);
+  for (const JsonValue& layer : layers->array) {
+    double forward = 0, backward = 0;
+    for (const JsonValue& op : layer.find("ops")->array) {
+      forward += op.number_at("forward_s").value_or(-1);
+      backward += op.number_at("backward_s").value_or(-1);
+    }
+    EXPECT_NEAR(forward, layer.number_at("forward_s").value_or(0), 1e-12) << layer.string_at("layer").value_or("");
+    EXPECT_NEAR(backward, layer.number_at("backward_s").value_or(0), 1e-12);
+    EXPECT_GT(forward, 0);
+  }
+  EXPECT_EQ(layers->array[0].string_at("layer").value_or(""), "dense");
+  EXPECT_EQ(layers->array[1].string_at("layer").value_or(""), "moe");
+  const auto plain = run_command("cd " + kRoot + " && " + base + " --json");
+  EXPECT_EQ(plain.out.find("layer_ops"), std::string::npos);
+}
+
 TEST(CliEstimate, BadInputIsOneLineAndNonZero) {
   const std::string bad = "/tmp/starfish_cli_bad_model.yaml";
   std::ofstream(bad) << "name: x\nlayers: 2\nhidden: 64\nheads: 4\nseq_len: 8\nvocab: 10\nwidth: 3\n";
