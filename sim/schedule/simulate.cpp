@@ -48,18 +48,22 @@ StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Result
   const double step = span / std::max(1, points - 1);
   double next_sample = 0;
   out.timeline.push_back({0, level});
+  double highest = level;  // since the last sample: a sample never hides a peak between samples
   for (const auto& [t, d, transient] : ev) {
     if (level + transient > out.peak_bytes) {
       out.peak_bytes = level + transient;
       out.peak_time_s = t;
     }
+    highest = std::max(highest, level + transient);
     level += d;
     if (level > out.peak_bytes) {
       out.peak_bytes = level;
       out.peak_time_s = t;
     }
+    highest = std::max(highest, level);
     if (t >= next_sample) {
-      out.timeline.push_back({t, level});
+      out.timeline.push_back({t, highest});
+      highest = level;
       next_sample = t + step;
     }
   }

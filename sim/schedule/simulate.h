@@ -35,7 +35,7 @@ struct StageMemoryReport {
   double model_state_bytes = 0;
   double peak_bytes = 0;                // model states + peak activations
   double peak_time_s = 0;
-  std::vector<MemorySample> timeline;   // at most SimOptions::timeline_points samples
+  std::vector<MemorySample> timeline;   // at most SimOptions::timeline_points samples, each the highest since the last
 };
 
 struct LinkReport {

@@ -452,7 +452,9 @@ TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
     const double accumulate = 3 * 2.0 * params / (hbm * c.node.gpu.hbm_efficiency);
     EXPECT_NEAR(sum - 4 * per_mb - 3 * accumulate, engine.task_duration_s(engine.task_count() - 1), 1e-12 * sum)
         << "hbm " << hbm;  // + the optimizer
-    if (hbm < 1e15) EXPECT_GT(3 * accumulate, 1e-3 * sum);  // large enough to be seen
+    if (hbm < 1e15) {
+      EXPECT_GT(3 * accumulate, 1e-3 * sum);  // large enough to be seen
+    }
   }
 }
 
