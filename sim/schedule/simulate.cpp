@@ -67,7 +67,7 @@ StageMemoryReport stage_memory(const StageInfo& st, int stage, const des::Result
       next_sample = t + step;
     }
   }
-  out.timeline.push_back({r.makespan_s, level});
+  out.timeline.push_back({r.makespan_s, highest});
   return out;
 }
 

@@ -730,6 +730,12 @@ TEST(Simulate, MemoryPeaksFollowTheOneFOneBInFlightCount) {
         << "stage " << s;
   }
   EXPECT_DOUBLE_EQ(r.memory[3].peak_bytes - r.memory[3].model_state_bytes, 2 * per_layer + gradients);
+  // Each stage's memory chart reaches its peak, the gradients' moment included.
+  for (const auto& st : r.memory) {
+    double highest = 0;
+    for (const MemorySample& p : st.timeline) highest = std::max(highest, p.bytes);
+    EXPECT_DOUBLE_EQ(highest, st.peak_bytes) << "stage " << st.stage;
+  }
   // The report's peak is what PyTorch's caching allocator reserves for it: 15% fragmentation
   // (GMLake's measured mean) on top of the tensors, reserved = allocated / 0.85.
   EXPECT_DOUBLE_EQ(r.peak_gpu_bytes, std::max(r.memory[0].peak_bytes, r.memory[3].peak_bytes) / 0.85);
