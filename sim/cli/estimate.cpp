@@ -57,11 +57,13 @@ BlockHint block_recompute_hint(const Job& job, const Estimate& e) {
 }
 
 // One kind of layer of the plan (dense or MoE) as estimate() costs it: its ops on one GPU for
-// one micro-batch, and the recomputation its backward adds.
+// one micro-batch, the recomputation its backward adds, and its communication (the token
+// exchanges only in an MoE layer).
 struct LayerOps {
   const char* kind = "dense";
   std::vector<LayerOp> ops;
   LayerTime time;
+  LayerCommunication comm;
 };
 std::vector<LayerOps> plan_layer_ops(const Job& job) {
   std::vector<LayerOps> out;
@@ -70,8 +72,10 @@ std::vector<LayerOps> plan_layer_ops(const Job& job) {
   for (bool moe : {false, true}) {
     if (moe ? !m.is_moe() : !has_dense) continue;
     const LayerShape shape = plan_layer_shape(job.plan, moe);
+    LayerCommunication comm = layer_communication(job);
+    if (!moe) comm.exchange_forward_s = comm.exchange_backward_s = 0;
     out.push_back({moe ? "moe" : "dense", layer_ops(job.cluster.node.gpu, job.training.dtype, m, shape),
-                   layer_time(job.cluster.node.gpu, job.training.dtype, m, shape, job.plan.recompute)});
+                   layer_time(job.cluster.node.gpu, job.training.dtype, m, shape, job.plan.recompute), comm});
   }
   return out;
 }
@@ -84,7 +88,12 @@ void write_layer_ops(JsonWriter& w, const Job& job) {
     w.key("ops").begin_array();
     for (const LayerOp& op : l.ops)
       w.begin_object().field("name", op.name).field("forward_s", op.forward_s).field("backward_s", op.backward_s).end_object();
-    w.end_array().end_object();
+    w.end_array();
+    w.key("communication").begin_object();
+    w.field("tp_forward_s", l.comm.tp_forward_s).field("tp_backward_s", l.comm.tp_backward_s);
+    w.field("exchange_forward_s", l.comm.exchange_forward_s).field("exchange_backward_s", l.comm.exchange_backward_s);
+    w.field("cp_forward_s", l.comm.cp_forward_s).field("cp_backward_s", l.comm.cp_backward_s);
+    w.end_object().end_object();
   }
   w.end_array();
 }
@@ -92,7 +101,7 @@ void write_layer_ops(JsonWriter& w, const Job& job) {
 void print_layer_ops(const Job& job) {
   using units::human_seconds;
   const Plan& p = job.plan;
-  fmt::print("\nlayer ops    one GPU, one micro-batch of {} x {} tokens{}{}; collectives and exchanges apart\n", p.micro_batch,
+  fmt::print("\nlayer ops    one GPU, one micro-batch of {} x {} tokens{}{}; its communication after the total\n", p.micro_batch,
              job.model.seq_len / p.cp, p.tp > 1 ? fmt::format(", TP {}", p.tp) : "",
              p.ep > 1 ? fmt::format(", EP {}", p.ep) : "");
   for (const LayerOps& l : plan_layer_ops(job)) {
@@ -101,6 +110,12 @@ void print_layer_ops(const Job& job) {
       fmt::print("    {:<38} {:>12} {:>12}\n", op.name, human_seconds(op.forward_s), human_seconds(op.backward_s));
     fmt::print("    {:<38} {:>12} {:>12}\n", "total", human_seconds(l.time.forward_s), human_seconds(l.time.backward_s));
     if (l.time.recompute_s > 0) fmt::print("    {:<38} {:>12}\n", "recomputed in backward", human_seconds(l.time.recompute_s));
+    auto comm = [&](const char* name, double forward_s, double backward_s) {
+      if (forward_s + backward_s > 0) fmt::print("    {:<38} {:>12} {:>12}\n", name, human_seconds(forward_s), human_seconds(backward_s));
+    };
+    comm("TP collectives", l.comm.tp_forward_s, l.comm.tp_backward_s);
+    comm("MoE token exchanges", l.comm.exchange_forward_s, l.comm.exchange_backward_s);
+    comm("context-parallel ring (exposed)", l.comm.cp_forward_s, l.comm.cp_backward_s);
   }
 }
 

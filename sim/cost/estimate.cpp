@@ -143,9 +143,10 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
     // backward, 2 more when full recomputation redoes the forward.
     const LayerTime moe = layer_time(gpu, t.dtype, m, plan_layer_shape(p, true), p.recompute);
     const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
-    costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + 2 * exchange;
-    costs.moe_extra_s = moe.total_s() - costs.layer_s +
-                        (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
+    costs.moe_exchange_forward_s = 2 * exchange;
+    costs.moe_exchange_s = (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
+    costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + costs.moe_exchange_forward_s;
+    costs.moe_extra_s = moe.total_s() - costs.layer_s + costs.moe_exchange_s;
   }
   return costs;
 }
@@ -252,6 +253,21 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
 }
 
 }  // namespace
+
+LayerCommunication layer_communication(const Job& job) {
+  const Model& m = job.model;
+  const Plan& p = job.plan;
+  const StageCosts costs =
+      micro_batch_costs(m, job.cluster, job.training, p, plan_layer_times(job.cluster.node, job.training.dtype, m, p));
+  LayerCommunication out;
+  out.tp_forward_s = costs.tp_forward_per_layer_s;
+  out.tp_backward_s = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
+  out.cp_forward_s = costs.cp_forward_per_layer_s;
+  out.cp_backward_s = costs.cp_per_layer_s - costs.cp_forward_per_layer_s;
+  out.exchange_forward_s = costs.moe_exchange_forward_s;
+  out.exchange_backward_s = costs.moe_exchange_s - costs.moe_exchange_forward_s;
+  return out;
+}
 
 void estimate_into(const Model& m, const Cluster& c, const Training& t, const Plan& p, const ParamCount& params,
                    const std::vector<double>& stage_n, const IterationFlops& fl, const EstimateOptions& options,

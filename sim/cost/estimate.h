@@ -60,6 +60,17 @@ struct Estimate {
 
 Estimate estimate(const Job& job);
 
+// One layer's communication on one GPU for one micro-batch as the estimate charges it (beside
+// the layer's ops: `estimate --ops`): its TP collectives, an MoE layer's token exchanges
+// (all-to-alls and expert-TP gathers; 0 for a dense model), the context-parallel ring's exposed
+// sends. Backward includes what full recomputation repeats of the forward's.
+struct LayerCommunication {
+  double tp_forward_s = 0, tp_backward_s = 0;
+  double exchange_forward_s = 0, exchange_backward_s = 0;
+  double cp_forward_s = 0, cp_backward_s = 0;
+};
+LayerCommunication layer_communication(const Job& job);
+
 // For a job under full recomputation of every layer that block recomputation could run
 // (recompute_layers_problem): the fewest layers of each virtual stage that may recompute with
 // the plan still fitting, 1 .. (layers of the largest virtual stage) - 1, or 0 when every one

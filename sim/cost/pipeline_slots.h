@@ -32,6 +32,8 @@ struct StageCosts {
   double accumulate_s_per_param = 0; // gradient accumulation per parameter of the stage
   double moe_extra_s = 0;            // an MoE layer's time over a dense one's (experts, all-to-alls)
   double moe_forward_extra_s = 0;    // its forward part
+  double moe_exchange_s = 0;         // of which its token exchanges (all-to-alls, expert-TP gathers)
+  double moe_exchange_forward_s = 0; // their forward part
   double window_extra_s = 0;         // a sliding-window layer's time over a full one's (<= 0)
   double window_forward_extra_s = 0; // its forward part
   // A layer kept in the training dtype under fp8 (Plan::bf16_layer): its time over the fp8

@@ -111,6 +111,30 @@ TEST(CliEstimate, OpsListEachLayerKindsOpsAndTheyAddUpToTheLayer) {
   EXPECT_EQ(plain.out.find("layer_ops"), std::string::npos);
 }
 
+// Beside the ops, a layer's communication as the estimate charges it: Mixtral 8x7B at TP 2 and
+// EP 8 (selective recompute) has two TP collectives and two all-to-alls a pass, as many in
+// backward as in forward; a dense plan none of the exchanges.
+TEST(CliEstimate, OpsCarryEachLayersCommunication) {
+  const auto r = run_command("cd " + kRoot + " && " + kCli + " estimate --plan configs/plans/mixtral-8x7b-ep8.yaml --ops --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const JsonValue j = parse_json(r.out);
+  const JsonValue* layers = j.find("layer_ops");
+  ASSERT_NE(layers, nullptr) << r.out;
+  ASSERT_EQ(layers->array.size(), 1u);  // every Mixtral layer is MoE
+  const JsonValue& moe = layers->array[0];
+  const double tp = moe.number_at("communication.tp_forward_s").value_or(0);
+  const double exchange = moe.number_at("communication.exchange_forward_s").value_or(0);
+  EXPECT_GT(tp, 0);
+  EXPECT_GT(exchange, 0);
+  EXPECT_DOUBLE_EQ(moe.number_at("communication.tp_backward_s").value_or(0), tp);
+  EXPECT_DOUBLE_EQ(moe.number_at("communication.exchange_backward_s").value_or(0), exchange);
+  const auto table = run_command("cd " + kRoot + " && " + kCli + " estimate --plan configs/plans/mixtral-8x7b-ep8.yaml --ops");
+  EXPECT_NE(table.out.find("MoE token exchanges"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("TP collectives"), std::string::npos) << table.out;
+  const auto dense = run_command("cd " + kRoot + " && " + kCli + " estimate --model llama3-8b --hw dgx-h100 --ops");
+  EXPECT_EQ(dense.out.find("MoE token exchanges"), std::string::npos) << dense.out;
+}
+
 TEST(CliEstimate, BadInputIsOneLineAndNonZero) {
   const std::string bad = "/tmp/starfish_cli_bad_model.yaml";
   std::ofstream(bad) << "name: x\nlayers: 2\nhidden: 64\nheads: 4\nseq_len: 8\nvocab: 10\nwidth: 3\n";
@@ -197,8 +221,11 @@ TEST(CliCompare, JsonCarriesEachQuantityAndItsRatio) {
   ASSERT_NE(quantities, nullptr);
   ASSERT_FALSE(quantities->array.empty());
   EXPECT_EQ(quantities->array.front().string_at("name"), "iteration time");
-  for (const JsonValue& q : quantities->array)
-    if (q.number_at("predicted").value_or(0) > 0) EXPECT_EQ(q.number_at("ratio"), 1.0) << *q.string_at("name");
+  for (const JsonValue& q : quantities->array) {
+    if (q.number_at("predicted").value_or(0) > 0) {
+      EXPECT_EQ(q.number_at("ratio"), 1.0) << *q.string_at("name");
+    }
+  }
 }
 
 }  // namespace

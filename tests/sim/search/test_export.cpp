@@ -843,7 +843,9 @@ void expect_top_plans_export(const Model& m, const Cluster& c, Framework fw) {
   ASSERT_FALSE(r.rows.empty());
   // The export's filter is in play; a DeepSpeed space enumerates only what its engine runs
   // (job.h's placement and schedule rules), which may leave the filter nothing to refuse.
-  if (fw != Framework::deepspeed) EXPECT_GT(r.not_admitted, 0);
+  if (fw != Framework::deepspeed) {
+    EXPECT_GT(r.not_admitted, 0);
+  }
   for (const Row& row : r.rows) {
     SCOPED_TRACE(row.label());
     EXPECT_EQ(row.plan.framework, fw);

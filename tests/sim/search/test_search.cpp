@@ -63,7 +63,9 @@ TEST(Search, RowsRecomputingEveryLayerRecomputeTheFewestThatFit) {
   int block = 0, fewest_above_one = 0;
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const Row& row = r.rows[i];
-    if (i > 0) EXPECT_GE(r.rows[i - 1].tokens_per_s, row.tokens_per_s);
+    if (i > 0) {
+      EXPECT_GE(r.rows[i - 1].tokens_per_s, row.tokens_per_s);
+    }
     EXPECT_EQ(row.plan.recompute, Recompute::full);
     if (row.plan.recompute_layers == 0) continue;
     ++block;
