@@ -184,18 +184,35 @@ Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_by
 
 }  // namespace
 
+LayerActivations plan_layer_activations(const Model& m, const Plan& plan, int64_t act_bytes) {
+  LayerActivations out;
+  const ActivationOptions o = plan_activation_options(plan, act_bytes, plan.recompute);
+  out.kept = layer_activation_bytes(m, plan.micro_batch, o);
+  const ActivationOptions rebuilt = plan_activation_options(plan, act_bytes, Recompute::none);
+  out.full = plan.recompute != Recompute::none ? layer_activation_bytes(m, plan.micro_batch, rebuilt) : out.kept;
+  out.backward_transient = layer_backward_transient_bytes(m, plan.micro_batch, o);
+  if (m.is_moe()) {
+    out.moe_kept = moe_layer_activation_bytes(m, plan, o);
+    out.moe_full = plan.recompute != Recompute::none ? moe_layer_activation_bytes(m, plan, rebuilt) : out.moe_kept;
+    out.moe_backward_transient = moe_layer_backward_transient_bytes(m, plan, o);
+  }
+  return out;
+}
+
 StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
                                         int stage) {
+  return peak_stage_activations(m, plan, micro_batches, act_bytes, stage, plan_layer_activations(m, plan, act_bytes));
+}
+
+StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_t micro_batches, int64_t act_bytes,
+                                        int stage, const LayerActivations& layer) {
   const int p = plan.pp, v = plan.virtual_stages;
-  const ActivationOptions o = plan_activation_options(plan, act_bytes, plan.recompute);
-  const double per_layer = layer_activation_bytes(m, plan.micro_batch, o);
+  const double per_layer = layer.kept, full_layer = layer.full;
   const double layers_per_stage = stage_layer_count(m.layers, p, v, plan.stage_layers, stage);
   // MoE layers keep their experts' activations instead of a dense MLP's.
   const double moe_layers = m.is_moe() ? stage_moe_layers(m, plan, stage) : 0;
-  const double moe_extra = moe_layers > 0 ? moe_layer_activation_bytes(m, plan, o) - per_layer : 0;
+  const double moe_extra = moe_layers > 0 ? layer.moe_kept - per_layer : 0;
   const double mb = static_cast<double>(micro_batches);
-  const ActivationOptions rebuilt = plan_activation_options(plan, act_bytes, Recompute::none);
-  const double full_layer = plan.recompute != Recompute::none ? layer_activation_bytes(m, plan.micro_batch, rebuilt) : per_layer;
   // Block recomputation: the layers that do not recompute keep all of theirs (their dense and
   // MoE bytes over what a recomputing layer keeps).
   double kept_extra = 0;
@@ -204,7 +221,7 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
     const double kept_moe =
         m.is_moe() ? moe_layers - stage_recomputing_layers_where(m.layers, plan, stage, [&m](int l) { return m.moe_layer(l); }) : 0;
     kept_extra = kept * (full_layer - per_layer);
-    if (kept_moe > 0) kept_extra += kept_moe * (moe_layer_activation_bytes(m, plan, rebuilt) - full_layer - moe_extra);
+    if (kept_moe > 0) kept_extra += kept_moe * (layer.moe_full - full_layer - moe_extra);
   }
 
   StageActivations out;
@@ -226,9 +243,8 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
 
   if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer + bf16.recompute_working_bytes;
   // The layer being back-propagated: the larger of a dense and an MoE layer of the stage's.
-  if (layers_per_stage > moe_layers) out.backward_transient_bytes = layer_backward_transient_bytes(m, plan.micro_batch, o);
-  if (moe_layers > 0)
-    out.backward_transient_bytes = std::max(out.backward_transient_bytes, moe_layer_backward_transient_bytes(m, plan, o));
+  if (layers_per_stage > moe_layers) out.backward_transient_bytes = layer.backward_transient;
+  if (moe_layers > 0) out.backward_transient_bytes = std::max(out.backward_transient_bytes, layer.moe_backward_transient);
   const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);

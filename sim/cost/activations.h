@@ -105,8 +105,20 @@ double boundary_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 // without pipeline parallelism).
 double pipeline_buffer_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 
-// `micro_batches` = micro-batches per pipeline per iteration.
+// What one layer of the plan keeps, the same on every stage (computed once per plan, asked per
+// stage): its activations with the plan's recomputation (`kept`) and without (`full`), an MoE
+// layer's likewise, and the gradients each holds at their most in its backward.
+struct LayerActivations {
+  double kept = 0, full = 0, backward_transient = 0;
+  double moe_kept = 0, moe_full = 0, moe_backward_transient = 0;
+};
+LayerActivations plan_layer_activations(const Model& model, const Plan& plan, int64_t act_bytes);
+
+// `micro_batches` = micro-batches per pipeline per iteration; `layer`: plan_layer_activations
+// of the same plan (the estimate's loop over stages computes it once).
 StageActivations peak_stage_activations(const Model& model, const Plan& plan, int64_t micro_batches,
                                         int64_t act_bytes, int stage);
+StageActivations peak_stage_activations(const Model& model, const Plan& plan, int64_t micro_batches,
+                                        int64_t act_bytes, int stage, const LayerActivations& layer);
 
 }  // namespace starfish

@@ -49,10 +49,11 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
   const double framework_buffers = framework_buffer_bytes(t, p) + moe_dispatch_buffer_bytes(m, p, act_bytes);
   const TierBytes capacity = usable_capacity(c);
   const double g = c.node.gpus;
+  const LayerActivations layer_activations = plan_layer_activations(m, p, act_bytes);
   for (int stage = 0; stage < p.pp; ++stage) {
     const double n = stage_n[stage];
     ModelStates ms = stage_model_states(m, t, p, stage, n, layer_params, chunks);
-    const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage);
+    const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage, layer_activations);
     const double quantized_weights = quantized_weight_cache_bytes(m, p, stage);
     const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage, m.tied_embeddings);
     // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.

@@ -21,17 +21,18 @@ LayerCosts layer_costs(const Job& job) {
   c.output_s = times.output_s;
   c.boundary_bytes = boundary_bytes(m, p, c.act_bytes);
   c.tp_bytes = 2 * c.boundary_bytes;
-  c.stored_bytes = layer_activation_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, p.recompute));
-  c.full_bytes = layer_activation_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, Recompute::none));
-  c.backward_transient_bytes = layer_backward_transient_bytes(m, p.micro_batch, plan_activation_options(p, c.act_bytes, p.recompute));
+  const LayerActivations layer = plan_layer_activations(m, p, c.act_bytes);
+  c.stored_bytes = layer.kept;
+  c.full_bytes = layer.full;
+  c.backward_transient_bytes = layer.backward_transient;
   c.embedding_bytes = embedding_activation_bytes(m, p, c.act_bytes);
   c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
   if (m.is_moe()) {
     const DType dtype = job.training.dtype;
     c.moe_layer = layer_time(gpu, dtype, m, plan_layer_shape(p, true), p.recompute);
-    c.moe_stored_bytes = moe_layer_activation_bytes(m, p, plan_activation_options(p, c.act_bytes, p.recompute));
-    c.moe_full_bytes = moe_layer_activation_bytes(m, p, plan_activation_options(p, c.act_bytes, Recompute::none));
-    c.moe_backward_transient_bytes = moe_layer_backward_transient_bytes(m, p, plan_activation_options(p, c.act_bytes, p.recompute));
+    c.moe_stored_bytes = layer.moe_kept;
+    c.moe_full_bytes = layer.moe_full;
+    c.moe_backward_transient_bytes = layer.moe_backward_transient;
     c.dispatch_bytes = moe_dispatch_bytes(m, p, c.act_bytes);
     if (p.expert_tp() > 1) c.etp_gather_bytes = c.dispatch_bytes * p.expert_tp();
   }
