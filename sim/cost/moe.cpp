@@ -122,9 +122,11 @@ double moe_etp_gather_time_s(const Cluster& c, const Model& m, const Plan& p, in
   return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, etp, bytes, link_for_group(c, etp, 1));
 }
 
-double moe_layer_activation_bytes(const Model& m, const Plan& p, const ActivationOptions& o) {
-  const double dense = layer_activation_bytes(m, p.micro_batch, o);
-  if (o.recompute == Recompute::full) return dense;  // only the layer input, as a dense layer
+namespace {
+
+// What an MoE layer's router, experts and shared experts keep for backward in place of a dense
+// MLP's intermediates (without full recomputation, which keeps only the layer's input).
+double experts_activation_bytes(const Model& m, const Plan& p, const ActivationOptions& o) {
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(o.act_bytes), h = m.hidden, E = m.moe.experts;
   // A GEMM's saved input (quantized under fp8/fp4: TE's GroupedLinear and Linear keep the
@@ -144,7 +146,15 @@ double moe_layer_activation_bytes(const Model& m, const Plan& p, const Activatio
     moe += (activation_input * B + q) * tokens * (m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp);
     if (o.quantized_input_bytes > 0) moe += q * x.tokens * h;
   }
-  return dense - mlp_activation_bytes(m, p.micro_batch, o) + moe;
+  return moe;
+}
+
+}  // namespace
+
+double moe_layer_activation_bytes(const Model& m, const Plan& p, const ActivationOptions& o) {
+  const double dense = layer_activation_bytes(m, p.micro_batch, o);
+  if (o.recompute == Recompute::full) return dense;  // only the layer input, as a dense layer
+  return dense - mlp_activation_bytes(m, p.micro_batch, o) + experts_activation_bytes(m, p, o);
 }
 
 double moe_dispatch_buffer_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
@@ -166,12 +176,11 @@ double moe_layer_backward_transient_bytes(const Model& m, const Plan& p, const A
   // send and receive sides already.
   const double experts =
       residual_grad + std::max({exchange, second_gemm, activation}) - moe_dispatch_buffer_bytes(m, p, o.act_bytes);
-  // Unfused attention's moment comes after the experts' saved tensors are freed.
+  // Unfused attention's moment comes after the experts' saved tensors (all there, kept or
+  // rebuilt) are freed.
   ActivationOptions rebuilt = o;
   rebuilt.recompute = Recompute::none;
-  const double moe_intermediates = moe_layer_activation_bytes(m, p, rebuilt) - layer_activation_bytes(m, p.micro_batch, rebuilt) +
-                                   mlp_activation_bytes(m, p.micro_batch, rebuilt);
-  return std::max({0.0, experts, attention_backward_transient_bytes(m, p.micro_batch, o, moe_intermediates)});
+  return std::max({0.0, experts, attention_backward_transient_bytes(m, p.micro_batch, o, experts_activation_bytes(m, p, rebuilt))});
 }
 
 double moe_mlp_forward_flops(const Model& m, double tokens) {
