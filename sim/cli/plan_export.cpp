@@ -104,7 +104,7 @@ void print_wrapped(const std::string& text) {
 // The abbreviations of the plan labels shown, each explained once.
 void print_legend(const search::SearchResult& r, int limit) {
   bool pipeline = false, interleaved = false, sp = false, recompute = false, offload = false, chunk = false;
-  bool experts = false, uneven = false, cpu_embedding = false, context = false, other_framework = false;
+  bool experts = false, uneven = false, slots = false, cpu_embedding = false, context = false, other_framework = false;
   for (size_t k = 0; k < r.rows.size() && k < static_cast<size_t>(std::max(limit, 0)); ++k) {
     const search::Candidate& c = r.rows[k].candidate;
     pipeline = pipeline || c.pp > 1;
@@ -118,6 +118,7 @@ void print_legend(const search::SearchResult& r, int limit) {
     experts = experts || c.ep > 1 || c.etp > 1;
     context = context || c.cp > 1;
     uneven = uneven || c.first_stage_layers > 0 || c.last_stage_layers > 0;
+    slots = slots || c.embedding_slot || c.loss_slot;
   }
   std::string s = "legend: TP/PP/DP tensor-, pipeline-, data-parallel degrees;";
   if (pipeline) s += " 1f1b/gpipe/interleaved the pipeline schedule;";
@@ -126,6 +127,9 @@ void print_legend(const search::SearchResult& r, int limit) {
   if (context) s += " CPN context-parallel degree (ring attention over N ranks per sequence);";
   if (experts) s += " EPN/ETPN expert-parallel / expert-tensor-parallel degrees (MoE);";
   if (uneven) s += " firstN lastN layers of the first / last pipeline stage (the others share the rest);";
+  if (slots)
+    s += " slots:emb+loss the embedding and the loss each take a layer's place in the pipeline split "
+         "(Megatron-core's --account-for-embedding/loss-in-pipeline-split);";
   s += " mbN micro-batch of N sequences; ZeRO-N ZeRO stage (0: none, 1: optimizer, 2: +grads, 3: +params sharded);";
   if (recompute) s += " rc-full/rc-selective activation recompute (none when absent; rc-full/N: the first N layers of each virtual stage);";
   if (offload) s += " off:P/G/O the tiers of params/grads/optimizer states;";

@@ -330,8 +330,8 @@ int fewest_fitting_recompute_layers(const Model& m, const Plan& p, const std::fu
   Plan block = p;
   block.recompute_layers = 1;
   if (!recompute_layers_problem(block).empty()) return 0;
-  // Layers of the largest virtual stage (a stage's virtual stages share its layers evenly).
-  const int largest = max_stage_layers(m.layers, p.pp, p.virtual_stages, p.stage_layers) / p.virtual_stages;
+  // Layers of the largest virtual stage.
+  const int largest = max_virtual_stage_layers(m.layers, p.pp, p.virtual_stages, p.stage_layers);
   if (largest < 2 || !fits(largest - 1)) return 0;
   int lo = 1, hi = largest - 1;  // hi fits; find the smallest that does
   while (lo < hi) {

@@ -32,7 +32,8 @@ void AnalyticEvaluator::prepare(const std::vector<Candidate>& candidates) {
   std::vector<double> scratch;
   Plan plan;
   for (const Candidate& c : candidates) {
-    const ShapeKey key{c.tp, c.pp, c.virtual_stages, c.first_stage_layers, c.last_stage_layers, c.ep, c.etp};
+    const ShapeKey key{c.tp, c.pp, c.virtual_stages, c.first_stage_layers, c.last_stage_layers, c.ep, c.etp,
+                       c.embedding_slot, c.loss_slot};
     if (stage_params_.count(key)) continue;
     c.fill(plan);
     stage_params_[key] = stage_params(plan, scratch);
@@ -56,7 +57,8 @@ const ChunkFootprint* AnalyticEvaluator::chunk_footprint_of(const Plan& p, Chunk
 const std::vector<double>& AnalyticEvaluator::stage_params(const Plan& p, std::vector<double>& scratch) const {
   if (p.stage_layers.per_stage.empty()) {
     auto it = stage_params_.find(
-        ShapeKey{p.tp, p.pp, p.virtual_stages, p.stage_layers.first, p.stage_layers.last, p.ep, p.etp});
+        ShapeKey{p.tp, p.pp, p.virtual_stages, p.stage_layers.first, p.stage_layers.last, p.ep, p.etp,
+                 p.stage_layers.embedding_slot, p.stage_layers.loss_slot});
     if (it != stage_params_.end()) return it->second;
   }
   scratch.assign(p.pp, 0.0);

@@ -50,7 +50,8 @@ class AnalyticEvaluator {
   const Training& training() const { return training_; }
 
  private:
-  using ShapeKey = std::tuple<int, int, int, int, int, int, int>;  // tp, pp, v, first/last stage layers, ep, etp
+  // tp, pp, v, first/last stage layers, ep, etp, embedding/loss slots
+  using ShapeKey = std::tuple<int, int, int, int, int, int, int, bool, bool>;
   // Parameters per stage of `plan`'s shape: cached, or computed into `scratch` (an explicit
   // per-stage layout is never cached).
   const std::vector<double>& stage_params(const Plan& plan, std::vector<double>& scratch) const;

@@ -250,6 +250,8 @@ void add_parallel_arguments(const Job& job, ArgumentList& a) {
   // number of virtual stages (the layers per chunk differ between stages).
   if (p.stage_layers.first > 0) add("--decoder-first-pipeline-num-layers", whole(p.stage_layers.first));
   if (p.stage_layers.last > 0) add("--decoder-last-pipeline-num-layers", whole(p.stage_layers.last));
+  if (p.stage_layers.embedding_slot) add("--account-for-embedding-in-pipeline-split");
+  if (p.stage_layers.loss_slot) add("--account-for-loss-in-pipeline-split");
   if (p.virtual_stages > 1 && !p.stage_layers.even())
     add("--num-virtual-stages-per-pipeline-rank", whole(p.virtual_stages));
   else if (p.virtual_stages > 1)
@@ -495,6 +497,8 @@ const std::map<std::string, std::string>& bridge_renamed_arguments() {
 const std::map<std::string, std::string>& bridge_flag_arguments() {
   static const std::map<std::string, std::string> flags = {
       {"--sequence-parallel", "model.sequence_parallel"},
+      {"--account-for-embedding-in-pipeline-split", "model.account_for_embedding_in_pipeline_split"},
+      {"--account-for-loss-in-pipeline-split", "model.account_for_loss_in_pipeline_split"},
       {"--overlap-grad-reduce", "ddp.overlap_grad_reduce"},
       {"--overlap-param-gather", "ddp.overlap_param_gather"},
       {"--optimizer-cpu-offload", "optimizer.optimizer_cpu_offload"},

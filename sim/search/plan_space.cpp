@@ -111,7 +111,7 @@ void Candidate::fill(Plan& p) const {
   p.pp = pp;
   p.dp = dp;
   p.virtual_stages = virtual_stages;
-  p.stage_layers = StageLayout{first_stage_layers, last_stage_layers, {}};
+  p.stage_layers = StageLayout{first_stage_layers, last_stage_layers, {}, embedding_slot, loss_slot};
   p.ep = ep;
   p.etp = etp;
   p.cp = cp;
@@ -137,6 +137,8 @@ Candidate to_candidate(const Plan& p) {
   c.virtual_stages = static_cast<int32_t>(p.virtual_stages);
   c.first_stage_layers = p.stage_layers.first;
   c.last_stage_layers = p.stage_layers.last;
+  c.embedding_slot = p.stage_layers.embedding_slot;
+  c.loss_slot = p.stage_layers.loss_slot;
   c.ep = p.ep;
   c.etp = p.etp;
   c.cp = p.cp;
@@ -310,19 +312,34 @@ std::vector<int> micro_batch_sizes(const SearchSpace& s, int64_t per_pipeline) {
   return mbs;
 }
 
-// (schedule, virtual stages) pairs for this PP and micro-batch count.
-std::vector<std::pair<Schedule, int>> schedule_shapes(const Model& m, const SearchSpace& s, int pp, int64_t micro_batches,
-                                                      const StageLayout& layout) {
-  std::vector<std::pair<Schedule, int>> shapes;
+// A schedule with its virtual stages and the stage layout they take.
+struct ScheduleShape {
+  Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;
+  StageLayout layout;
+};
+
+// The schedules for this PP and micro-batch count, each with the stage layout it runs: the PP's
+// own (`layout`), or for interleaving that it does not divide, Megatron-core's embedding and loss
+// slots where they do (the lighter first/last stages are whole stages, which v chunks must divide).
+std::vector<ScheduleShape> schedule_shapes(const Model& m, const SearchSpace& s, int pp, int64_t micro_batches,
+                                           const StageLayout& layout) {
+  std::vector<ScheduleShape> shapes;
   for (Schedule sc : s.schedules) {
     if (pp == 1 && sc != Schedule::one_f_one_b) continue;
     if (sc != Schedule::interleaved) {
-      shapes.push_back({sc, 1});
+      shapes.push_back({sc, 1, layout});
       continue;
     }
     if (micro_batches % pp) continue;
-    for (int v = 2; v <= s.max_virtual_stages; ++v)
-      if (check_stage_layout(m.layers, pp, v, layout).field.empty()) shapes.push_back({sc, v});
+    for (int v = 2; v <= s.max_virtual_stages; ++v) {
+      if (check_stage_layout(m.layers, pp, v, layout).field.empty()) {
+        shapes.push_back({sc, v, layout});
+      } else if (s.framework == Framework::megatron_core) {
+        const StageLayout slots = slot_stage_layout(m.layers, pp, v);
+        if (slots.slots()) shapes.push_back({sc, v, slots});
+      }
+    }
   }
   return shapes;
 }
@@ -376,6 +393,8 @@ void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, in
           k.virtual_stages = static_cast<int32_t>(sh.virtual_stages);
           k.first_stage_layers = sh.layout.first;
           k.last_stage_layers = sh.layout.last;
+          k.embedding_slot = sh.layout.embedding_slot;
+          k.loss_slot = sh.layout.loss_slot;
           k.dp = sh.dp;
           k.micro_batch = sh.micro_batch;
           k.chunk_elements = chunk;
@@ -471,11 +490,14 @@ std::vector<Candidate> enumerate_plans(const Model& m, const Cluster& c, const T
         for (int b : micro_batch_sizes(s, per_pipeline)) {
           sh.micro_batch = b;
           sh.micro_batches = per_pipeline / b;
-          for (const auto& [schedule, v] : schedule_shapes(m, s, pp, sh.micro_batches, sh.layout)) {
-            sh.schedule = schedule;
-            sh.virtual_stages = v;
+          const StageLayout pp_layout = sh.layout;
+          for (const ScheduleShape& shape : schedule_shapes(m, s, pp, sh.micro_batches, pp_layout)) {
+            sh.schedule = shape.schedule;
+            sh.virtual_stages = shape.virtual_stages;
+            sh.layout = shape.layout;
             append_placements(m, s, sh, placement_of, experts, fp8s, chunked_accumulation_left_out, out);
           }
+          sh.layout = pp_layout;
         }
       }
     }
@@ -512,6 +534,9 @@ std::string short_label(const Candidate& c) {
   if (c.virtual_stages > 1) s += " v" + std::to_string(c.virtual_stages);
   if (c.first_stage_layers || c.last_stage_layers)
     s += " first" + std::to_string(c.first_stage_layers) + " last" + std::to_string(c.last_stage_layers);
+  if (c.embedding_slot || c.loss_slot)
+    s += std::string(" slots:") + (c.embedding_slot ? "emb" : "") + (c.embedding_slot && c.loss_slot ? "+" : "") +
+         (c.loss_slot ? "loss" : "");
   if (c.sequence_parallel) s += " SP";
   if (c.ep > 1) s += " EP" + std::to_string(c.ep);
   if (c.etp > 1) s += " ETP" + std::to_string(c.etp);

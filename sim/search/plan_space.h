@@ -87,6 +87,9 @@ struct Candidate {
   // Uneven stages (Plan::stage_layers' first/last; 0 = even): balanced_stage_layout when PP does
   // not divide the layers. Explicit per-stage lists are not searched.
   int32_t first_stage_layers = 0, last_stage_layers = 0;
+  // Megatron-core's embedding and loss slots (StageLayout::slots): what interleaving takes when
+  // pp x v does not divide the layers but the layers and the two slots do (Llama 3.1 405B).
+  bool embedding_slot = false, loss_slot = false;
   int32_t ep = 1, etp = 0;  // expert parallel and expert TP (0 = TP), MoE models only
   int32_t cp = 1;           // context parallel
   int32_t dp = 1;

@@ -320,6 +320,16 @@ void check_quantized_gemms(const Cluster& cluster, const Training& training, con
 
 namespace {
 
+// What an even layout that does not divide the layers could set instead: Megatron-core's
+// embedding and loss slots where they divide the virtual stages, else uneven stages.
+std::string layout_hint(int layers, const Plan& plan) {
+  if (!plan.stage_layers.even()) return "";
+  if (!slot_stage_layout(layers, plan.pp, plan.virtual_stages).even())
+    return "; set plan.embedding_in_pipeline_split and plan.loss_in_pipeline_split: true (Megatron-core's "
+           "--account-for-embedding/loss-in-pipeline-split: the layers and those two slots divide evenly)";
+  return "; for uneven stages set plan.first_stage_layers / last_stage_layers or plan.stage_layers";
+}
+
 // Tensor parallelism against the model's heads and FFN, and the pipeline's stage layout.
 void check_tensor_parallel(const Model& model, const Plan& plan, const std::string& of_model) {
   const Provenance& pp = plan.provenance;
@@ -334,10 +344,7 @@ void check_tensor_parallel(const Model& model, const Plan& plan, const std::stri
                                         std::to_string(model.ffn_hidden) + of_model);
   if (const LayoutProblem bad = check_stage_layout(model.layers, plan.pp, plan.virtual_stages, plan.stage_layers);
       !bad.field.empty())
-    pp.fail(bad.field, bad.message + of_model +
-                           (plan.stage_layers.even() ? "; for uneven stages set plan.first_stage_layers / "
-                                                       "last_stage_layers or plan.stage_layers"
-                                                     : ""));
+    pp.fail(bad.field, bad.message + of_model + layout_hint(model.layers, plan));
 }
 
 // TP groups within nodes, and data parallel: what the GPUs leave (dp 0) or what the plan says,

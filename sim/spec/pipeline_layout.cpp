@@ -6,7 +6,40 @@
 
 namespace starfish {
 
+namespace {
+
+// Megatron-core's embedding and loss slots (get_num_layers_to_build): layers + slots over the
+// pp x v virtual stages, one layer fewer in the first (last) one. Megatron lets that virtual
+// stage hold no layer at all (a standalone embedding stage); Starfish's stages each run layers.
+LayoutProblem check_slot_layout(int layers, int pp, int v, const StageLayout& s) {
+  const char* field = s.embedding_slot ? "plan.embedding_in_pipeline_split" : "plan.loss_in_pipeline_split";
+  if (s.first != 0 || s.last != 0 || !s.per_stage.empty())
+    return {field, "Megatron-core counts the embedding and the loss as layers only for even stages; drop "
+                   "first_stage_layers / last_stage_layers / stage_layers"};
+  const int64_t slots = int64_t{layers} + s.embedding_slot + s.loss_slot;
+  const int64_t virtual_stages = int64_t{pp} * v;
+  if (slots % virtual_stages != 0)
+    return {field, std::to_string(layers) + " layers + " + std::to_string(slots - layers) +
+                       (slots - layers == 1 ? " slot" : " slots") + " (embedding, loss) = " + std::to_string(slots) +
+                       " do not divide over pipeline_parallel " + std::to_string(pp) + " x virtual_stages " +
+                       std::to_string(v)};
+  if (slots / virtual_stages < 2)
+    return {field, "the first or last virtual stage would hold no layer (" + std::to_string(slots) + " slots over " +
+                       std::to_string(virtual_stages) + " virtual stages); Starfish's stages each run at least one"};
+  return {};
+}
+
+// Layers of virtual stage `vs` of stage `stage` under the embedding and loss slots.
+int slot_virtual_stage_layers(int layers, int pp, int v, const StageLayout& s, int stage, int vs) {
+  const int per = (layers + s.embedding_slot + s.loss_slot) / (pp * v);
+  return per - (s.embedding_slot && stage == 0 && vs == 0 ? 1 : 0) -
+         (s.loss_slot && stage == pp - 1 && vs == v - 1 ? 1 : 0);
+}
+
+}  // namespace
+
 LayoutProblem check_stage_layout(int layers, int pp, int v, const StageLayout& s) {
+  if (s.slots()) return check_slot_layout(layers, pp, v, s);
   if (s.even()) {
     if (layers % (int64_t{pp} * v) != 0)
       return {v > 1 ? "plan.virtual_stages" : "plan.pipeline_parallel",
@@ -58,7 +91,12 @@ LayoutProblem check_stage_layout(int layers, int pp, int v, const StageLayout& s
   return {};
 }
 
-int stage_layer_count(int layers, int pp, int /*virtual_stages*/, const StageLayout& s, int stage) {
+int stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout& s, int stage) {
+  if (s.slots()) {
+    int n = 0;
+    for (int vs = 0; vs < virtual_stages; ++vs) n += slot_virtual_stage_layers(layers, pp, virtual_stages, s, stage, vs);
+    return n;
+  }
   if (!s.per_stage.empty()) return s.per_stage[static_cast<size_t>(stage)];
   if (s.first != 0 && stage == 0) return s.first;
   if (s.last != 0 && stage == pp - 1) return s.last;
@@ -67,15 +105,18 @@ int stage_layer_count(int layers, int pp, int /*virtual_stages*/, const StageLay
   return (layers - s.first - s.last) / (pp - ends);
 }
 
+int virtual_stage_layer_count(int layers, int pp, int v, const StageLayout& s, int stage, int virtual_stage) {
+  if (s.slots()) return slot_virtual_stage_layers(layers, pp, v, s, stage, virtual_stage);
+  return stage_layer_count(layers, pp, v, s, stage) / v;
+}
+
 LayerRange virtual_stage_layer_range(int layers, int pp, int v, const StageLayout& s, int stage, int virtual_stage) {
   // Virtual stages before this one in model order: every stage's first `virtual_stage`, and
   // this one's round on the stages before `stage`.
   int first = 0;
-  for (int st = 0; st < pp; ++st) {
-    const int per_virtual_stage = stage_layer_count(layers, pp, v, s, st) / v;
-    first += per_virtual_stage * virtual_stage + (st < stage ? per_virtual_stage : 0);
-  }
-  return {first, stage_layer_count(layers, pp, v, s, stage) / v};
+  for (int st = 0; st < pp; ++st)
+    for (int vs = 0; vs < virtual_stage + (st < stage ? 1 : 0); ++vs) first += virtual_stage_layer_count(layers, pp, v, s, st, vs);
+  return {first, virtual_stage_layer_count(layers, pp, v, s, stage, virtual_stage)};
 }
 
 std::vector<bool> recomputing_layers(int layers, const Plan& plan) {
@@ -92,6 +133,20 @@ int max_stage_layers(int layers, int pp, int v, const StageLayout& s) {
   int most = 0;
   for (int st = 0; st < pp; ++st) most = std::max(most, stage_layer_count(layers, pp, v, s, st));
   return most;
+}
+
+int max_virtual_stage_layers(int layers, int pp, int v, const StageLayout& s) {
+  int most = 0;
+  for (int st = 0; st < pp; ++st)
+    for (int vs = 0; vs < v; ++vs) most = std::max(most, virtual_stage_layer_count(layers, pp, v, s, st, vs));
+  return most;
+}
+
+StageLayout slot_stage_layout(int layers, int pp, int v) {
+  StageLayout out;
+  out.embedding_slot = out.loss_slot = true;
+  if (pp < 2 || !check_stage_layout(layers, pp, v, out).field.empty()) return {};
+  return out;
 }
 
 StageLayout balanced_stage_layout(int layers, int pp) {

@@ -21,12 +21,14 @@ int stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout&
 
 // First layer and layer count of virtual stage `virtual_stage` (0..v-1) of `stage`. Virtual
 // stages are numbered in the model's order virtual_stage * pp + stage (Megatron's interleaving);
-// each holds its stage's layers / v. ("Chunk" is the chunk runtime's memory chunk only.)
+// each holds its stage's layers / v, but for the first and last under the embedding and loss
+// slots (StageLayout::slots). ("Chunk" is the chunk runtime's memory chunk only.)
 struct LayerRange {
   int first = 0;
   int count = 0;
 };
 LayerRange virtual_stage_layer_range(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, int virtual_stage);
+int virtual_stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout& layout, int stage, int virtual_stage);
 
 // Layers of stage `stage` (over its virtual stages) for which `counts(layer)` holds: its MoE
 // layers, its sliding-window layers.
@@ -55,8 +57,14 @@ int stage_recomputing_layers_where(int layers, const Plan& plan, int stage, Pred
 // For each of the model's `layers`, whether it runs the plan's recomputation (in model order).
 std::vector<bool> recomputing_layers(int layers, const Plan& plan);
 
-// Layers of the most loaded stage.
+// Layers of the most loaded stage, and of the most loaded virtual stage.
 int max_stage_layers(int layers, int pp, int virtual_stages, const StageLayout& layout);
+int max_virtual_stage_layers(int layers, int pp, int virtual_stages, const StageLayout& layout);
+
+// Megatron-core's embedding and loss slots (StageLayout::slots) when they let pp x v virtual
+// stages share the layers (126 layers over PP8 x VP8: 128 slots, 2 each); an even() layout when
+// they do not.
+StageLayout slot_stage_layout(int layers, int pp, int virtual_stages);
 
 // The split the search proposes when pp does not divide the layers: Megatron-core's first/last
 // layout with ceil(layers / pp) layers on each middle stage and the rest shared by the first and

@@ -67,12 +67,20 @@ struct Offload {
 // layers over PP16 as 7 + 14 x 8 + 7, lighter ends for the embedding and the LM head). `per_stage`:
 // every stage's count (DeepSpeed's partition by parameters gives such lists). With interleaving,
 // each stage's layers are divided evenly over its virtual stages (Megatron-core's
-// get_num_layers_to_build). sim/spec/pipeline_layout.h resolves and checks it.
+// get_num_layers_to_build). `embedding_slot` / `loss_slot`: Megatron-core's
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split, which count
+// the embedding and the loss as one layer each: layers + 1 + 1 share the pp x virtual_stages
+// virtual stages evenly and the model's first (last) virtual stage builds one layer fewer
+// (Megatron-Bridge's Llama 3.1 405B and Qwen3-235B recipes: 126 layers over PP8 x VP8 as 2 a
+// virtual stage, 1 in the first and the last). sim/spec/pipeline_layout.h resolves and checks it.
 struct StageLayout {
   int first = 0;               // layers of the first stage; 0 = as the others
   int last = 0;                // layers of the last stage; 0 = as the others
   std::vector<int> per_stage;  // explicit counts, one per stage (then first/last are 0)
-  bool even() const { return first == 0 && last == 0 && per_stage.empty(); }
+  bool embedding_slot = false; // the embedding takes a layer's place in the first virtual stage
+  bool loss_slot = false;      // the loss takes a layer's place in the last virtual stage
+  bool even() const { return first == 0 && last == 0 && per_stage.empty() && !embedding_slot && !loss_slot; }
+  bool slots() const { return embedding_slot || loss_slot; }
   bool operator==(const StageLayout&) const = default;
 };
 

@@ -429,12 +429,15 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
   return m;
 }
 
-// Uneven pipeline stages: first_stage_layers / last_stage_layers, or stage_layers: [7, 8, ...].
+// Uneven pipeline stages: first_stage_layers / last_stage_layers, or stage_layers: [7, 8, ...],
+// or the embedding and the loss counted as layers (embedding_in_pipeline_split / loss_in_pipeline_split).
 // Whether they fit the model is make_job's check (check_stage_layout).
 namespace {
 void read_stage_layers(MapReader& q, StageLayout& out) {
   if (q.has("first_stage_layers")) out.first = q.whole("first_stage_layers", 1, limits::kMaxLayers);
   if (q.has("last_stage_layers")) out.last = q.whole("last_stage_layers", 1, limits::kMaxLayers);
+  if (q.has("embedding_in_pipeline_split")) out.embedding_slot = q.boolean("embedding_in_pipeline_split");
+  if (q.has("loss_in_pipeline_split")) out.loss_slot = q.boolean("loss_in_pipeline_split");
   if (!q.has("stage_layers")) return;
   const YAML::Node list = q.sequence("stage_layers");
   if (list.size() > static_cast<size_t>(limits::kMaxLayers))
@@ -862,6 +865,8 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "virtual_stages", q.virtual_stages);
   if (q.stage_layers.first > 0) emit_num(e, "first_stage_layers", q.stage_layers.first);
   if (q.stage_layers.last > 0) emit_num(e, "last_stage_layers", q.stage_layers.last);
+  if (q.stage_layers.embedding_slot) e << YAML::Key << "embedding_in_pipeline_split" << YAML::Value << true;
+  if (q.stage_layers.loss_slot) e << YAML::Key << "loss_in_pipeline_split" << YAML::Value << true;
   if (q.ep != 1) emit_num(e, "expert_parallel", q.ep);
   if (q.etp != 0) emit_num(e, "expert_tensor_parallel", q.etp);
   if (q.moe_load_imbalance != 1.0) emit_num(e, "moe_load_imbalance", q.moe_load_imbalance);

@@ -182,6 +182,37 @@ TEST(Simulate, UnevenStagesArePacedByTheHeaviest) {
   EXPECT_NEAR((r.memory[1].peak_bytes - r.memory[1].model_state_bytes) / (15 * per_layer + gradients), 1.0, 0.02);
 }
 
+TEST(Simulate, EmbeddingAndLossSlotsAreLayersOfTheSplit) {
+  // Megatron-core's --account-for-embedding/loss-in-pipeline-split on 6 layers over PP4: 8 slots,
+  // 2 a stage, the ends 1 each -- the very split of first/last stage layers 1 + 2 + 2 + 1, so the
+  // same iteration and memory.
+  const Model m = gpt(6, 1024, 16, 1024);
+  Plan slots;
+  slots.pp = 4;
+  slots.stage_layers.embedding_slot = slots.stage_layers.loss_slot = true;
+  Plan ends = slots;
+  ends.stage_layers = StageLayout{1, 1, {}};
+  const SimReport a = simulate(job(m, ideal_node(4), 8, slots)), b = simulate(job(m, ideal_node(4), 8, ends));
+  EXPECT_DOUBLE_EQ(a.iteration_s, b.iteration_s);
+  ASSERT_EQ(a.memory.size(), 4u);
+  for (size_t s = 0; s < 4; ++s) EXPECT_DOUBLE_EQ(a.memory[s].peak_bytes, b.memory[s].peak_bytes);
+  // Interleaved, 14 layers over PP2 x VP2: 16 slots, virtual stages of 3, 4, 4, 3 layers in model
+  // order, which Megatron's even split cannot take (14 / 4). Each stage runs 7 layers a
+  // micro-batch; the tiers agree.
+  const Model m14 = gpt(14, 1024, 16, 1024);
+  Plan v2 = slots;
+  v2.pp = 2;
+  v2.schedule = Schedule::interleaved;
+  v2.virtual_stages = 2;
+  const Job j = job(m14, ideal_node(2), 8, v2);
+  const SimReport r = simulate(j);
+  EXPECT_NEAR(estimate(j).time.iteration_s / r.iteration_s, 1.0, 0.03);
+  const LayerTime lt = layer_time(j.cluster.node.gpu, j.training.dtype, m14, 1, 1, false, Recompute::none);
+  // At least each stage's 8 x 7 layer slots; at most those and a non-interleaved fill and drain.
+  EXPECT_GT(r.iteration_s, 8 * 7 * (lt.forward_s + lt.backward_s));
+  EXPECT_LT(r.iteration_s, (8 + 1) * 7 * (lt.forward_s + lt.backward_s) + 3 * lt.forward_s);
+}
+
 TEST(Simulate, SlidingWindowLayersAgreeWithTheEstimateStageByStage) {
   // 6 layers alternating windowed and full (window 256 of 1,024 tokens, full_every 2: layers 0, 2,
   // 4 windowed) on PP2 as 2 + 4: stage 0 has one windowed layer, stage 1 two. A windowed layer's

@@ -344,6 +344,25 @@ TEST(Export, MegatronCarriesUnevenStagesAsMegatronCoreFlags) {
   const std::string i = megatron_arguments(job_with(p));
   EXPECT_NE(i.find("  --num-virtual-stages-per-pipeline-rank 2 \\\n"), std::string::npos) << i;
   EXPECT_EQ(i.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << i;
+  // The embedding and the loss counted as layers: 14 + 2 slots over PP2 x VP2, 4 a virtual stage
+  // (3 in the first and last), Megatron-core's account-for flags with the chunks per stage.
+  p = Plan{};
+  p.pp = 2;
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.framework = Framework::megatron_core;
+  p.stage_layers.embedding_slot = p.stage_layers.loss_slot = true;
+  const Job slots =
+      make_job(search_test::small_gpt(14, 512, 8), search_test::small_cluster(4), search_test::fp16_training(64), p);
+  const std::string e = megatron_arguments(slots);
+  EXPECT_NE(e.find("  --account-for-embedding-in-pipeline-split \\\n"), std::string::npos) << e;
+  EXPECT_NE(e.find("  --account-for-loss-in-pipeline-split \\\n"), std::string::npos) << e;
+  EXPECT_NE(e.find("  --num-virtual-stages-per-pipeline-rank 2 \\\n"), std::string::npos) << e;
+  EXPECT_EQ(e.find("--num-layers-per-virtual-pipeline-stage"), std::string::npos) << e;
+  expect_bridge_accepts(slots);
+  EXPECT_EQ(bridge_value(slots, "model.account_for_embedding_in_pipeline_split"), "true");
+  EXPECT_EQ(bridge_value(slots, "model.account_for_loss_in_pipeline_split"), "true");
+  EXPECT_EQ(bridge_value(slots, "model.virtual_pipeline_model_parallel_size"), "2");
   // A per-stage list has no Megatron flag Starfish writes; DeepSpeed partitions by its own method.
   p = Plan{};
   p.pp = 2;

@@ -200,6 +200,36 @@ TEST(PlanSpace, APipelineThatDoesNotDivideTheLayersGetsLighterEnds) {
   EXPECT_GT(uneven, 0);
 }
 
+TEST(PlanSpace, InterleavingThatDoesNotDivideTheLayersCountsTheEmbeddingAndLoss) {
+  // 6 layers over PP2 x VP2 (4 virtual stages): 6 do not divide, 6 + the embedding's and the
+  // loss's slots do (2 each, 1 in the first and last), as Megatron-Bridge's recipes run Llama 3.1
+  // 405B; VP3 divides evenly, VP4 would leave an end without a layer. Megatron-core spaces only.
+  const Model m = search_test::small_gpt(6, 384, 6);
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(8);
+  SearchSpace space;
+  space.framework = Framework::megatron_core;
+  space.pp = {2};
+  space.schedules = {Schedule::interleaved};
+  std::set<int> slotted, even;
+  for (const Candidate& k : enumerate_plans(m, c, t, space)) {
+    ASSERT_EQ(k.embedding_slot, k.loss_slot);
+    (k.embedding_slot ? slotted : even).insert(k.virtual_stages);
+    EXPECT_EQ(plan_invalid_reason(m, c, t, k.to_plan()), nullptr) << short_label(k);
+    if (k.embedding_slot) EXPECT_NE(short_label(k).find(" slots:emb+loss"), std::string::npos) << short_label(k);
+  }
+  EXPECT_EQ(slotted, (std::set<int>{2}));
+  EXPECT_EQ(even, (std::set<int>{3}));
+  Candidate k;
+  k.pp = 2;
+  k.virtual_stages = 2;
+  k.schedule = Schedule::interleaved;
+  k.embedding_slot = k.loss_slot = true;
+  EXPECT_EQ(to_candidate(k.to_plan()).embedding_slot, true);
+  space.framework = Framework::megatron_lm;
+  for (const Candidate& any : enumerate_plans(m, c, t, space)) EXPECT_FALSE(any.embedding_slot || any.loss_slot);
+}
+
 TEST(PlanSpace, MixtureOfExpertsPlansSpanExpertParallelismAndPassMakeJob) {
   // 8 experts on 8 GPUs: EP in {1, 2, 4, 8} within TP x DP, SP whenever TP > 1, no ZeRO-3, no
   // chunks; every candidate is one make_job accepts.

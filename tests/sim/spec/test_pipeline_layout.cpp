@@ -68,5 +68,58 @@ TEST(PipelineLayout, LayoutsThatDoNotFitSayWhy) {
   EXPECT_EQ(check_stage_layout(16, 2, 1, StageLayout{10, 6, {}}).field, "");  // no middle stage
 }
 
+TEST(PipelineLayout, EmbeddingAndLossSlotsLightenTheFirstAndLastVirtualStage) {
+  // Megatron-Bridge's Llama 3.1 405B on H100 (TP8 CP2 PP8 VP8, account_for_embedding/loss_in_
+  // pipeline_split): 126 layers + 2 slots = 128 over 64 virtual stages, 2 each, but 1 in the
+  // model's first (stage 0, chunk 0: the embedding's) and last (stage 7, chunk 7: the loss's).
+  StageLayout s;
+  s.embedding_slot = s.loss_slot = true;
+  EXPECT_FALSE(s.even());
+  EXPECT_EQ(check_stage_layout(126, 8, 8, StageLayout{}).field, "plan.virtual_stages");
+  EXPECT_EQ(check_stage_layout(126, 8, 8, s).field, "");
+  std::vector<int> want(8, 16);
+  want.front() = want.back() = 15;
+  EXPECT_EQ(counts(126, 8, 8, s), want);
+  EXPECT_EQ(virtual_stage_layer_range(126, 8, 8, s, 0, 0).count, 1);
+  EXPECT_EQ(virtual_stage_layer_range(126, 8, 8, s, 1, 0).first, 1);
+  EXPECT_EQ(virtual_stage_layer_range(126, 8, 8, s, 1, 0).count, 2);
+  EXPECT_EQ(virtual_stage_layer_range(126, 8, 8, s, 0, 1).first, 15);  // 1 + 7 x 2
+  EXPECT_EQ(virtual_stage_layer_range(126, 8, 8, s, 7, 7).first, 125);
+  EXPECT_EQ(virtual_stage_layer_range(126, 8, 8, s, 7, 7).count, 1);
+  EXPECT_EQ(max_virtual_stage_layers(126, 8, 8, s), 2);
+  EXPECT_EQ(max_virtual_stage_layers(126, 16, 1, StageLayout{7, 7, {}}), 8);
+  EXPECT_EQ(stage_layout_text(126, 8, 8, s), "15/16x6/15");
+  EXPECT_EQ(slot_stage_layout(126, 8, 8), s);
+  // Qwen3-235B (TP2 PP8 VP4 EP32): 94 + 2 = 96 over 32 virtual stages of 3.
+  EXPECT_EQ(counts(94, 8, 4, s), (std::vector<int>{11, 12, 12, 12, 12, 12, 12, 11}));
+  // The embedding's slot alone: 15 + 1 over 2 x 2 virtual stages of 4, 3 in the first.
+  StageLayout e;
+  e.embedding_slot = true;
+  EXPECT_EQ(counts(15, 2, 2, e), (std::vector<int>{7, 8}));
+  EXPECT_EQ(virtual_stage_layer_range(15, 2, 2, e, 1, 1).first, 11);
+}
+
+TEST(PipelineLayout, SlotLayoutsThatDoNotFitSayWhy) {
+  StageLayout s;
+  s.embedding_slot = s.loss_slot = true;
+  const LayoutProblem odd = check_stage_layout(126, 8, 3, s);
+  EXPECT_EQ(odd.field, "plan.embedding_in_pipeline_split");
+  EXPECT_EQ(odd.message, "126 layers + 2 slots (embedding, loss) = 128 do not divide over pipeline_parallel 8 x "
+                         "virtual_stages 3");
+  // 128 slots over 128 virtual stages would leave the first and last without a layer.
+  EXPECT_EQ(check_stage_layout(126, 8, 16, s).message,
+            "the first or last virtual stage would hold no layer (128 slots over 128 virtual stages); Starfish's "
+            "stages each run at least one");
+  EXPECT_TRUE(slot_stage_layout(126, 8, 16).even());
+  EXPECT_TRUE(slot_stage_layout(126, 1, 1).even());
+  StageLayout l;
+  l.loss_slot = true;
+  l.first = 7;
+  EXPECT_EQ(check_stage_layout(126, 8, 1, l).field, "plan.loss_in_pipeline_split");
+  EXPECT_EQ(check_stage_layout(126, 8, 1, l).message,
+            "Megatron-core counts the embedding and the loss as layers only for even stages; drop "
+            "first_stage_layers / last_stage_layers / stage_layers");
+}
+
 }  // namespace
 }  // namespace starfish

@@ -104,6 +104,10 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.moe_load_imbalance = 1.2;
   p.plan.stage_layers = StageLayout{0, 0, {7, 8, 8, 7}};
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.stage_layers = StageLayout{};
+  p.plan.stage_layers.embedding_slot = p.plan.stage_layers.loss_slot = true;
+  EXPECT_NE(to_yaml(p).find("embedding_in_pipeline_split: true"), std::string::npos) << to_yaml(p);
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
   p.plan.recompute = Recompute::full;
   p.plan.recompute_layers = 3;
   EXPECT_NE(to_yaml(p).find("recompute_layers: 3"), std::string::npos) << to_yaml(p);

@@ -270,6 +270,17 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "plan.yaml:2:8: field 'plan.pipeline_parallel': pipeline_parallel 5 x virtual_stages 1 does not divide the "
             "24 layers of model m (m.yaml); for uneven stages set plan.first_stage_layers / last_stage_layers or "
             "plan.stage_layers");
+  // 24 layers do not divide over 13 stages, 24 + the embedding's and the loss's slots do (2 a
+  // stage): the hint names the slots. Over 26 virtual stages the ends would hold no layer.
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 13}\n"),
+            "plan.yaml:2:8: field 'plan.pipeline_parallel': pipeline_parallel 13 x virtual_stages 1 does not divide the "
+            "24 layers of model m (m.yaml); set plan.embedding_in_pipeline_split and plan.loss_in_pipeline_split: true "
+            "(Megatron-core's --account-for-embedding/loss-in-pipeline-split: the layers and those two slots divide "
+            "evenly)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 2, schedule: interleaved, virtual_stages: 13, "
+                      "embedding_in_pipeline_split: true, loss_in_pipeline_split: true}\n"),
+            "plan.yaml:2:73: field 'plan.embedding_in_pipeline_split': the first or last virtual stage would hold no "
+            "layer (26 slots over 26 virtual stages); Starfish's stages each run at least one of model m (m.yaml)");
   // Uneven stages: Megatron-core's first/last stage counts, or a list.
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 4, first_stage_layers: 3, "
                       "last_stage_layers: 3}\n"),
