@@ -18,6 +18,8 @@ std::string plan_summary(const Job& job) {
        ", global batch " + std::to_string(job.training.global_batch);
   s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + to_string(p.recompute);
   if (p.recompute_layers > 0) s += " (first " + std::to_string(p.recompute_layers) + " layers of each virtual stage)";
+  if (p.recompute == Recompute::selective && p.recompute_modules != recompute_module::core_attn)
+    s += " (" + recompute_modules_text(p.recompute_modules) + ")";
   const Offload& o = p.offload;
   if (o.params != Tier::gpu || o.grads != Tier::gpu || o.optimizer != Tier::gpu)
     s += std::string(", offload params/grads/optimizer -> ") + to_string(o.params) + "/" + to_string(o.grads) + "/" +
@@ -51,6 +53,11 @@ void write_plan_json(JsonWriter& w, const Job& job) {
   w.field("schedule", to_string(p.schedule)).field("sequence_parallel", p.sequence_parallel);
   w.field("zero_stage", p.zero_stage).field("recompute", to_string(p.recompute));
   if (p.recompute_layers > 0) w.field("recompute_layers", p.recompute_layers);
+  if (p.recompute == Recompute::selective) {
+    w.key("recompute_modules").begin_array();
+    for (const std::string& name : recompute_module_names(p.recompute_modules)) w.value(name);
+    w.end_array();
+  }
   w.key("offload").begin_object();
   w.field("params", to_string(p.offload.params)).field("grads", to_string(p.offload.grads));
   w.field("optimizer", to_string(p.offload.optimizer));

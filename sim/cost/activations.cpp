@@ -11,7 +11,7 @@
 namespace starfish {
 
 double mlp_activation_bytes(const Model& m, int64_t micro_batch, const ActivationOptions& o) {
-  if (o.recompute == Recompute::full) return 0;
+  if (o.recompute == Recompute::full || o.recomputes(recompute_module::mlp)) return 0;
   const double sb = static_cast<double>(m.seq_len) / o.cp * micro_batch, f = m.ffn_hidden, B = static_cast<double>(o.act_bytes);
   // The activation keeps its input (SwiGLU: gate and up; GELU: one tensor: Megatron's
   // bias_swiglu / bias_gelu save it in the training dtype), the second GEMM its input (the
@@ -36,13 +36,18 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   // The two TP regions' inputs are the norms' outputs the QKV and MLP-in GEMMs save for their
   // weight gradients: quantized under fp8/fp4 (TE's LayerNormLinear keeps ln_out in fp8, only
   // the columnwise copy, or with SP the rowwise shard it gathers again: layernorm_linear.py).
-  double replicated = m.norms_per_layer() * B * sb * h + 2 * o.gemm_input_bytes() * sb * h + 2 * mask * sb * h;
+  // Recomputing the MLP (Megatron-core's mlp module: a checkpoint of the MLP, TE's fused norm and
+  // fc1 inside it) keeps only its input, the norm's input counted above: not MLP-in's.
+  const double gemm_inputs = o.recomputes(recompute_module::mlp) ? 1 : 2;
+  double replicated = m.norms_per_layer() * B * sb * h + gemm_inputs * o.gemm_input_bytes() * sb * h + 2 * mask * sb * h;
   // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
   // sequence-parallel gather, like every column-parallel GEMM's input).
   if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);
 
-  // Parts split across TP ranks (heads and FFN columns are divided).
-  double split = B * sb * (m.q_dim() + m.k_dim() + m.v_dim());  // Q, K, V kept for the score and context GEMMs
+  // Parts split across TP ranks (heads and FFN columns are divided). Q, K, V, kept for the score
+  // and context GEMMs; MLA's, the up projections' outputs with RoPE applied, are discarded and
+  // rebuilt under the mla_up_proj module.
+  double split = o.recomputes(recompute_module::mla_up_proj) ? 0 : B * sb * (m.q_dim() + m.k_dim() + m.v_dim());
   if (m.qk_norm) split += B * sb * (m.q_dim() + m.k_dim());       // the query/key norms' inputs
   // The attention output projection's input (the context). Flash attention keeps it as its
   // output; the projection saves that same tensor, or under fp8 delayed scaling and NVFP4 a
@@ -56,7 +61,7 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
     // FlashAttention keeps its output (the context, counted above) and the softmax statistics,
     // one fp32 log-sum-exp per query and head (Dao 2022, Algorithm 2): no s x s tensor.
     split += 4.0 * a * sb;
-  } else if (o.recompute != Recompute::selective) {
+  } else if (!o.recomputes(recompute_module::core_attn)) {
     const double scores = a * s * sb;  // a * s^2 * b elements (this rank's queries, all keys)
     split += B * scores;               // softmax output
     split += mask * scores;            // attention dropout mask
@@ -119,7 +124,8 @@ ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, R
   const GemmQuantization q = gemm_quantization(plan);
   const double quantized_input_bytes = q == GemmQuantization::none ? 0 : saved_gemm_input_bytes_per_element(q);
   return ActivationOptions{plan.tp,        plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan),
-                           plan.cp,        quantized_input_bytes,  projection_saves_original_input(q)};
+                           plan.cp,        quantized_input_bytes,  projection_saves_original_input(q),
+                           plan.recompute_modules};
 }
 
 double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {

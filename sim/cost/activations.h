@@ -26,7 +26,10 @@ struct ActivationOptions {
   // anyway) rather than a quantized copy of it: 16-bit GEMMs, and Megatron-core's fp8 recipes
   // other than delayed scaling (projection_saves_original_input in low_precision.h).
   bool projection_saves_original_input = true;
+  // Under selective recomputation, the modules it redoes (Plan::recompute_modules).
+  uint8_t recompute_modules = recompute_module::core_attn;
   double gemm_input_bytes() const { return quantized_input_bytes > 0 ? quantized_input_bytes : static_cast<double>(act_bytes); }
+  bool recomputes(uint8_t module) const { return recompute == Recompute::selective && (recompute_modules & module); }
 };
 
 // The options of a plan's layers (attention kernel resolved through the framework, GEMM inputs

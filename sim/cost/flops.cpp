@@ -45,10 +45,32 @@ double layers_forward_flops(const Model& m, int64_t global_batch, Predicate coun
   return total;
 }
 
+// The GEMM work of the modules selective recomputation redoes (recompute_module bits; the
+// others are element-wise), over `global_batch` sequences.
+double selective_recompute_flops(const Model& m, int64_t global_batch, uint8_t modules) {
+  namespace rm = recompute_module;
+  const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
+  const double T = static_cast<double>(global_batch) * m.seq_len;
+  int moe_layers = 0;
+  for (int l = 0; l < m.layers; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
+  const double in_mats = m.activation == Activation::swiglu ? 2 : 1;
+  const double shared = 2 * T * m.hidden * m.moe.expert_ffn_hidden * (in_mats + 1) * m.moe.shared_experts;
+  double redone = 0;
+  if (modules & rm::core_attn) redone += layer.attention_core() * m.layers;
+  if (modules & rm::mlp) redone += (layer.mlp_in + layer.mlp_out) * (m.layers - moe_layers);
+  if (modules & rm::mla_up_proj) redone += 2 * T * attention_linears(m).split_in_macs * m.layers;
+  if (modules & rm::shared_experts) redone += shared * moe_layers;
+  return redone;
+}
+
 }  // namespace
 
 IterationFlops plan_iteration_flops(const Model& m, int64_t global_batch, const Plan& plan) {
   IterationFlops out = iteration_flops(m, global_batch, plan.recompute);
+  if (plan.recompute == Recompute::selective) {
+    out.hardware = out.model + selective_recompute_flops(m, global_batch, plan.recompute_modules);
+    return out;
+  }
   if (plan.recompute != Recompute::full || plan.recompute_layers == 0) return out;
   const std::vector<bool> recomputing = recomputing_layers(m.layers, plan);
   out.hardware = out.model + layers_forward_flops(m, global_batch, [&](int l) { return recomputing[static_cast<size_t>(l)]; });
@@ -56,14 +78,13 @@ IterationFlops plan_iteration_flops(const Model& m, int64_t global_batch, const 
 }
 
 IterationFlops iteration_flops(const Model& m, int64_t global_batch, Recompute recompute) {
-  const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
   const double layers_fwd = layers_forward_flops(m, global_batch, [](int) { return true; });
   const double logits_fwd = logits_forward_flops(m, global_batch);
   IterationFlops out;
   out.model = 3 * (layers_fwd + logits_fwd);
   double extra = 0;
   if (recompute == Recompute::full) extra = layers_fwd;  // the whole layer forward again
-  if (recompute == Recompute::selective) extra = layer.attention_core() * m.layers;
+  if (recompute == Recompute::selective) extra = selective_recompute_flops(m, global_batch, recompute_module::core_attn);
   out.hardware = out.model + extra;
   return out;
 }

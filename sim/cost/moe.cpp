@@ -46,7 +46,10 @@ double optimizer_params_per_gpu(const Plan& p, double params, double expert_para
 void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dtype, const Model& m, const Plan& p) {
   const MoeLayerShape x = moe_layer_shape(m, p);
   const double B = static_cast<double>(bytes_of(dtype)), h = m.hidden, E = m.moe.experts, in = in_matrices(m);
-  auto add = [&](const char* name, double fwd, double bwd, bool gemm) { ops.push_back(LayerOp{name, fwd, bwd, false, gemm}); };
+  uint8_t module = 0;  // the recompute module of the ops being added (plan.h)
+  auto add = [&](const char* name, double fwd, double bwd, bool gemm) {
+    ops.push_back(LayerOp{name, fwd, bwd, false, gemm, module});
+  };
   // The experts' (and shared experts') linear layers, quantized when the plan says so (low_precision.h: the
   // grouped GEMMs are TE's GroupedLinear), of `in`/`out` elements of input and output in all.
   auto linear = [&](const char* name, double flop_each, double count, double in_elements, double out_elements) {
@@ -85,7 +88,9 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
   if (sort_chunks > 0) add("MoE sort chunks by expert", sort_chunks, sort_chunks, false);
   linear("MoE grouped expert GEMM in", 2 * x.tokens_per_expert * h * in * x.expert_ffn, x.local_experts, x.received * h,
          x.received * in * x.expert_ffn);
+  module = recompute_module::moe_act;
   activation("MoE expert activation", x.received * x.expert_ffn, probs_in_experts ? x.received : 0);
+  module = 0;
   linear("MoE grouped expert GEMM out", 2 * x.tokens_per_expert * x.expert_ffn * h, x.local_experts,
          x.received * x.expert_ffn, x.received * h);
   if (sort_chunks > 0) add("MoE restore chunk order", sort_chunks, sort_chunks, false);
@@ -98,9 +103,11 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
     // Shared experts: a dense MLP of shared x expert FFN columns, tensor-parallel on all tokens.
     const double T = static_cast<double>(m.seq_len) / p.cp * p.micro_batch, f = m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp;
     const double shard = p.sequence_parallel ? p.tp : 1;  // TE casts before the sequence-parallel gather
+    module = recompute_module::shared_experts;
     linear("MoE shared expert GEMM in", 2 * T * h * in * f, 1, T * h / shard, T * in * f);
     activation("MoE shared expert activation", T * f, 0);
     linear("MoE shared expert GEMM out", 2 * T * f * h, 1, T * f, T * h);
+    module = 0;
   }
 }
 
@@ -134,17 +141,26 @@ double experts_activation_bytes(const Model& m, const Plan& p, const ActivationO
   const double q = o.gemm_input_bytes(), activation_input = in_matrices(m) == 2 ? 2 : 1;
   double moe = x.tokens * E * (4 + 1) + x.routed * (4 + 8);  // fp32 probabilities, routing map; top-k weights, indices
   moe += x.received * h * q;                                  // expert inputs (the grouped fc1's)
-  moe += (activation_input * B + q) * x.received * x.expert_ffn;  // expert intermediates
+  // Expert intermediates: the activation's input, and its output as fc2's input unless the
+  // moe_act module discards it (Megatron-core's TEGroupedMLP: CheckpointWithoutOutput, fc2 set to
+  // save that original output, which is then dropped and rebuilt before fc2's backward).
+  const double fc2_input = o.recomputes(recompute_module::moe_act) ? 0 : q;
+  moe += (activation_input * B + fc2_input) * x.received * x.expert_ffn;
   // The routing weights' gradient needs what they multiplied: the expert outputs, saved by the
   // combine, or (Megatron-core) the activation's input, saved already, and each copy's fp32 weight.
   moe += framework_traits(p.framework).moe_probs_in_expert_activation ? 4 * x.received : x.routed * h * B;
   // The MLP norm's output is the router's input, saved in 16 bits (the dense count has it as
-  // MLP-in's, quantized under fp8); a quantized shared expert saves its own copy besides.
-  moe += (B - q) * x.tokens * h;
-  if (m.moe.shared_experts > 0) {
+  // MLP-in's, quantized under fp8); a quantized shared expert saves its own copy besides. The
+  // layernorm module discards that output (Megatron-core's pre_mlp_layernorm checkpoint; under
+  // fp8 set_for_recompute_pre_mlp_layernorm has the shared experts save it, not a copy): none of
+  // it is kept, the dense count's share taken back.
+  const bool norm_rebuilt = o.recomputes(recompute_module::layernorm);
+  moe += (norm_rebuilt ? -q : B - q) * x.tokens * h;
+  // Shared experts (kept unless their module reruns them from that input).
+  if (m.moe.shared_experts > 0 && !o.recomputes(recompute_module::shared_experts)) {
     const double tokens = static_cast<double>(m.seq_len) / p.cp * p.micro_batch;
     moe += (activation_input * B + q) * tokens * (m.moe.shared_experts * m.moe.expert_ffn_hidden / p.tp);
-    if (o.quantized_input_bytes > 0) moe += q * x.tokens * h;
+    if (o.quantized_input_bytes > 0 && !norm_rebuilt) moe += q * x.tokens * h;
   }
   return moe;
 }
@@ -152,9 +168,11 @@ double experts_activation_bytes(const Model& m, const Plan& p, const ActivationO
 }  // namespace
 
 double moe_layer_activation_bytes(const Model& m, const Plan& p, const ActivationOptions& o) {
-  const double dense = layer_activation_bytes(m, p.micro_batch, o);
+  ActivationOptions dense_part = o;  // an MoE layer has no dense MLP for the mlp module to redo
+  dense_part.recompute_modules &= static_cast<uint8_t>(~recompute_module::mlp);
+  const double dense = layer_activation_bytes(m, p.micro_batch, dense_part);
   if (o.recompute == Recompute::full) return dense;  // only the layer input, as a dense layer
-  return dense - mlp_activation_bytes(m, p.micro_batch, o) + experts_activation_bytes(m, p, o);
+  return dense - mlp_activation_bytes(m, p.micro_batch, dense_part) + experts_activation_bytes(m, p, o);
 }
 
 double moe_dispatch_buffer_bytes(const Model& m, const Plan& p, int64_t act_bytes) {
@@ -170,7 +188,10 @@ double moe_layer_backward_transient_bytes(const Model& m, const Plan& p, const A
   // buffer, both alive; the second grouped GEMM's input gradient beside its output gradient;
   // the activation's input gradient beside that, the GEMM's saved input freed.
   const double exchange = B * h * (x.routed * x.load + x.received);
-  const double second_gemm = B * x.received * (h + x.expert_ffn);
+  // Under the moe_act module the activation's output is rebuilt for fc2's backward in 16 bits,
+  // where under fp8 fc2 would have kept a quantized copy: the difference is alive here too.
+  const double rebuilt_over_kept = o.recomputes(recompute_module::moe_act) ? B - o.gemm_input_bytes() : 0;
+  const double second_gemm = B * x.received * (h + x.expert_ffn) + rebuilt_over_kept * x.received * x.expert_ffn;
   const double activation = x.received * x.expert_ffn * ((1 + in) * B - o.gemm_input_bytes());
   // The dispatch buffers held for the iteration (moe_dispatch_buffer_bytes) hold an exchange's
   // send and receive sides already.

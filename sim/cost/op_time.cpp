@@ -66,7 +66,9 @@ class LayerOpsBuilder {
       // up projections of this rank's heads.
       gemm("MLA down-projection GEMM", T_ * a.replicated_in_macs / rep_, T_ * h / rep_, T_ * a.latent_width / rep_, true);
       norm("MLA latent norms", B_ * T_ * (m_.mla.q_lora_rank + m_.mla.kv_lora_rank));
+      module_ = recompute_module::mla_up_proj;
       gemm("MLA up-projection GEMM", T_ * a.split_in_macs / t_, T_ * a.latent_width, T_ * qkv / t_);
+      module_ = 0;
     } else {
       gemm("QKV GEMM", T_ * a.split_in_macs / t_, T_ * h / rep_, T_ * qkv / t_, true);
     }
@@ -79,8 +81,12 @@ class LayerOpsBuilder {
     gemm("attention output GEMM", T_ * a.out_macs / t_, T_ * m_.context_dim() / t_, T_ * h);
     if (m_.post_norms) norm("attention post-norm", hidden_bytes);
     residual("attention residual", hidden_bytes);
+    // Megatron-core's TE layers fuse a dense MLP's norm into fc1 (the mlp module reruns both); an
+    // MoE layer's pre-MLP norm is its own module (layernorm).
+    module_ = shape_.moe ? recompute_module::layernorm : recompute_module::mlp;
     if (!m_.shared_input_norm) norm("MLP norm", hidden_bytes);
     if (shape_.moe) {
+      module_ = 0;
       append_moe_mlp_ops(ops_, gpu_, dtype_, m_, *shape_.moe);
       if (m_.post_norms) norm("MLP post-norm", hidden_bytes);
       residual("MLP residual", hidden_bytes);
@@ -97,6 +103,7 @@ class LayerOpsBuilder {
     add("MLP activation", elementwise_time_s(gpu_, (swiglu ? 3 : 2) * ffn_bytes, ffn_elements, act.forward_s),
         elementwise_time_s(gpu_, (swiglu ? 5 : 3) * ffn_bytes, ffn_elements, act.backward_s));
     gemm("MLP-out GEMM", T_ * f * h / t_, T_ * f / t_, T_ * h);
+    module_ = 0;
     if (m_.post_norms) norm("MLP post-norm", hidden_bytes);
     residual("MLP residual", hidden_bytes);
     // qkv_bias alone (Qwen2): QKV's bias and nothing else.
@@ -106,7 +113,7 @@ class LayerOpsBuilder {
 
  private:
   void add(const char* name, double forward_s, double backward_s, bool core = false, bool is_gemm = false) {
-    ops_.push_back(LayerOp{name, forward_s, backward_s, core, is_gemm});
+    ops_.push_back(LayerOp{name, forward_s, backward_s, core, is_gemm, module_});
   }
 
   // A linear layer's GEMM of `mac` multiply-adds: forward once; backward computes the input
@@ -276,6 +283,7 @@ class LayerOpsBuilder {
   const Model& m_;
   LayerShape shape_;
   double B_ = 2, T_ = 0, t_ = 1, rep_ = 1;
+  uint8_t module_ = 0;  // the recompute module of the ops being added
   std::vector<LayerOp> ops_;
 };
 
@@ -318,7 +326,8 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b,
 LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const LayerShape& shape, Recompute rc) {
   const Attention attention = shape.attention;
   LayerTime out;
-  for (const LayerOp& op : layer_ops(gpu, dtype, m, shape)) {
+  const std::vector<LayerOp> ops = layer_ops(gpu, dtype, m, shape);
+  for (const LayerOp& op : ops) {
     out.forward_s += op.forward_s;
     out.backward_s += op.backward_s;
     if (op.gemm) out.gemm_forward_s += op.forward_s;
@@ -328,11 +337,15 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const Laye
       out.core_backward_s += op.backward_s;
     }
   }
-  const double core_s = out.core_forward_s;
   if (rc == Recompute::full) out.recompute_s = out.forward_s;
-  // Selective recomputation redoes the attention core: the unfused scores, softmax and
-  // context; a fused kernel's forward too where the framework checkpoints it (FrameworkTraits).
-  if (rc == Recompute::selective && (!fused(attention) || shape.selective_redoes_fused_attention)) out.recompute_s = core_s;
+  if (rc != Recompute::selective) return out;
+  // Selective recomputation redoes its modules' forward: by default the attention core (the
+  // unfused scores, softmax and context; a fused kernel's forward where the framework
+  // checkpoints it: FrameworkTraits), under Megatron-core's --recompute-modules those listed.
+  const bool core = (shape.recompute_modules & recompute_module::core_attn) &&
+                    (!fused(attention) || shape.selective_redoes_fused_attention);
+  for (const LayerOp& op : ops)
+    if ((op.attention_core && core) || (op.module & shape.recompute_modules)) out.recompute_s += op.forward_s;
   return out;
 }
 
@@ -353,6 +366,7 @@ LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
                    gemm_quantization(p), p.cp, traits.attention_head_copies, traits.linear_bias};
   shape.selective_redoes_fused_attention = traits.selective_recomputes_fused_attention;
   shape.norm_backward_rereads = traits.norm_backward_rereads;
+  shape.recompute_modules = p.recompute_modules;
   return shape;
 }
 

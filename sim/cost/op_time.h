@@ -27,8 +27,9 @@ struct LayerOp {
   const char* name = "";
   double forward_s = 0;
   double backward_s = 0;
-  bool attention_core = false;  // what selective recomputation redoes
+  bool attention_core = false;  // what selective recomputation redoes by default (core_attn)
   bool gemm = false;
+  uint8_t module = 0;  // the recompute_module it belongs to, beyond core_attn (plan.h)
 };
 
 struct LayerShape {
@@ -49,6 +50,8 @@ struct LayerShape {
   bool selective_redoes_fused_attention = true;
   // A norm's backward reads x and dy a second time for its weight gradients (FrameworkTraits).
   bool norm_backward_rereads = false;
+  // Under selective recomputation, the modules it redoes (Plan::recompute_modules).
+  uint8_t recompute_modules = recompute_module::core_attn;
 };
 // The shape of a plan's dense layer, or of its MoE layer (`moe_layer`): the one place a plan's
 // fields become a LayerShape (attention kernel resolved through the framework).

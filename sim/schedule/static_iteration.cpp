@@ -112,11 +112,12 @@ class StaticIterationBuilder {
   }
 
   // A layer's TP collective over the stage's TP group, on the lead's chain.
-  void tp_collective(int s, int mb, int layer, des::CategoryId c) {
-    if (job_.plan.tp == 1) return;
+  // A pass's TP collectives of layer `layer` (attention's and the MLP's), or `halves` of them.
+  void tp_collective(int s, int mb, int layer, des::CategoryId c, int halves = 2) {
+    if (job_.plan.tp == 1 || halves == 0) return;
     des::CollectiveOptions o;
     o.algo = opt_.tp_algo;
-    chain(eng_.collective(CollectiveKind::all_reduce, tp_group_, costs_.tp_bytes,
+    chain(eng_.collective(CollectiveKind::all_reduce, tp_group_, costs_.tp_bytes * halves / 2,
                           label(c, "tp s{} mb{} L{}", s, mb, layer), o));
   }
 
@@ -320,10 +321,8 @@ class StaticIterationBuilder {
       chain(first);
       st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
       if (full_ring) cp_ring_pass(st, o, l, ring_.forward, out_.recompute);
-      if (p.recompute == Recompute::full) {
-        tp_collective(o.stage, o.mb, l, out_.tp);
-        if (moe) expert_exchange(o, l);
-      }
+      tp_collective(o.stage, o.mb, l, out_.tp, p.recomputed_tp_halves(moe));
+      if (p.recompute == Recompute::full && moe) expert_exchange(o, l);
     }
     const TaskId b = eng_.compute(lead, time.backward_s - ring_core_s(time.core_backward_s),
                                   label(out_.bwd, "B s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));

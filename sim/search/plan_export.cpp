@@ -260,6 +260,11 @@ void add_parallel_arguments(const Job& job, ArgumentList& a) {
   add("--global-batch-size", whole(t.global_batch));
   if (p.sequence_parallel) add("--sequence-parallel");
   if (p.recompute == Recompute::selective) add("--recompute-granularity", "selective");
+  if (p.recompute == Recompute::selective && p.recompute_modules != recompute_module::core_attn) {
+    std::string modules;  // nargs: space-separated
+    for (const std::string& name : recompute_module_names(p.recompute_modules)) modules += (modules.empty() ? "" : " ") + name;
+    add("--recompute-modules", modules);
+  }
   if (p.recompute == Recompute::full) {
     // Every layer its own recompute unit (uniform, 1), or the first N of each virtual stage (block).
     add("--recompute-granularity", "full");
@@ -548,6 +553,11 @@ void add_bridge_override(const Job& job, const std::string& arg, const std::stri
   if (arg == "--qk-layernorm") return set("model.qk_layernorm", "true");
   if (arg == "--window-size") return set("model.window_size", "[" + value + "]");  // TransformerConfig's (left, right)
   if (arg == "--window-attn-skip-freq") return set("model.window_attn_skip_freq", value);
+  if (arg == "--recompute-modules") {  // a list: [core_attn,moe_act]
+    std::string list = value;
+    std::replace(list.begin(), list.end(), ' ', ',');
+    return set("model.recompute_modules", "[" + list + "]");
+  }
   if (arg == "--moe-layer-freq") return set("model.moe_layer_freq", value.substr(1, value.size() - 2));  // unquoted
   if (arg == "--weight-decay") {  // the recipe's scheduler sets the weight decay each step
     set("optimizer.weight_decay", value);

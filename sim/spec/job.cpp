@@ -41,6 +41,32 @@ std::string recompute_layers_problem(const Plan& plan) {
 
 namespace {
 
+// Selective recomputation's modules (Plan::recompute_modules): Megatron-core's, each where the
+// model has what it redoes.
+std::string recompute_modules_problem(const Model& m, const Plan& plan) {
+  namespace rm = recompute_module;
+  const uint8_t modules = plan.recompute_modules;
+  if (modules == rm::core_attn) return "";
+  if (plan.recompute != Recompute::selective)
+    return std::string("the modules are what selective recomputation redoes: set recompute: selective (the plan says ") +
+           to_string(plan.recompute) + ")";
+  if (plan.framework != Framework::megatron_core)
+    return std::string("recompute modules other than core_attn are Megatron-core's (--recompute-modules): set "
+                       "framework: megatron-core (the plan says ") + to_string(plan.framework) + ")";
+  bool dense_layer = false;
+  for (int l = 0; l < m.layers && !dense_layer; ++l) dense_layer = !m.moe_layer(l);
+  if ((modules & rm::layernorm) && !m.is_moe())
+    return "layernorm: Megatron-core fuses a dense layer's norms into its linear layers (TransformerEngine's "
+           "LayerNormLinear), so it redoes only an MoE layer's pre-MLP norm, and model " + m.name + " has no experts";
+  if ((modules & rm::moe_act) && !m.is_moe()) return "moe_act: model " + m.name + " has no experts";
+  if ((modules & rm::shared_experts) && m.moe.shared_experts == 0)
+    return "shared_experts: model " + m.name + " has no shared experts";
+  if ((modules & rm::mla_up_proj) && !m.is_mla()) return "mla_up_proj: model " + m.name + " has no multi-latent attention";
+  if ((modules & rm::mlp) && !dense_layer)
+    return "mlp: every layer of model " + m.name + " is MoE, and Megatron-core redoes only a dense MLP (for the experts: moe_act)";
+  return "";
+}
+
 bool offloaded(Tier t) { return t != Tier::gpu; }
 
 PlacementProblem megatron_placement_problem(const Plan& plan) {
@@ -448,6 +474,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                     std::to_string(plan.bf16_layers.last) + " layers in bf16 but the model has " +
                                     std::to_string(model.layers) + of_model);
   if (const std::string why = recompute_layers_problem(plan); !why.empty()) pp.fail("plan.recompute_layers", why);
+  if (const std::string why = recompute_modules_problem(model, plan); !why.empty()) pp.fail("plan.recompute_modules", why);
   if (plan.chunked() && plan.grad_reduce == GradReduce::fp32 && training.dtype != DType::fp32)
     pp.fail("plan.grad_reduce_dtype", std::string("the chunk runtime reduces gradients in their chunks' dtype (") +
                                           to_string(training.dtype) + "), not fp32");

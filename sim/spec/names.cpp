@@ -1,4 +1,6 @@
 // Text names of the spec enums, as written in YAML.
+#include <utility>
+
 #include "sim/spec/collective_kind.h"
 #include "sim/spec/dtype.h"
 #include "sim/spec/hardware.h"
@@ -79,6 +81,36 @@ const char* to_string(Recompute r) {
     case Recompute::full: return "full";
   }
   return "?";
+}
+
+namespace {
+// Megatron-core's names of the recompute modules, in its order.
+constexpr std::pair<const char*, uint8_t> kRecomputeModules[] = {
+    {"core_attn", recompute_module::core_attn},         {"moe_act", recompute_module::moe_act},
+    {"layernorm", recompute_module::layernorm},         {"mla_up_proj", recompute_module::mla_up_proj},
+    {"mlp", recompute_module::mlp},                     {"shared_experts", recompute_module::shared_experts}};
+}  // namespace
+
+std::vector<std::string> recompute_module_names(uint8_t modules) {
+  std::vector<std::string> out;
+  for (const auto& [name, bit] : kRecomputeModules)
+    if (modules & bit) out.push_back(name);
+  return out;
+}
+
+std::string recompute_modules_text(uint8_t modules) {
+  std::string out;
+  for (const std::string& name : recompute_module_names(modules)) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+bool parse_recompute_module(const std::string& text, uint8_t& bit) {
+  for (const auto& [name, b] : kRecomputeModules)
+    if (text == name) {
+      bit = b;
+      return true;
+    }
+  return false;
 }
 
 const char* to_string(Schedule s) {

@@ -10,6 +10,21 @@ namespace starfish {
 
 enum class Tier { gpu, cpu, nvme };
 enum class Recompute { none, selective, full };
+// What selective recomputation redoes: Megatron-core's --recompute-modules, a set of these bits
+// (megatron/core/transformer/transformer_config.py recompute_modules; default core_attn, the
+// only choice of Megatron-LM 2022 and of the other frameworks' selective recomputation).
+// "moe_act", "layernorm" and "mla_up_proj" discard their output after its consumer ran and
+// rebuild it before that consumer's backward (CheckpointWithoutOutput); "core_attn", "mlp" and
+// "shared_experts" keep their input and rerun the module (tensor_parallel.checkpoint).
+namespace recompute_module {
+constexpr uint8_t core_attn = 1;       // attention's core (scores, softmax, context)
+constexpr uint8_t layernorm = 2;       // a norm that is its own module: an MoE layer's pre-MLP norm
+constexpr uint8_t mlp = 4;             // a dense layer's MLP (its fused norm, two GEMMs, activation)
+constexpr uint8_t moe_act = 8;         // the experts' activation function
+constexpr uint8_t shared_experts = 16; // an MoE layer's shared experts
+constexpr uint8_t mla_up_proj = 32;    // MLA's up projections (and RoPE)
+constexpr uint8_t all = 63;
+}  // namespace recompute_module
 enum class Schedule { gpipe, one_f_one_b, interleaved };
 // The framework that runs the plan. It decides what a plan file does not say: the attention
 // kernel, the gradient buffers' precision, ZeRO's buckets, the pipeline engine and the
@@ -128,6 +143,8 @@ struct Plan {
   // --recompute-num-layers N: megatron/core/transformer/transformer_block.py,
   // _checkpointed_forward, `layer_idx < recompute_num_layers`, per model chunk).
   int recompute_layers = 0;
+  // Under selective recomputation, the modules it redoes (recompute_module bits).
+  uint8_t recompute_modules = recompute_module::core_attn;
   Framework framework = Framework::megatron_lm;
   Attention attention = Attention::framework_default;  // resolved by attention_kernel()
   Loss loss = Loss::framework_default;                 // resolved by loss_kernel()
@@ -167,6 +184,14 @@ struct Plan {
   bool recomputes_layer(int index_in_virtual_stage) const {
     return recompute != Recompute::none && (recompute_layers == 0 || index_in_virtual_stage < recompute_layers);
   }
+  // The selective recomputation's modules (none without it).
+  uint8_t selective_modules() const { return recompute == Recompute::selective ? recompute_modules : 0; }
+  // The TP collectives a recomputing layer runs again, in halves of a pass's two (attention's
+  // and the MLP's): full recomputation both, the mlp module the MLP's in a dense layer.
+  int recomputed_tp_halves(bool moe_layer) const {
+    if (recompute == Recompute::full) return 2;
+    return !moe_layer && (selective_modules() & recompute_module::mlp) ? 1 : 0;
+  }
   // Whether model layer `layer` (0-based, of `layers`) runs its GEMMs in the training dtype
   // although the plan's are fp8 (bf16_layers).
   bool bf16_layer(int layer, int layers) const {
@@ -179,6 +204,11 @@ struct Plan {
 const char* to_string(Tier t);
 bool parse_tier(const std::string& text, Tier& out);  // false when unknown
 const char* to_string(Recompute r);
+// Megatron-core's names of recompute_module bits, in its order ("core_attn", "moe_act", ...), and
+// the same joined by ", "; parse_recompute_module: false when the name is not one.
+std::vector<std::string> recompute_module_names(uint8_t modules);
+std::string recompute_modules_text(uint8_t modules);
+bool parse_recompute_module(const std::string& text, uint8_t& bit);
 const char* to_string(Schedule s);
 const char* to_string(Framework f);
 bool parse_framework(const std::string& text, Framework& out);  // false when unknown

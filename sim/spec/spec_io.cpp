@@ -433,6 +433,27 @@ Model parse_model(const YAML::Node& root, const std::string& file) {
 // or the embedding and the loss counted as layers (embedding_in_pipeline_split / loss_in_pipeline_split).
 // Whether they fit the model is make_job's check (check_stage_layout).
 namespace {
+// recompute_modules: [core_attn, moe_act, ...], Megatron-core's names (names.cpp).
+uint8_t read_recompute_modules(MapReader& q) {
+  const YAML::Node list = q.sequence("recompute_modules");
+  const std::string choices = "core_attn, layernorm, mla_up_proj, mlp, moe_act, shared_experts";
+  uint8_t modules = 0;
+  for (const auto& item : list) {
+    const SourceLoc at = q.where(item);
+    const std::string name = item.IsScalar() ? item.Scalar() : "";
+    uint8_t bit = 0;
+    if (name == "moe")
+      fail_at(at, q.field("recompute_modules"),
+              "'moe' (the whole MoE layer, its all-to-alls again) is not modelled; list its parts instead: moe_act, "
+              "layernorm, shared_experts");
+    if (!parse_recompute_module(name, bit))
+      fail_at(at, q.field("recompute_modules"), "unknown module '" + name + "' (expected one of: " + choices + ")");
+    modules |= bit;
+  }
+  if (modules == 0) q.fail("recompute_modules", "lists no module (expected some of: " + choices + ")");
+  return modules;
+}
+
 void read_stage_layers(MapReader& q, StageLayout& out) {
   if (q.has("first_stage_layers")) out.first = q.whole("first_stage_layers", 1, limits::kMaxLayers);
   if (q.has("last_stage_layers")) out.last = q.whole("last_stage_layers", 1, limits::kMaxLayers);
@@ -504,6 +525,7 @@ void read_plan_layout(MapReader& q, Plan& pl) {
     pl.recompute = q.choice<Recompute>(
         "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   if (q.has("recompute_layers")) pl.recompute_layers = static_cast<int>(q.whole("recompute_layers", 1, limits::kMaxLayers));
+  if (q.has("recompute_modules")) pl.recompute_modules = read_recompute_modules(q);
   if (q.has("offload")) {
     MapReader o = q.map("offload");
     if (o.has("params")) pl.offload.params = o.choice<Tier>("params", kTiers);
@@ -882,6 +904,11 @@ std::string to_yaml(const PlanFile& p) {
   emit_num(e, "zero_stage", q.zero_stage);
   emit_kv(e, "recompute", to_string(q.recompute));
   if (q.recompute_layers > 0) emit_num(e, "recompute_layers", q.recompute_layers);
+  if (q.recompute_modules != recompute_module::core_attn) {
+    e << YAML::Key << "recompute_modules" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& name : recompute_module_names(q.recompute_modules)) e << name;
+    e << YAML::EndSeq;
+  }
   e << YAML::Key << "offload" << YAML::Value << YAML::Flow << YAML::BeginMap;
   emit_kv(e, "params", to_string(q.offload.params));
   emit_kv(e, "grads", to_string(q.offload.grads));

@@ -25,6 +25,19 @@ TEST(Activations, Gpt3LayerWithoutParallelismIsHandComputed) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, ActivationOptions{}), 2048.0 * 12288 * 114);
 }
 
+TEST(Activations, TheMlpRecomputeModuleKeepsOnlyTheMlpsInput) {
+  // Megatron-core's mlp module (a checkpoint of the MLP, TE's fused norm and fc1 inside): a
+  // LLaMA-2-7B layer on TP2 with SP, 4096 tokens, bf16, no longer keeps fc1's input (the norm's
+  // output, 4096 x 4096 / 2 x 2 bytes) nor the SwiGLU's input and output (4096 x 11008 / 2 x
+  // (2 x 2 + 2) bytes); the norm's input, the checkpoint's, stays.
+  const Model m = testing::llama2_7b();
+  ActivationOptions o{2, true, Recompute::selective, 2, Attention::flash};
+  const double kept = layer_activation_bytes(m, 1, o);
+  o.recompute_modules = recompute_module::core_attn | recompute_module::mlp;
+  EXPECT_DOUBLE_EQ(kept - layer_activation_bytes(m, 1, o), 4096.0 * 4096 / 2 * 2 + 4096.0 * 11008 / 2 * 6);
+  EXPECT_DOUBLE_EQ(mlp_activation_bytes(m, 1, o), 0);
+}
+
 TEST(Activations, BoundaryIsOneMicroBatchsHiddenStatesAndPipelinesBufferTwo) {
   const Model m = testing::gpt(16, 1024, 16, 2048, 1000);
   Plan p;

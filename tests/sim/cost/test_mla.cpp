@@ -92,6 +92,21 @@ TEST(Mla, ActivationsKeepTheLatentsQKVAndContext) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::none, 2, Attention::flash}), expected);
 }
 
+TEST(Mla, TheUpProjectionModuleRebuildsQKVAndRedoesItsGemm) {
+  // Megatron-core's mla_up_proj recompute module discards Q, K, V (768 + 768 + 512 wide, 2048
+  // tokens, 2 bytes) and redoes the up-projection GEMM in backward.
+  const Model m = small_mla();
+  ActivationOptions o{1, false, Recompute::selective, 2, Attention::flash};
+  const double kept = layer_activation_bytes(m, 1, o);
+  o.recompute_modules = recompute_module::core_attn | recompute_module::mla_up_proj;
+  EXPECT_DOUBLE_EQ(kept - layer_activation_bytes(m, 1, o), 2.0 * 2048 * (768 + 768 + 512));
+  LayerShape shape{1, 1, false, Attention::flash};
+  shape.recompute_modules = recompute_module::mla_up_proj;
+  const GpuSpec& g = testing::dgx(1).node.gpu;
+  EXPECT_DOUBLE_EQ(layer_time(g, DType::bf16, m, shape, Recompute::selective).recompute_s,
+                   op_forward_s(layer_ops(g, DType::bf16, m, shape), "MLA up-projection GEMM"));
+}
+
 TEST(Mla, TheRingPassesEveryHeadsKeysAndValues) {
   // CP 2, TP 2: 1024 tokens x (8 x 96 + 8 x 64) / 2 x 2 bytes.
   Plan p;

@@ -2,11 +2,15 @@
 // the grouped GEMMs' shapes, the all-to-all's volume and time, FLOPs, memory per GPU.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "sim/cost/activations.h"
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/moe.h"
+#include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "test_support.h"
 
@@ -176,6 +180,49 @@ TEST(Moe, BackwardHoldsTheExpertsGradientsBeyondTheDispatchBuffers) {
   const ActivationOptions o = plan_activation_options(p, 2, Recompute::none);
   EXPECT_DOUBLE_EQ(moe_dispatch_buffer_bytes(m, p, 2), 4.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(moe_layer_backward_transient_bytes(m, p, o), 5.0 * 1024 * 1024);
+}
+
+TEST(Moe, RecomputeModulesDropWhatMegatronCoreDiscardsAndRedoIt) {
+  // TP2 SP EP4 in bf16 (1024 tokens on this rank, 2048 received rows of FFN 1024, one shared
+  // expert of FFN 1024 split over TP on all 2048 tokens), each module against core_attn alone.
+  const Model m = small_moe();
+  Plan p = tp2_ep4_plan();
+  p.framework = Framework::megatron_core;
+  p.recompute = Recompute::selective;
+  auto kept = [&](uint8_t modules) {
+    Plan q = p;
+    q.recompute_modules = modules;
+    return moe_layer_activation_bytes(m, q, plan_activation_options(q, 2, Recompute::selective));
+  };
+  namespace rm = recompute_module;
+  const double base = kept(rm::core_attn);
+  // moe_act: fc2's saved input, the SwiGLU's output (2048 x 1024 x 2 bytes).
+  EXPECT_DOUBLE_EQ(base - kept(rm::core_attn | rm::moe_act), 2048.0 * 1024 * 2);
+  // layernorm: the pre-MLP norm's output, the router's saved input (1024 x 512 x 2).
+  EXPECT_DOUBLE_EQ(base - kept(rm::core_attn | rm::layernorm), 1024.0 * 512 * 2);
+  // shared_experts: its SwiGLU input and output (2048 tokens x 512 columns x (2 x 2 + 2)).
+  EXPECT_DOUBLE_EQ(base - kept(rm::core_attn | rm::shared_experts), 2048.0 * 512 * 6);
+  // mlp redoes a dense MLP only: an MoE layer keeps what it kept.
+  EXPECT_DOUBLE_EQ(kept(rm::core_attn | rm::mlp), base);
+  // What each module redoes in backward: the forward of its ops, and nothing else.
+  const GpuSpec& g = testing::dgx(1).node.gpu;
+  auto recompute_s = [&](uint8_t modules) {
+    Plan q = p;
+    q.recompute_modules = modules;
+    return layer_time(g, DType::bf16, m, plan_layer_shape(q, true), Recompute::selective).recompute_s;
+  };
+  std::vector<LayerOp> ops = layer_ops(g, DType::bf16, m, plan_layer_shape(p, true));
+  auto forward_of = [&](const std::string& prefix) {
+    double s = 0;
+    for (const LayerOp& op : ops)
+      if (std::string(op.name).rfind(prefix, 0) == 0) s += op.forward_s;
+    return s;
+  };
+  EXPECT_GT(forward_of("MoE expert activation"), 0);
+  EXPECT_DOUBLE_EQ(recompute_s(rm::moe_act), forward_of("MoE expert activation"));
+  EXPECT_DOUBLE_EQ(recompute_s(rm::layernorm), forward_of("MLP norm"));
+  EXPECT_DOUBLE_EQ(recompute_s(rm::shared_experts), forward_of("MoE shared expert"));
+  EXPECT_DOUBLE_EQ(recompute_s(rm::mlp), 0);
 }
 
 TEST(Moe, FlopsCountActiveParameters) {

@@ -8,6 +8,7 @@
 #include "sim/cost/collectives.h"
 #include "sim/cost/estimate.h"
 #include "sim/cost/low_precision.h"
+#include "sim/cost/flops.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
@@ -211,6 +212,36 @@ TEST(Simulate, EmbeddingAndLossSlotsAreLayersOfTheSplit) {
   // At least each stage's 8 x 7 layer slots; at most those and a non-interleaved fill and drain.
   EXPECT_GT(r.iteration_s, 8 * 7 * (lt.forward_s + lt.backward_s));
   EXPECT_LT(r.iteration_s, (8 + 1) * 7 * (lt.forward_s + lt.backward_s) + 3 * lt.forward_s);
+}
+
+TEST(Simulate, TheMlpRecomputeModuleRedoesTheMlpAndItsCollective) {
+  // Megatron-core's --recompute-modules core_attn mlp on 4 dense layers, TP8 with SP on a DGX
+  // H100, 8 micro-batches: each layer's backward reruns its MLP's forward (norm, fc1, SwiGLU,
+  // fc2) and that forward's TP collectives (an all-gather and a reduce-scatter with SP: half of
+  // a pass's), 5 halves-pairs of traffic a layer where core_attn alone has 4. The tiers agree.
+  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-h100.yaml");
+  Model m = testing::llama2_7b();
+  m.layers = 4;
+  Plan core;
+  core.framework = Framework::megatron_core;
+  core.tp = 8;
+  core.sequence_parallel = true;
+  core.recompute = Recompute::selective;
+  Plan mlp = core;
+  mlp.recompute_modules = recompute_module::core_attn | recompute_module::mlp;
+  const Job a = job(m, c, 8, core), b = job(m, c, 8, mlp);
+  const Estimate ea = estimate(a), eb = estimate(b);
+  EXPECT_NEAR(eb.time.tp_comm_s / ea.time.tp_comm_s, 5.0 / 4.0, 1e-12);
+  double mlp_forward_s = 0;
+  for (const LayerOp& op : layer_ops(c.node.gpu, DType::bf16, m, plan_layer_shape(mlp)))
+    if (std::string(op.name).find("MLP") != std::string::npos && std::string(op.name).find("residual") == std::string::npos)
+      mlp_forward_s += op.forward_s;
+  EXPECT_NEAR((eb.time.compute_s - ea.time.compute_s) / (8 * 4 * mlp_forward_s), 1.0, 1e-9);
+  const LayerForwardFlops f = layer_forward_flops(m, 8);
+  EXPECT_NEAR((eb.hardware_flops - ea.hardware_flops) / ((f.mlp_in + f.mlp_out) * 4), 1.0, 1e-12);
+  EXPECT_LT(eb.gpu.total(), ea.gpu.total());
+  for (const Job* j : {&a, &b}) EXPECT_NEAR(simulate(*j).iteration_s / estimate(*j).time.iteration_s, 1.0, 0.03);
+  EXPECT_GT(simulate(b).iteration_s, simulate(a).iteration_s);
 }
 
 TEST(Simulate, SlidingWindowLayersAgreeWithTheEstimateStageByStage) {

@@ -372,6 +372,25 @@ TEST(Export, MegatronCarriesUnevenStagesAsMegatronCoreFlags) {
   EXPECT_NE(deepspeed_unsupported(job_with(p)).find("partition_method"), std::string::npos);
 }
 
+TEST(Export, MegatronCarriesTheRecomputeModules) {
+  Model m = search_test::small_gpt(4, 512, 8);
+  m.moe = Moe{8, 2, 1, 1024, 1, 1, 1.25};
+  Plan p;
+  p.framework = Framework::megatron_core;
+  p.recompute = Recompute::selective;
+  p.recompute_modules = recompute_module::moe_act | recompute_module::layernorm;
+  const Job j = make_job(m, search_test::small_cluster(4), search_test::fp16_training(64), p);
+  const std::string a = megatron_arguments(j);
+  EXPECT_NE(a.find("  --recompute-granularity selective \\\n  --recompute-modules moe_act layernorm \\\n"),
+            std::string::npos) << a;
+  expect_bridge_accepts(j);
+  EXPECT_EQ(bridge_value(j, "model.recompute_modules"), "[moe_act,layernorm]");
+  // Selective recomputation of the attention core alone is Megatron's default: no modules flag.
+  p.recompute_modules = recompute_module::core_attn;
+  EXPECT_EQ(megatron_arguments(make_job(m, search_test::small_cluster(4), search_test::fp16_training(64), p))
+                .find("--recompute-modules"), std::string::npos);
+}
+
 TEST(Export, MegatronCarriesTheExpertsAndTheirLayout) {
   Model m = search_test::small_gpt(4, 512, 8);
   m.moe = Moe{8, 2, 1, 1024, 1, 1, 1.25};

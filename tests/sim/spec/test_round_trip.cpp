@@ -133,6 +133,11 @@ TEST(RoundTrip, ModelAndPlanFile) {
   p.plan.cpu_embedding = true;
   EXPECT_NE(to_yaml(p).find("cpu_embedding: true"), std::string::npos) << to_yaml(p);
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
+  p.plan.recompute = Recompute::selective;
+  p.plan.recompute_layers = 0;
+  p.plan.recompute_modules = recompute_module::moe_act | recompute_module::layernorm;
+  EXPECT_NE(to_yaml(p).find("recompute_modules: [moe_act, layernorm]"), std::string::npos) << to_yaml(p);
+  EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
   p.plan.cp = 4;
   EXPECT_EQ(parse_plan_file_text(to_yaml(p)), p) << to_yaml(p);
   EXPECT_NE(to_yaml(p).find("context_parallel: 4"), std::string::npos) << to_yaml(p);

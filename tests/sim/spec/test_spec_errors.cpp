@@ -281,6 +281,28 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
                       "embedding_in_pipeline_split: true, loss_in_pipeline_split: true}\n"),
             "plan.yaml:2:73: field 'plan.embedding_in_pipeline_split': the first or last virtual stage would hold no "
             "layer (26 slots over 26 virtual stages); Starfish's stages each run at least one of model m (m.yaml)");
+  // Megatron-core's recompute modules: what selective recomputation redoes, where the model has it.
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute_modules: [mlp]}\n"),
+            "plan.yaml:2:8: field 'plan.recompute_modules': the modules are what selective recomputation redoes: set "
+            "recompute: selective (the plan says none)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [core_attn, mlp]}\n"),
+            "plan.yaml:2:30: field 'plan.recompute_modules': recompute modules other than core_attn are Megatron-core's "
+            "(--recompute-modules): set framework: megatron-core (the plan says megatron-lm)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: megatron-core, recompute: selective, "
+                      "recompute_modules: [moe_act]}\n"),
+            "plan.yaml:2:56: field 'plan.recompute_modules': moe_act: model m has no experts");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {framework: megatron-core, recompute: selective, "
+                      "recompute_modules: [core_attn, mlp]}\n"),
+            "(no error)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [attn]}\n"),
+            "plan.yaml:2:50: field 'plan.recompute_modules': unknown module 'attn' (expected one of: core_attn, "
+            "layernorm, mla_up_proj, mlp, moe_act, shared_experts)");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [moe]}\n"),
+            "plan.yaml:2:50: field 'plan.recompute_modules': 'moe' (the whole MoE layer, its all-to-alls again) is not "
+            "modelled; list its parts instead: moe_act, layernorm, shared_experts");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: []}\n"),
+            "plan.yaml:2:30: field 'plan.recompute_modules': lists no module (expected some of: core_attn, layernorm, "
+            "mla_up_proj, mlp, moe_act, shared_experts)");
   // Uneven stages: Megatron-core's first/last stage counts, or a list.
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 4, first_stage_layers: 3, "
                       "last_stage_layers: 3}\n"),
