@@ -131,7 +131,9 @@ void print_legend(const search::SearchResult& r, int limit) {
     s += " slots:emb+loss the embedding and the loss each take a layer's place in the pipeline split "
          "(Megatron-core's --account-for-embedding/loss-in-pipeline-split);";
   s += " mbN micro-batch of N sequences; ZeRO-N ZeRO stage (0: none, 1: optimizer, 2: +grads, 3: +params sharded);";
-  if (recompute) s += " rc-full/rc-selective activation recompute (none when absent; rc-full/N: the first N layers of each virtual stage);";
+  if (recompute)
+    s += " rc-full/rc-selective activation recompute (none when absent; rc-full/N: the first N layers of each virtual "
+         "stage; rc-selective(...): the modules it redoes, Megatron-core's --recompute-modules, core_attn alone when absent);";
   if (offload) s += " off:P/G/O the tiers of params/grads/optimizer states;";
   if (chunk) s += " chunk 2^N chunk runtime with chunks of 2^N elements;";
   if (other_framework)

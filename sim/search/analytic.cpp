@@ -99,9 +99,12 @@ void AnalyticEvaluator::evaluate(const Plan& p, Estimate& e, bool memory_only_if
   std::vector<double> scratch;
   const std::vector<double>& stage_n = stage_params(p, scratch);
   ChunkFootprint chunk_scratch;
-  // The model's FLOPs per recompute mode are cached; block recomputation's depend on the plan.
-  const IterationFlops flops = p.recompute_layers > 0 ? plan_iteration_flops(model_, training_.global_batch, p)
-                                                      : flops_[recompute_index(p.recompute)];
+  // The model's FLOPs per recompute mode are cached; block recomputation's, and selective
+  // recomputation's of modules with GEMMs beyond the attention core, depend on the plan.
+  namespace rm = recompute_module;
+  const bool own_flops = p.recompute_layers > 0 || (p.recompute == Recompute::selective && p.recompute_modules != rm::core_attn);
+  const IterationFlops flops = own_flops ? plan_iteration_flops(model_, training_.global_batch, p)
+                                         : flops_[recompute_index(p.recompute)];
   estimate_into(model_, cluster_, training_, p, params_, stage_n, flops, EstimateOptions{memory_only_if_rejected, explain},
                 chunk_footprint_of(p, chunk_scratch), e);
 }

@@ -260,11 +260,8 @@ void add_parallel_arguments(const Job& job, ArgumentList& a) {
   add("--global-batch-size", whole(t.global_batch));
   if (p.sequence_parallel) add("--sequence-parallel");
   if (p.recompute == Recompute::selective) add("--recompute-granularity", "selective");
-  if (p.recompute == Recompute::selective && p.recompute_modules != recompute_module::core_attn) {
-    std::string modules;  // nargs: space-separated
-    for (const std::string& name : recompute_module_names(p.recompute_modules)) modules += (modules.empty() ? "" : " ") + name;
-    add("--recompute-modules", modules);
-  }
+  if (p.recompute == Recompute::selective && p.recompute_modules != recompute_module::core_attn)
+    add("--recompute-modules", recompute_modules_text(p.recompute_modules, " "));  // nargs: space-separated
   if (p.recompute == Recompute::full) {
     // Every layer its own recompute unit (uniform, 1), or the first N of each virtual stage (block).
     add("--recompute-granularity", "full");

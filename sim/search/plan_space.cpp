@@ -123,6 +123,7 @@ void Candidate::fill(Plan& p) const {
   p.chunk_elements = chunk_elements;
   p.recompute = recompute;
   p.recompute_layers = recompute_layers;
+  p.recompute_modules = recompute_modules;
   p.fp8 = fp8;
   p.fp8_recipe = Fp8Recipe::delayed;
   p.cpu_embedding = cpu_embedding;
@@ -148,6 +149,7 @@ Candidate to_candidate(const Plan& p) {
   c.zero_stage = static_cast<uint8_t>(p.zero_stage);
   c.schedule = p.schedule;
   c.recompute = p.recompute;
+  c.recompute_modules = p.recompute_modules;
   c.recompute_layers = p.recompute_layers;
   c.sequence_parallel = p.sequence_parallel;
   c.params = p.offload.params;
@@ -353,6 +355,16 @@ struct Shape {
   StageLayout layout;
 };
 
+// The recompute modules tried under `rc`: the attention core; for selective recomputation of
+// an MoE model under Megatron-core also with the experts' activation and the pre-MLP norm
+// (recompute_modules_problem admits both there).
+std::vector<uint8_t> recompute_module_choices(const Model& m, Recompute rc, Framework framework) {
+  namespace rm = recompute_module;
+  if (rc == Recompute::selective && framework == Framework::megatron_core && m.is_moe())
+    return {rm::core_attn, rm::core_attn | rm::moe_act | rm::layernorm};
+  return {rm::core_attn};
+}
+
 // Whether Starfish's executor, which runs every chunked plan, refuses the shape (job.h executor_problem).
 bool executor_refuses(const Shape& sh, Recompute rc) {
   Plan p;
@@ -409,7 +421,10 @@ void append_candidates(const Model& m, const SearchSpace& s, const Shape& sh, in
           for (bool cpu_embedding : s.cpu_embedding) {
             if (cpu_embedding && (chunk == 0 || m.tied_embeddings)) continue;
             k.cpu_embedding = cpu_embedding;
-            out.push_back(k);
+            for (uint8_t modules : recompute_module_choices(m, rc, pl.framework)) {
+              k.recompute_modules = modules;
+              out.push_back(k);
+            }
           }
         }
     }
@@ -543,6 +558,8 @@ std::string short_label(const Candidate& c) {
   s += " mb" + std::to_string(c.micro_batch) + " ZeRO-" + std::to_string(c.zero_stage);
   if (c.recompute != Recompute::none) s += std::string(" rc-") + to_string(c.recompute);
   if (c.recompute_layers > 0) s += "/" + std::to_string(c.recompute_layers);
+  if (c.recompute == Recompute::selective && c.recompute_modules != recompute_module::core_attn)
+    s += "(" + recompute_modules_text(c.recompute_modules, ",") + ")";
   if (c.params != Tier::gpu || c.grads != Tier::gpu || c.optimizer != Tier::gpu)
     s += std::string(" off:") + to_string(c.params) + "/" + to_string(c.grads) + "/" + to_string(c.optimizer);
   if (c.fp8 != Fp8::none) s += std::string(" fp8-") + to_string(c.fp8);

@@ -101,6 +101,10 @@ struct Candidate {
   // Under full recomputation, the first N layers of each virtual stage recompute (Megatron's
   // block method): not enumerated, set by the search on its best rows (search.h).
   int32_t recompute_layers = 0;
+  // Under selective recomputation, its modules (Plan::recompute_modules): the attention core, or
+  // for an MoE model under Megatron-core also the experts' activation and the pre-MLP norm, as
+  // Megatron-Bridge's GPT-OSS recipes recompute.
+  uint8_t recompute_modules = recompute_module::core_attn;
   bool sequence_parallel = false;
   Tier params = Tier::gpu, grads = Tier::gpu, optimizer = Tier::gpu;
   Fp8 fp8 = Fp8::none;  // fp8 GEMMs (delayed scaling)

@@ -98,9 +98,9 @@ std::vector<std::string> recompute_module_names(uint8_t modules) {
   return out;
 }
 
-std::string recompute_modules_text(uint8_t modules) {
+std::string recompute_modules_text(uint8_t modules, const char* separator) {
   std::string out;
-  for (const std::string& name : recompute_module_names(modules)) out += (out.empty() ? "" : ", ") + name;
+  for (const std::string& name : recompute_module_names(modules)) out += (out.empty() ? "" : separator) + name;
   return out;
 }
 

@@ -92,11 +92,9 @@ LayoutProblem check_stage_layout(int layers, int pp, int v, const StageLayout& s
 }
 
 int stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout& s, int stage) {
-  if (s.slots()) {
-    int n = 0;
-    for (int vs = 0; vs < virtual_stages; ++vs) n += slot_virtual_stage_layers(layers, pp, virtual_stages, s, stage, vs);
-    return n;
-  }
+  if (s.slots())
+    return (layers + s.embedding_slot + s.loss_slot) / pp - (s.embedding_slot && stage == 0 ? 1 : 0) -
+           (s.loss_slot && stage == pp - 1 ? 1 : 0);
   if (!s.per_stage.empty()) return s.per_stage[static_cast<size_t>(stage)];
   if (s.first != 0 && stage == 0) return s.first;
   if (s.last != 0 && stage == pp - 1) return s.last;
@@ -111,12 +109,22 @@ int virtual_stage_layer_count(int layers, int pp, int v, const StageLayout& s, i
 }
 
 LayerRange virtual_stage_layer_range(int layers, int pp, int v, const StageLayout& s, int stage, int virtual_stage) {
+  const int count = virtual_stage_layer_count(layers, pp, v, s, stage, virtual_stage);
+  if (s.slots()) {
+    // Every virtual stage holds `per` but the model's first (one fewer under the embedding's
+    // slot) and last, which has none after it.
+    const int per = (layers + s.embedding_slot + s.loss_slot) / (pp * v);
+    const int before = virtual_stage * pp + stage;  // virtual stages before this one in model order
+    return {per * before - (s.embedding_slot && before > 0 ? 1 : 0), count};
+  }
   // Virtual stages before this one in model order: every stage's first `virtual_stage`, and
   // this one's round on the stages before `stage`.
   int first = 0;
-  for (int st = 0; st < pp; ++st)
-    for (int vs = 0; vs < virtual_stage + (st < stage ? 1 : 0); ++vs) first += virtual_stage_layer_count(layers, pp, v, s, st, vs);
-  return {first, virtual_stage_layer_count(layers, pp, v, s, stage, virtual_stage)};
+  for (int st = 0; st < pp; ++st) {
+    const int per_virtual_stage = stage_layer_count(layers, pp, v, s, st) / v;
+    first += per_virtual_stage * virtual_stage + (st < stage ? per_virtual_stage : 0);
+  }
+  return {first, count};
 }
 
 std::vector<bool> recomputing_layers(int layers, const Plan& plan) {

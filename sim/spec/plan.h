@@ -205,9 +205,9 @@ const char* to_string(Tier t);
 bool parse_tier(const std::string& text, Tier& out);  // false when unknown
 const char* to_string(Recompute r);
 // Megatron-core's names of recompute_module bits, in its order ("core_attn", "moe_act", ...), and
-// the same joined by ", "; parse_recompute_module: false when the name is not one.
+// the same joined by `separator`; parse_recompute_module: false when the name is not one.
 std::vector<std::string> recompute_module_names(uint8_t modules);
-std::string recompute_modules_text(uint8_t modules);
+std::string recompute_modules_text(uint8_t modules, const char* separator = ", ");
 bool parse_recompute_module(const std::string& text, uint8_t& bit);
 const char* to_string(Schedule s);
 const char* to_string(Framework f);

@@ -252,6 +252,37 @@ TEST(PlanSpace, MixtureOfExpertsPlansSpanExpertParallelismAndPassMakeJob) {
   EXPECT_EQ(eps, (std::set<int>{1, 2, 4, 8}));
 }
 
+TEST(PlanSpace, MoeSelectiveRecomputationAlsoRedoesTheExpertsActivationAndNorm) {
+  // Under Megatron-core an MoE model's selective recomputation is tried with the attention core
+  // alone and with the experts' activation and the pre-MLP norm (Megatron-Bridge's GPT-OSS
+  // recipes); every such plan is one make_job accepts. A dense model, or another framework, has
+  // the attention core only.
+  namespace rm = recompute_module;
+  Model m = search_test::small_gpt(4, 384, 6);
+  m.moe = Moe{8, 2, 0, 768, 0, 1, 0};
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(16);
+  SearchSpace space;
+  space.framework = Framework::megatron_core;
+  space.recompute = {Recompute::selective};
+  std::set<int> modules;
+  int checked = 0;
+  for (const Candidate& k : enumerate_plans(m, c, t, space)) {
+    modules.insert(k.recompute_modules);
+    if (k.recompute_modules != rm::core_attn && checked++ % 13 == 0) {
+      EXPECT_NO_THROW(make_job(m, c, t, k.to_plan())) << short_label(k);
+      EXPECT_NE(short_label(k).find("rc-selective(core_attn,moe_act,layernorm)"), std::string::npos) << short_label(k);
+    }
+  }
+  EXPECT_EQ(modules, (std::set<int>{rm::core_attn, rm::core_attn | rm::moe_act | rm::layernorm}));
+  EXPECT_GT(checked, 0);
+  space.framework = Framework::megatron_lm;
+  for (const Candidate& k : enumerate_plans(m, c, t, space)) EXPECT_EQ(k.recompute_modules, rm::core_attn);
+  space.framework = Framework::megatron_core;
+  for (const Candidate& k : enumerate_plans(search_test::small_gpt(4, 384, 6), c, t, space))
+    EXPECT_EQ(k.recompute_modules, rm::core_attn);
+}
+
 TEST(PlanSpace, ABatchThatAdmitsNoPlanIsAnEmptySpaceAndZeroBatchAnError) {
   const Model m = search_test::small_gpt(6, 384, 6);
   // 8 GPUs, TP 1: PP in {1, 2, 4} (at most the 6 layers; PP4 as 1 + 2 + 2 + 1), so DP in {2, 4, 8}.
