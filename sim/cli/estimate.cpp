@@ -69,14 +69,13 @@ std::vector<LayerOps> plan_layer_ops(const Job& job) {
   std::vector<LayerOps> out;
   const Model& m = job.model;
   const bool has_dense = !m.is_moe() || count_parameters(m).moe_layers < m.layers;
-  const LayerCommunication plan_comm = layer_communication(job);
+  const PlanLayerCommunication comm = layer_communication(job);
   for (bool moe : {false, true}) {
     if (moe ? !m.is_moe() : !has_dense) continue;
     const LayerShape shape = plan_layer_shape(job.plan, moe);
-    LayerCommunication comm = plan_comm;
-    if (!moe) comm.exchange_forward_s = comm.exchange_backward_s = 0;
     out.push_back({moe ? "moe" : "dense", layer_ops(job.cluster.node.gpu, job.training.dtype, m, shape),
-                   layer_time(job.cluster.node.gpu, job.training.dtype, m, shape, job.plan.recompute), comm});
+                   layer_time(job.cluster.node.gpu, job.training.dtype, m, shape, job.plan.recompute),
+                   moe ? comm.moe : comm.dense});
   }
   return out;
 }

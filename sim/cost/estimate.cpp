@@ -257,18 +257,24 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
 
 }  // namespace
 
-LayerCommunication layer_communication(const Job& job) {
+PlanLayerCommunication layer_communication(const Job& job) {
   const Model& m = job.model;
   const Plan& p = job.plan;
   const StageCosts costs =
       micro_batch_costs(m, job.cluster, job.training, p, plan_layer_times(job.cluster.node, job.training.dtype, m, p));
-  LayerCommunication out;
-  out.tp_forward_s = costs.tp_forward_per_layer_s;
-  out.tp_backward_s = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
-  out.cp_forward_s = costs.cp_forward_per_layer_s;
-  out.cp_backward_s = costs.cp_per_layer_s - costs.cp_forward_per_layer_s;
-  out.exchange_forward_s = costs.moe_exchange_forward_s;
-  out.exchange_backward_s = costs.moe_exchange_s - costs.moe_exchange_forward_s;
+  PlanLayerCommunication out;
+  for (LayerCommunication* layer : {&out.dense, &out.moe}) {
+    layer->tp_forward_s = costs.tp_forward_per_layer_s;
+    layer->tp_backward_s = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
+    layer->cp_forward_s = costs.cp_forward_per_layer_s;
+    layer->cp_backward_s = costs.cp_per_layer_s - costs.cp_forward_per_layer_s;
+  }
+  // The mlp recompute module reruns a dense MLP's TP collectives, not an MoE layer's (a pass's
+  // collectives are two halves: tp_forward_per_layer_s).
+  const int fewer_halves = p.recomputed_tp_halves(false) - p.recomputed_tp_halves(true);
+  out.moe.tp_backward_s -= fewer_halves * costs.tp_forward_per_layer_s / 2;
+  out.moe.exchange_forward_s = costs.moe_exchange_forward_s;
+  out.moe.exchange_backward_s = costs.moe_exchange_s - costs.moe_exchange_forward_s;
   return out;
 }
 

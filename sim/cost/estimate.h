@@ -62,14 +62,18 @@ Estimate estimate(const Job& job);
 
 // One layer's communication on one GPU for one micro-batch as the estimate charges it (beside
 // the layer's ops: `estimate --ops`): its TP collectives, an MoE layer's token exchanges
-// (all-to-alls and expert-TP gathers; 0 for a dense model), the context-parallel ring's exposed
-// sends. Backward includes what full recomputation repeats of the forward's.
+// (all-to-alls and expert-TP gathers; 0 for a dense layer), the context-parallel ring's exposed
+// sends, for a dense or an MoE layer of the plan. Backward includes what recomputation repeats
+// of the forward's (full: all of it; the mlp module: a dense MLP's TP collectives).
 struct LayerCommunication {
   double tp_forward_s = 0, tp_backward_s = 0;
   double exchange_forward_s = 0, exchange_backward_s = 0;
   double cp_forward_s = 0, cp_backward_s = 0;
 };
-LayerCommunication layer_communication(const Job& job);
+struct PlanLayerCommunication {
+  LayerCommunication dense, moe;
+};
+PlanLayerCommunication layer_communication(const Job& job);
 
 // For a job under full recomputation of every layer that block recomputation could run
 // (recompute_layers_problem): the fewest layers of each virtual stage that may recompute with

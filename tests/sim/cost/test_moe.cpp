@@ -12,6 +12,7 @@
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
+#include "sim/spec/job.h"
 #include "test_support.h"
 
 namespace starfish {
@@ -223,6 +224,24 @@ TEST(Moe, RecomputeModulesDropWhatMegatronCoreDiscardsAndRedoIt) {
   EXPECT_DOUBLE_EQ(recompute_s(rm::layernorm), forward_of("MLP norm"));
   EXPECT_DOUBLE_EQ(recompute_s(rm::shared_experts), forward_of("MoE shared expert"));
   EXPECT_DOUBLE_EQ(recompute_s(rm::mlp), 0);
+}
+
+TEST(Moe, TheMlpRecomputeModuleRerunsTheDenseLayersCollectivesOnly) {
+  // --ops's communication per layer kind under --recompute-modules core_attn mlp: a dense layer's
+  // backward reruns its MLP's TP collectives (half a pass's), an MoE layer's does not; only the
+  // MoE layer exchanges tokens.
+  Plan p = tp2_ep4_plan();
+  p.framework = Framework::megatron_core;
+  p.recompute = Recompute::selective;
+  p.recompute_modules = recompute_module::core_attn | recompute_module::mlp;
+  Training t;
+  t.global_batch = 16;
+  const PlanLayerCommunication c = layer_communication(make_job(small_moe(), testing::dgx(1), t, p));
+  EXPECT_GT(c.dense.tp_forward_s, 0);
+  EXPECT_DOUBLE_EQ(c.dense.tp_backward_s, 1.5 * c.dense.tp_forward_s);
+  EXPECT_DOUBLE_EQ(c.moe.tp_backward_s, c.moe.tp_forward_s);
+  EXPECT_EQ(c.dense.exchange_forward_s + c.dense.exchange_backward_s, 0);
+  EXPECT_GT(c.moe.exchange_forward_s, 0);
 }
 
 TEST(Moe, FlopsCountActiveParameters) {
