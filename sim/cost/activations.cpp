@@ -37,8 +37,11 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   // weight gradients: quantized under fp8/fp4 (TE's LayerNormLinear keeps ln_out in fp8, only
   // the columnwise copy, or with SP the rowwise shard it gathers again: layernorm_linear.py).
   // Recomputing the MLP (Megatron-core's mlp module: a checkpoint of the MLP, TE's fused norm and
-  // fc1 inside it) keeps only its input, the norm's input counted above: not MLP-in's.
-  const double gemm_inputs = o.recomputes(recompute_module::mlp) ? 1 : 2;
+  // fc1 inside it) keeps only its input, the norm's input counted above: not MLP-in's. MLA's
+  // input norm is a module of its own, whose output (the down projections' input; under fp8
+  // they save it unquantized, set_for_recompute_input_layernorm) the layernorm module discards.
+  const double gemm_inputs = 2 - (o.recomputes(recompute_module::mlp) ? 1 : 0) -
+                             (m.is_mla() && o.recomputes(recompute_module::layernorm) ? 1 : 0);
   double replicated = m.norms_per_layer() * B * sb * h + gemm_inputs * o.gemm_input_bytes() * sb * h + 2 * mask * sb * h;
   // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
   // sequence-parallel gather, like every column-parallel GEMM's input).

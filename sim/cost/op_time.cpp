@@ -59,7 +59,12 @@ class LayerOpsBuilder {
     const double hidden_bytes = B_ * T_ * h / rep_;
     const AttentionLinears a = attention_linears(m_);
     const double qkv = m_.q_dim() + m_.k_dim() + m_.v_dim();
+    // Megatron-core's MLA layer keeps its input norm a module of its own (gpt_layer_specs.py:
+    // input_layernorm=backend.layer_norm()), which the layernorm recompute module redoes; other
+    // layers fuse it into the QKV GEMM (TE's LayerNormLinear).
+    module_ = m_.is_mla() ? recompute_module::layernorm : 0;
     norm("input norm", hidden_bytes);
+    module_ = 0;
     if (m_.is_mla()) {
       // MLA (Megatron-core's MLASelfAttention): the down projections on this rank's tokens (its
       // sequence shard with SP, whose latents are then gathered), the latents' RMSNorms, and the

@@ -55,9 +55,10 @@ std::string recompute_modules_problem(const Model& m, const Plan& plan) {
                        "framework: megatron-core (the plan says ") + to_string(plan.framework) + ")";
   bool dense_layer = false;
   for (int l = 0; l < m.layers && !dense_layer; ++l) dense_layer = !m.moe_layer(l);
-  if ((modules & rm::layernorm) && !m.is_moe())
+  if ((modules & rm::layernorm) && !m.is_moe() && !m.is_mla())
     return "layernorm: Megatron-core fuses a dense layer's norms into its linear layers (TransformerEngine's "
-           "LayerNormLinear), so it redoes only an MoE layer's pre-MLP norm, and model " + m.name + " has no experts";
+           "LayerNormLinear), so it redoes only an MoE layer's pre-MLP norm and an MLA layer's input norm, and "
+           "model " + m.name + " has neither";
   if ((modules & rm::moe_act) && !m.is_moe()) return "moe_act: model " + m.name + " has no experts";
   if ((modules & rm::shared_experts) && m.moe.shared_experts == 0)
     return "shared_experts: model " + m.name + " has no shared experts";

@@ -18,7 +18,7 @@ enum class Recompute { none, selective, full };
 // "shared_experts" keep their input and rerun the module (tensor_parallel.checkpoint).
 namespace recompute_module {
 constexpr uint8_t core_attn = 1;       // attention's core (scores, softmax, context)
-constexpr uint8_t layernorm = 2;       // a norm that is its own module: an MoE layer's pre-MLP norm
+constexpr uint8_t layernorm = 2;       // a norm that is its own module: MoE's pre-MLP, MLA's input norm
 constexpr uint8_t mlp = 4;             // a dense layer's MLP (its fused norm, two GEMMs, activation)
 constexpr uint8_t moe_act = 8;         // the experts' activation function
 constexpr uint8_t shared_experts = 16; // an MoE layer's shared experts

@@ -92,7 +92,7 @@ TEST(Mla, ActivationsKeepTheLatentsQKVAndContext) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::none, 2, Attention::flash}), expected);
 }
 
-TEST(Mla, TheUpProjectionModuleRebuildsQKVAndRedoesItsGemm) {
+TEST(Mla, TheUpProjectionAndLayernormModulesRebuildWhatTheyDiscard) {
   // Megatron-core's mla_up_proj recompute module discards Q, K, V (768 + 768 + 512 wide, 2048
   // tokens, 2 bytes) and redoes the up-projection GEMM in backward.
   const Model m = small_mla();
@@ -105,6 +105,13 @@ TEST(Mla, TheUpProjectionModuleRebuildsQKVAndRedoesItsGemm) {
   const GpuSpec& g = testing::dgx(1).node.gpu;
   EXPECT_DOUBLE_EQ(layer_time(g, DType::bf16, m, shape, Recompute::selective).recompute_s,
                    op_forward_s(layer_ops(g, DType::bf16, m, shape), "MLA up-projection GEMM"));
+  // MLA's input norm is its own module (Megatron-core's MLA layer spec): the layernorm module
+  // discards its output, the down projections' input (2048 x 1024 x 2 bytes), and redoes it.
+  o.recompute_modules = recompute_module::core_attn | recompute_module::layernorm;
+  EXPECT_DOUBLE_EQ(kept - layer_activation_bytes(m, 1, o), 2.0 * 2048 * 1024);
+  shape.recompute_modules = recompute_module::layernorm;
+  EXPECT_DOUBLE_EQ(layer_time(g, DType::bf16, m, shape, Recompute::selective).recompute_s,
+                   op_forward_s(layer_ops(g, DType::bf16, m, shape), "input norm"));
 }
 
 TEST(Mla, TheRingPassesEveryHeadsKeysAndValues) {
