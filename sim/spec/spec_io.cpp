@@ -440,7 +440,9 @@ uint8_t read_recompute_modules(MapReader& q) {
   uint8_t modules = 0;
   for (const auto& item : list) {
     const SourceLoc at = q.where(item);
-    const std::string name = item.IsScalar() ? item.Scalar() : "";
+    if (!item.IsScalar())
+      fail_at(at, q.field("recompute_modules"), "each entry is a module's name (expected one of: " + choices + ")");
+    const std::string name = item.Scalar();
     uint8_t bit = 0;
     if (name == "moe")
       fail_at(at, q.field("recompute_modules"),

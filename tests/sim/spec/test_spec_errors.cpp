@@ -300,6 +300,9 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [moe]}\n"),
             "plan.yaml:2:50: field 'plan.recompute_modules': 'moe' (the whole MoE layer, its all-to-alls again) is not "
             "modelled; list its parts instead: moe_act, layernorm, shared_experts");
+  EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [[mlp]]}\n"),
+            "plan.yaml:2:50: field 'plan.recompute_modules': each entry is a module's name (expected one of: core_attn, "
+            "layernorm, mla_up_proj, mlp, moe_act, shared_experts)");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: []}\n"),
             "plan.yaml:2:30: field 'plan.recompute_modules': lists no module (expected some of: core_attn, layernorm, "
             "mla_up_proj, mlp, moe_act, shared_experts)");
