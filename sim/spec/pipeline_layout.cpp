@@ -91,7 +91,7 @@ LayoutProblem check_stage_layout(int layers, int pp, int v, const StageLayout& s
   return {};
 }
 
-int stage_layer_count(int layers, int pp, int virtual_stages, const StageLayout& s, int stage) {
+int stage_layer_count(int layers, int pp, int /*virtual_stages*/, const StageLayout& s, int stage) {
   if (s.slots())
     return (layers + s.embedding_slot + s.loss_slot) / pp - (s.embedding_slot && stage == 0 ? 1 : 0) -
            (s.loss_slot && stage == pp - 1 ? 1 : 0);

@@ -30,14 +30,14 @@ TEST(Flops, ModelFlopsAreAboutSixTimesParamsPerToken) {
   const Model m = testing::gpt(24, 2048, 16, 1024, 50257);
   const double tokens = 8.0 * m.seq_len;
   const double f = iteration_flops(m, 8, Recompute::none).model;
-  const double matmul_params = 12.0 * m.layers * m.hidden * m.hidden + double{m.vocab} * m.hidden;
+  const double matmul_params = 12.0 * m.layers * m.hidden * m.hidden + static_cast<double>(m.vocab) * m.hidden;
   EXPECT_NEAR(f / tokens, 6 * matmul_params + 12.0 * m.layers * m.seq_len * m.hidden, 1.0);
 }
 
 TEST(Flops, SelectiveRecomputeRedoesOnlyTheAttentionCore) {
   const Model m = testing::gpt(4, 1024, 16, 2048, 1000);
   const double extra = iteration_flops(m, 2, Recompute::selective).hardware - iteration_flops(m, 2, Recompute::none).hardware;
-  EXPECT_DOUBLE_EQ(extra, 4.0 * m.layers * 2 * m.seq_len * double{m.seq_len} * m.hidden);
+  EXPECT_DOUBLE_EQ(extra, 4.0 * m.layers * 2 * m.seq_len * static_cast<double>(m.seq_len) * m.hidden);
 }
 
 }  // namespace

@@ -6,6 +6,16 @@
 namespace starfish {
 namespace {
 
+// A shard of `tp` x `pp` at `stage` with `v` virtual stages, evenly laid out.
+Shard shard_of(int tp, int pp, int stage, int v) {
+  Shard s;
+  s.tp = tp;
+  s.pp = pp;
+  s.stage = stage;
+  s.virtual_stages = v;
+  return s;
+}
+
 // GPT with learned positions, LayerNorm, biases, tied head: 12 L h^2 + 13 L h + (V + s) h + 2 h.
 int64_t gpt_closed_form(const Model& m) {
   const int64_t L = m.layers, h = m.hidden, V = m.vocab, s = m.seq_len;
@@ -39,7 +49,7 @@ TEST(Params, GroupedQueryAttentionShrinksKeyValueProjections) {
 TEST(Params, TensorParallelShardsSumToTheWholeLayer) {
   const Model m = testing::gpt(4, 1024, 16, 512, 1000);
   const auto whole = parameter_tensors(m);
-  const auto shard = parameter_tensors(m, Shard{4, 1, 0, 1});
+  const auto shard = parameter_tensors(m, shard_of(4, 1, 0, 1));
   ASSERT_EQ(whole.size(), shard.size());
   for (size_t i = 0; i < whole.size(); ++i) {
     EXPECT_EQ(shard[i].name, whole[i].name);
@@ -52,14 +62,14 @@ TEST(Params, PipelineStagesCoverEveryLayerOnceAndCopyTheTiedHead) {
   int64_t sum = 0;
   std::vector<int> seen;
   for (int stage = 0; stage < 4; ++stage) {
-    const Shard s{1, 4, stage, 2};
+    const Shard s = shard_of(1, 4, stage, 2);
     sum += shard_parameters(m, s);
     for (int l : stage_layers(m, s)) seen.push_back(l);
   }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   // Interleaved v=2: stage 0 holds chunks 0 and 4, i.e. layers 0 and 4.
-  EXPECT_EQ(stage_layers(m, Shard{1, 4, 0, 2}), (std::vector<int>{0, 4}));
+  EXPECT_EQ(stage_layers(m, shard_of(1, 4, 0, 2)), (std::vector<int>{0, 4}));
   // The last stage holds its own copy of the tied word embedding.
   EXPECT_EQ(sum, count_parameters(m).total + int64_t{m.vocab} * m.hidden);
 }

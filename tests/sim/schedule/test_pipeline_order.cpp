@@ -49,7 +49,9 @@ TEST(PipelineOrder, EveryOpOnceForwardBeforeBackward) {
         std::set<std::tuple<bool, int, int>> seen;
         for (const auto& op : ops) {
           EXPECT_TRUE(seen.insert({op.forward, op.micro_batch, op.virtual_stage}).second);
-          if (!op.forward) EXPECT_TRUE(seen.count({true, op.micro_batch, op.virtual_stage}));
+          if (!op.forward) {
+            EXPECT_TRUE(seen.count({true, op.micro_batch, op.virtual_stage}));
+          }
         }
       }
 }
