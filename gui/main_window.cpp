@@ -427,7 +427,7 @@ void MainWindow::showDetails() {
     html += QString("<p>TP %1, PP %2 (x%3 virtual), DP %4, micro-batch %5, %6 micro-batches, schedule %7, ZeRO-%8, "
                     "recompute %9, offload params/grads/optimizer: %10/%11/%12, %13.</p>")
                 .arg(p.tp).arg(p.pp).arg(p.virtual_stages).arg(p.dp).arg(p.micro_batch).arg(e.micro_batches)
-                .arg(to_string(p.schedule)).arg(p.zero_stage).arg(to_string(p.recompute))
+                .arg(to_string(p.schedule)).arg(p.zero_stage).arg(q(recompute_text(p)))
                 .arg(to_string(p.offload.params), to_string(p.offload.grads), to_string(p.offload.optimizer))
                 .arg(p.chunked() ? "chunks of " + q(units::format_count(p.chunk_elements)) + " elements" +
                                   (p.cpu_embedding ? ", embeddings on the CPU" : "")
@@ -437,6 +437,10 @@ void MainWindow::showDetails() {
     if (p.recompute_layers > 0)
       html += QString("<p>Block recomputation: the first %1 layers of each virtual stage recompute, the others keep "
                       "their activations.</p>").arg(p.recompute_layers);
+    if (p.stage_layers.slots())
+      html += QString("<p>The embedding and the loss each take a layer's place in the pipeline split (Megatron-core's "
+                      "--account-for-embedding/loss-in-pipeline-split): the first and last virtual stage hold one "
+                      "layer fewer.</p>");
     if (p.fp8 != Fp8::none)
       html += QString("<p>GEMMs in fp8 (TransformerEngine): %1 format, %2 scaling%3.</p>")
                   .arg(to_string(p.fp8), to_string(p.fp8_recipe), p.fp8_params ? "; the GEMM weights kept and gathered in fp8" : "");

@@ -75,7 +75,7 @@ QVariant PlanTableModel::value(const search::Row& r, int rank, int column) const
     case ColMicro: return p.micro_batch;
     case ColZeRO: return p.zero_stage;
     case ColSchedule: return QString(to_string(p.schedule));
-    case ColRecompute: return QString(to_string(p.recompute));
+    case ColRecompute: return q(recompute_text(p));
     case ColOffload: return tier_letter(p.offload.params) + tier_letter(p.offload.grads) + tier_letter(p.offload.optimizer);
     case ColChunk: return static_cast<qlonglong>(p.chunk_elements);
     case ColFramework: return QString(to_string(p.framework));

@@ -16,10 +16,8 @@ std::string plan_summary(const Job& job) {
   if (job.model.is_moe()) s += " EP" + std::to_string(p.ep) + " ETP" + std::to_string(p.expert_tp());
   s += ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(job.micro_batches()) +
        ", global batch " + std::to_string(job.training.global_batch);
-  s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + to_string(p.recompute);
+  s += ", ZeRO-" + std::to_string(p.zero_stage) + ", recompute " + recompute_text(p);
   if (p.recompute_layers > 0) s += " (first " + std::to_string(p.recompute_layers) + " layers of each virtual stage)";
-  if (p.recompute == Recompute::selective && p.recompute_modules != recompute_module::core_attn)
-    s += " (" + recompute_modules_text(p.recompute_modules) + ")";
   const Offload& o = p.offload;
   if (o.params != Tier::gpu || o.grads != Tier::gpu || o.optimizer != Tier::gpu)
     s += std::string(", offload params/grads/optimizer -> ") + to_string(o.params) + "/" + to_string(o.grads) + "/" +

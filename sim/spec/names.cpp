@@ -104,6 +104,13 @@ std::string recompute_modules_text(uint8_t modules, const char* separator) {
   return out;
 }
 
+std::string recompute_text(const Plan& p) {
+  std::string out = to_string(p.recompute);
+  if (p.recompute == Recompute::selective && p.recompute_modules != recompute_module::core_attn)
+    out += " (" + recompute_modules_text(p.recompute_modules) + ")";
+  return out;
+}
+
 bool parse_recompute_module(const std::string& text, uint8_t& bit) {
   for (const auto& [name, b] : kRecomputeModules)
     if (text == name) {

@@ -209,6 +209,8 @@ const char* to_string(Recompute r);
 std::vector<std::string> recompute_module_names(uint8_t modules);
 std::string recompute_modules_text(uint8_t modules, const char* separator = ", ");
 bool parse_recompute_module(const std::string& text, uint8_t& bit);
+// The plan's recomputation as read: "full", "selective", "selective (moe_act, layernorm)".
+std::string recompute_text(const Plan& plan);
 const char* to_string(Schedule s);
 const char* to_string(Framework f);
 bool parse_framework(const std::string& text, Framework& out);  // false when unknown

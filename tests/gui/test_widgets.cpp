@@ -159,6 +159,13 @@ class WidgetsTest : public QObject {
     }
     model.sort(gui::PlanTableModel::ColRank, Qt::DescendingOrder);
     QCOMPARE(model.searchRow(0), 19);
+    // A row recomputing Megatron-core's modules says which.
+    search::SearchResult modules = *r;
+    modules.rows[0].plan.recompute = Recompute::selective;
+    modules.rows[0].plan.recompute_modules = recompute_module::moe_act | recompute_module::layernorm;
+    model.setResult(std::make_shared<const search::SearchResult>(modules));
+    QCOMPARE(model.data(model.index(0, gui::PlanTableModel::ColRecompute), Qt::DisplayRole).toString(),
+             QString("selective (moe_act, layernorm)"));
   }
 
   void memory_chart_bars_are_bytes_over_capacity() {
