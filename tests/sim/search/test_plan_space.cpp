@@ -157,7 +157,9 @@ TEST(PlanSpace, NoTpThatStraddlesNodesAndOneMicroBatchPerChunkedPlan) {
   std::set<int> tps;
   for (const Candidate& k : plans) {
     tps.insert(k.tp);
-    if (k.chunk_elements > 0) EXPECT_EQ(int64_t{k.micro_batch} * k.dp, t.global_batch);
+    if (k.chunk_elements > 0) {
+      EXPECT_EQ(int64_t{k.micro_batch} * k.dp, t.global_batch);
+    }
     make_job(m, c, t, k.to_plan());  // throws on a plan make_job refuses
   }
   EXPECT_EQ(tps, (std::set<int>{1, 2}));
@@ -195,7 +197,9 @@ TEST(PlanSpace, APipelineThatDoesNotDivideTheLayersGetsLighterEnds) {
     EXPECT_EQ(k.first_stage_layers, 1);
     EXPECT_EQ(k.last_stage_layers, 1);
     EXPECT_EQ(plan_invalid_reason(m, c, t, k.to_plan()), nullptr);
-    if (uneven == 1) EXPECT_NO_THROW(make_job(m, c, t, k.to_plan()));
+    if (uneven == 1) {
+      EXPECT_NO_THROW(make_job(m, c, t, k.to_plan()));
+    }
   }
   EXPECT_GT(uneven, 0);
 }
@@ -216,7 +220,9 @@ TEST(PlanSpace, InterleavingThatDoesNotDivideTheLayersCountsTheEmbeddingAndLoss)
     ASSERT_EQ(k.embedding_slot, k.loss_slot);
     (k.embedding_slot ? slotted : even).insert(k.virtual_stages);
     EXPECT_EQ(plan_invalid_reason(m, c, t, k.to_plan()), nullptr) << short_label(k);
-    if (k.embedding_slot) EXPECT_NE(short_label(k).find(" slots:emb+loss"), std::string::npos) << short_label(k);
+    if (k.embedding_slot) {
+      EXPECT_NE(short_label(k).find(" slots:emb+loss"), std::string::npos) << short_label(k);
+    }
   }
   EXPECT_EQ(slotted, (std::set<int>{2}));
   EXPECT_EQ(even, (std::set<int>{3}));
@@ -245,9 +251,13 @@ TEST(PlanSpace, MixtureOfExpertsPlansSpanExpertParallelismAndPassMakeJob) {
     eps.insert(k.ep);
     EXPECT_LT(k.zero_stage, 3);
     EXPECT_EQ(k.chunk_elements, 0);
-    if (k.tp > 1) EXPECT_TRUE(k.sequence_parallel);
+    if (k.tp > 1) {
+      EXPECT_TRUE(k.sequence_parallel);
+    }
     EXPECT_EQ(plan_invalid_reason(m, c, t, k.to_plan()), nullptr) << short_label(k);
-    if (i % 97 == 0) EXPECT_NO_THROW(make_job(m, c, t, k.to_plan())) << short_label(k);
+    if (i % 97 == 0) {
+      EXPECT_NO_THROW(make_job(m, c, t, k.to_plan())) << short_label(k);
+    }
   }
   EXPECT_EQ(eps, (std::set<int>{1, 2, 4, 8}));
 }
@@ -360,7 +370,9 @@ TEST(PlanSpace, Fp8GemmsAreTriedUnderMegatronCoreOnAGpuWithAnFp8Peak) {
       Plan p = k.to_plan();
       p.framework = space.framework;
       EXPECT_EQ(plan_invalid_reason(m, c, t, p), nullptr) << short_label(k);
-      if (n % 97 == 1) EXPECT_NO_THROW(make_job(m, c, t, p)) << short_label(k);
+      if (n % 97 == 1) {
+        EXPECT_NO_THROW(make_job(m, c, t, p)) << short_label(k);
+      }
       EXPECT_NE(short_label(k).find(" fp8-hybrid"), std::string::npos);
       EXPECT_TRUE(is_enumerated_shape(p, c, space));
       // fp8 params where the distributed optimizer gathers them (Megatron-Bridge's fp8 recipes),
