@@ -12,7 +12,6 @@
 #include "sim/cost/estimate.h"
 #include "sim/cost/flops.h"
 #include "sim/cost/op_time.h"
-#include "sim/cost/params.h"
 #include "sim/spec/json_writer.h"
 #include "sim/spec/units.h"
 
@@ -68,7 +67,7 @@ struct LayerOps {
 std::vector<LayerOps> plan_layer_ops(const Job& job) {
   std::vector<LayerOps> out;
   const Model& m = job.model;
-  const bool has_dense = !m.is_moe() || count_parameters(m).moe_layers < m.layers;
+  const bool has_dense = m.moe_layer_count() < m.layers;
   const PlanLayerCommunication comm = layer_communication(job);
   for (bool moe : {false, true}) {
     if (moe ? !m.is_moe() : !has_dense) continue;

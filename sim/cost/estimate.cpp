@@ -147,9 +147,9 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
     costs.moe_exchange_forward_s = 2 * exchange;
     costs.moe_exchange_s = (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
     costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + costs.moe_exchange_forward_s;
-    costs.moe_extra_s = moe.total_s() - costs.layer_s + costs.moe_exchange_s;
     // The mlp recompute module reruns a dense MLP's TP collective, not an MoE layer's.
-    costs.moe_extra_s -= (p.recomputed_tp_halves(false) - p.recomputed_tp_halves(true)) * tp_all_reduce;
+    costs.moe_tp_less_s = (p.recomputed_tp_halves(false) - p.recomputed_tp_halves(true)) * tp_all_reduce;
+    costs.moe_extra_s = moe.total_s() - costs.layer_s + costs.moe_exchange_s - costs.moe_tp_less_s;
   }
   return costs;
 }
@@ -269,10 +269,7 @@ PlanLayerCommunication layer_communication(const Job& job) {
     layer->cp_forward_s = costs.cp_forward_per_layer_s;
     layer->cp_backward_s = costs.cp_per_layer_s - costs.cp_forward_per_layer_s;
   }
-  // The mlp recompute module reruns a dense MLP's TP collectives, not an MoE layer's (a pass's
-  // collectives are two halves: tp_forward_per_layer_s).
-  const int fewer_halves = p.recomputed_tp_halves(false) - p.recomputed_tp_halves(true);
-  out.moe.tp_backward_s -= fewer_halves * costs.tp_forward_per_layer_s / 2;
+  out.moe.tp_backward_s -= costs.moe_tp_less_s;
   out.moe.exchange_forward_s = costs.moe_exchange_forward_s;
   out.moe.exchange_backward_s = costs.moe_exchange_s - costs.moe_exchange_forward_s;
   return out;

@@ -51,8 +51,7 @@ double selective_recompute_flops(const Model& m, int64_t global_batch, uint8_t m
   namespace rm = recompute_module;
   const LayerForwardFlops layer = layer_forward_flops(m, global_batch);
   const double T = static_cast<double>(global_batch) * m.seq_len;
-  int moe_layers = 0;
-  for (int l = 0; l < m.layers; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
+  const int moe_layers = m.moe_layer_count();
   const double in_mats = m.activation == Activation::swiglu ? 2 : 1;
   const double shared = 2 * T * m.hidden * m.moe.expert_ffn_hidden * (in_mats + 1) * m.moe.shared_experts;
   double redone = 0;

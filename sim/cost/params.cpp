@@ -179,7 +179,7 @@ ParamCount count_parameters(const Model& m) {
   std::vector<ParamTensor> one;
   add_layer(one, dense, 0);
   for (const auto& t : one) c.per_layer += t.elements;
-  for (int l = 0; l < m.layers; ++l) c.moe_layers += m.moe_layer(l) ? 1 : 0;
+  c.moe_layers = m.moe_layer_count();
   if (c.moe_layers > 0) {
     one.clear();
     const int first_moe = m.moe.first_dense_layers;

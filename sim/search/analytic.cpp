@@ -100,7 +100,7 @@ void AnalyticEvaluator::evaluate(const Plan& p, Estimate& e, bool memory_only_if
   const std::vector<double>& stage_n = stage_params(p, scratch);
   ChunkFootprint chunk_scratch;
   // The model's FLOPs per recompute mode are cached; block recomputation's, and selective
-  // recomputation's of modules with GEMMs beyond the attention core, depend on the plan.
+  // recomputation's of modules other than the attention core alone, depend on the plan.
   namespace rm = recompute_module;
   const bool own_flops = p.recompute_layers > 0 || (p.recompute == Recompute::selective && p.recompute_modules != rm::core_attn);
   const IterationFlops flops = own_flops ? plan_iteration_flops(model_, training_.global_batch, p)

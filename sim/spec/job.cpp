@@ -53,8 +53,6 @@ std::string recompute_modules_problem(const Model& m, const Plan& plan) {
   if (plan.framework != Framework::megatron_core)
     return std::string("recompute modules other than core_attn are Megatron-core's (--recompute-modules): set "
                        "framework: megatron-core (the plan says ") + to_string(plan.framework) + ")";
-  bool dense_layer = false;
-  for (int l = 0; l < m.layers && !dense_layer; ++l) dense_layer = !m.moe_layer(l);
   if ((modules & rm::layernorm) && !m.is_moe() && !m.is_mla())
     return "layernorm: Megatron-core fuses a dense layer's norms into its linear layers (TransformerEngine's "
            "LayerNormLinear), so it redoes only an MoE layer's pre-MLP norm and an MLA layer's input norm, and "
@@ -63,7 +61,7 @@ std::string recompute_modules_problem(const Model& m, const Plan& plan) {
   if ((modules & rm::shared_experts) && m.moe.shared_experts == 0)
     return "shared_experts: model " + m.name + " has no shared experts";
   if ((modules & rm::mla_up_proj) && !m.is_mla()) return "mla_up_proj: model " + m.name + " has no multi-latent attention";
-  if ((modules & rm::mlp) && !dense_layer)
+  if ((modules & rm::mlp) && m.moe_layer_count() == m.layers)
     return "mlp: every layer of model " + m.name + " is MoE, and Megatron-core redoes only a dense MLP (for the experts: moe_act)";
   return "";
 }

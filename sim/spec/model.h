@@ -124,6 +124,12 @@ struct Model {
   bool moe_layer(int layer) const {
     return is_moe() && layer >= moe.first_dense_layers && (layer - moe.first_dense_layers) % moe.every == 0;
   }
+  // How many of the layers are MoE (moe_layer).
+  int moe_layer_count() const {
+    int n = 0;
+    for (int l = 0; l < layers; ++l) n += moe_layer(l) ? 1 : 0;
+    return n;
+  }
   // Layer `layer` (0-based) attends through the sliding window, and the window is shorter than
   // the sequence (a window as long as the sequence changes nothing).
   bool windowed_layer(int layer) const {
