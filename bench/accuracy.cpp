@@ -342,6 +342,9 @@ void mosaicml(const std::string& dir, Summary& sum) {
     p.attention = Attention::flash1;
     // ComposerMPTCausalLM's loss_fn defaults to fused_crossentropy (flash-attn's CrossEntropyLoss).
     p.loss = Loss::fused;
+    // Its train metrics, LanguageCrossEntropy and LanguagePerplexity (llm-foundry's MPT before
+    // use_train_metrics, 2024-02), which Composer updates after every micro-batch's backward.
+    p.train_metric_passes = 2;
     p.dp = gpus;
     p.micro_batch = mbs;
     p.zero_stage = t.at(r, "Sharding Strategy") == "FULL_SHARD" ? 3 : 2;

@@ -3,6 +3,7 @@
 // Transformer Models"), generalised to any FFN width, grouped-query attention and SwiGLU by
 // counting the stored tensors one by one (their Table 2 / eq. 1-5 are the special case
 // f = 4h, kv = h, 2-byte activations and 1-byte dropout masks; tests check that case exactly).
+#include <algorithm>
 #include <cstdint>
 
 #include "sim/spec/model.h"
@@ -89,9 +90,14 @@ struct StageActivations {
   // The gradients the layer being back-propagated holds at their most (layer_backward_transient_bytes,
   // moe_layer_backward_transient_bytes): the larger of a dense and an MoE layer of the stage's.
   double backward_transient_bytes = 0;
+  // Last stage: the training metrics' passes after a micro-batch's backward (framework.h,
+  // train_metric_kernel), when the layers' activations are freed (data-parallel plans only:
+  // job.cpp): a moment of their own, the peak when larger than the backward's.
+  double metric_bytes = 0;
   double in_flight_micro_batches = 0;
   double total() const {
-    return layers_bytes + embedding_bytes + output_bytes + recompute_working_bytes + backward_transient_bytes;
+    return std::max(layers_bytes + embedding_bytes + output_bytes + recompute_working_bytes + backward_transient_bytes,
+                    metric_bytes);
   }
 };
 

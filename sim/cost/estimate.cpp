@@ -121,6 +121,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
   costs.layer_forward_s = lt.forward_s;
   costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
   costs.output_s = times.output_s;
+  costs.metric_s = times.metric_s;
   costs.tp_per_layer_s = (4 + p.recomputed_tp_halves(false)) * tp_all_reduce;
   costs.pp_comm_s = pp_comm;
   // Context parallelism: the ring's sends that attention's blocks do not hide (context_parallel.h).

@@ -150,6 +150,13 @@ LossKernel loss_kernel(const Plan& plan) {
   return {38.0 + 14.0, 6.0};
 }
 
+TrainMetricKernel train_metric_kernel(int64_t logit_bytes, const Plan& plan) {
+  if (plan.train_metric_passes <= 0) return {};
+  const double b = static_cast<double>(logit_bytes);
+  const double cast = b < 4 ? b + 4 : 0;  // autocast's fp32 copy for nll_loss
+  return {plan.train_metric_passes * (2 * b + cast), 2 * b + (b < 4 ? 4 : 0)};
+}
+
 namespace {
 
 // Starfish's executor steps with LibTorch's eager ops, one pass over the shard each (the

@@ -163,6 +163,24 @@ LossKernel loss_kernel(const Plan& plan);
 // The loss a plan runs: its own choice, else its framework's (Starfish's for chunked plans).
 Loss loss_kernel_of(const Plan& plan);
 
+// The training metrics' cross-entropy passes (Plan::train_metric_passes) over one micro-batch's
+// logits after its backward, per logit of this rank, as Composer runs each: torch's
+// CrossEntropyLoss(reduction='sum') on the held logits under autocast, no gradient
+// (composer/metrics/nlp.py, LanguageCrossEntropy.update). cross_entropy calls
+// log_softmax(logits, dim, logits.dtype): autocast's fp32_set_opt_dtype policy keeps a dtype the
+// caller gives, so the log-probabilities come out in the logits' dtype B (read B, write B); its
+// nll_loss is on autocast's fp32 list (aten/src/ATen/autocast_mode.cpp), which copies them to
+// fp32 first (read B, write 4) to gather one per token. In fp32 training nothing is cast. Alive at
+// most, the logits held for the pass (the trainer keeps the micro-batch's outputs), the
+// log-probabilities and their fp32 copy: 2B + 4 (bf16: 10 bytes moved a pass, 8 alive). The
+// layers' activations are freed by then: the passes' bytes are a moment of their own.
+struct TrainMetricKernel {
+  double traffic_bytes_per_logit = 0;  // all passes together
+  double peak_bytes_per_logit = 0;
+};
+// `logit_bytes`: the logits' element size, the training dtype's.
+TrainMetricKernel train_metric_kernel(int64_t logit_bytes, const Plan& plan);
+
 // HBM bytes per parameter of this GPU's optimizer shard that one optimizer step on the GPU
 // moves, kernel by kernel as Megatron's mixed-precision optimizer runs them (megatron/optimizer/
 // optimizer.py, MixedPrecisionOptimizer.step; DeepSpeed's and FSDP's steps run the same kernels):

@@ -365,6 +365,11 @@ double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int6
          elementwise_time_s(gpu, loss_bytes_per_logit * rank_logits, rank_logits, loss.forward_s + loss.backward_s);
 }
 
+double train_metric_time_s(const GpuSpec& gpu, const Model& m, int64_t b, int tp, double bytes_per_logit) {
+  const double rank_logits = static_cast<double>(m.seq_len) * static_cast<double>(b) * m.vocab / tp;
+  return memory_bound_time_s(gpu, bytes_per_logit * rank_logits);
+}
+
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
   const FrameworkTraits& traits = framework_traits(running_framework(p));
   LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, attention_kernel(p), moe_layer ? &p : nullptr,
@@ -396,6 +401,7 @@ PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& 
     }
   }
   out.output_s = output_layer_time_s(node.gpu, dtype, m, p.micro_batch, p.tp, loss_kernel(p).traffic_bytes_per_logit, p.cp);
+  out.metric_s = train_metric_time_s(node.gpu, m, p.micro_batch, p.tp, train_metric_kernel(bytes_of(dtype), p).traffic_bytes_per_logit);
   const double bmm_matrices =
       fused(shape.attention) ? 1 : static_cast<double>(p.micro_batch) * static_cast<double>(m.heads) / p.tp;
   const LayerDispatch dispatch = layer_dispatch(node.host, p.recompute, bmm_matrices);

@@ -86,6 +86,10 @@ LayerTime operator+(const LayerTime& a, const LayerTime& b);  // a bf16 layer is
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& model, int64_t micro_batch, int tp,
                            double loss_bytes_per_logit, int cp = 1);
 
+// The trainer's training-metric passes after one micro-batch's backward (framework.h,
+// train_metric_kernel): `bytes_per_logit` over the micro-batch's logits of this rank, at HBM speed.
+double train_metric_time_s(const GpuSpec& gpu, const Model& model, int64_t micro_batch, int tp, double bytes_per_logit);
+
 // One micro-batch's dense layer and output layer as a plan runs them on a node: the kernels'
 // times above with the framework's attention and loss kernels (framework.h), plus the host's
 // per-op dispatch (dispatch.h; zero on GPU hosts). The one home both tiers take them from.
@@ -108,6 +112,7 @@ struct PlanLayerTimes {
   LayerTime bf16_extra;
   LayerTime moe_bf16_extra;
   double output_s = 0;
+  double metric_s = 0;  // the training metrics after the backward (train_metric_time_s), 0 without
 };
 PlanLayerTimes plan_layer_times(const NodeSpec& node, DType dtype, const Model& model, const Plan& plan);
 

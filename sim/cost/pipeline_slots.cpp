@@ -67,7 +67,7 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     }
     if (block) add_layers(x, *kept, {all.kept, moe.kept, window.kept, bf16.kept, moe_bf16.kept});
     add_layers(x, c, {all.recomputing(), moe.recomputing(), window.recomputing(), bf16.recomputing(), moe_bf16.recomputing()});
-    x.compute_s += last ? c.output_s : 0;
+    x.compute_s += last ? c.output_s + c.metric_s : 0;
     x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
     x.pp_comm_s = c.pp_comm_s;
     // The output layer's forward is a third of its work (one GEMM to backward's two); the

@@ -25,6 +25,7 @@ struct StageCosts {
   double layer_forward_s = 0;        // its forward part
   double tp_forward_per_layer_s = 0; // the TP collectives of a layer's forward
   double output_s = 0;               // the output layer (last stage), forward + backward
+  double metric_s = 0;               // the training metrics after its backward (last stage)
   double tp_per_layer_s = 0;         // one layer's exposed TP collectives
   double cp_per_layer_s = 0;         // one layer's exposed context-parallel ring (context_parallel.h)
   double cp_forward_per_layer_s = 0; // its forward part
@@ -49,7 +50,7 @@ struct StageCosts {
 struct StageSlot {
   int stage = 0;
   double layers = 0;
-  double compute_s = 0;      // layers and output layer
+  double compute_s = 0;      // layers, output layer and training metrics
   double accumulate_s = 0;   // from the second micro-batch on
   double tp_comm_s = 0;
   double cp_comm_s = 0;

@@ -26,7 +26,10 @@ LayerCosts layer_costs(const Job& job) {
   c.full_bytes = layer.full;
   c.backward_transient_bytes = layer.backward_transient;
   c.embedding_bytes = embedding_activation_bytes(m, p, c.act_bytes);
-  c.output_bytes = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1).output_bytes;
+  const StageActivations last = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1);
+  c.output_bytes = last.output_bytes;
+  c.metric_s = times.metric_s;
+  c.metric_bytes = last.metric_bytes;
   if (m.is_moe()) {
     const DType dtype = job.training.dtype;
     c.moe_layer = layer_time(gpu, dtype, m, plan_layer_shape(p, true), p.recompute);

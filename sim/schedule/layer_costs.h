@@ -13,6 +13,8 @@ struct LayerCosts {
   LayerTime layer;             // forward, backward, recompute of one transformer layer
   LayerTime window_saving;     // what a sliding-window layer saves (PlanLayerTimes)
   double output_s = 0;         // output layer (head + loss), forward + backward
+  double metric_s = 0;         // training metrics after a micro-batch's backward (PlanLayerTimes)
+  double metric_bytes = 0;     // what they hold at their most (StageActivations::metric_bytes)
   double boundary_bytes = 0;   // one micro-batch's hidden states: s * b * h * dtype bytes
   double tp_bytes = 0;         // a layer's TP collective volume (two all-reduces)
   double stored_bytes = 0;     // activations a layer keeps for backward

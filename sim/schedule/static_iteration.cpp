@@ -299,6 +299,13 @@ class StaticIterationBuilder {
       st.memory.push_back({x, -output_bytes_});
     }
     for (int l = o.layers - 1; l >= 0; --l) backward_layer(st, o, l);
+    if (o.last_virtual && costs_.metric_s > 0) {
+      // The trainer's training metrics over the micro-batch's logits, once its backward is done
+      // (Plan::train_metric_passes; data-parallel plans only, so the whole backward is this op's).
+      const TaskId x = eng_.compute(st.lead_gpu, costs_.metric_s, label(out_.bwd, "metrics s{} mb{}", o.stage, o.mb));
+      chain(x);
+      st.memory.push_back({x, 0, costs_.metric_bytes});
+    }
   }
 
   // Layer `l` of the op, backward: its gathered params (ZeRO-3), its recompute if it recomputes

@@ -150,6 +150,9 @@ Refusal torchtitan_plan_refusal(const Plan& p, const Training& t) {
                                     "FlashAttention-2 class");
   if (loss_kernel_of(p) != Loss::pytorch)
     return refuse("plan.loss", "torchtitan computes the loss with PyTorch's cross_entropy on fp32 logits");
+  if (p.train_metric_passes > 0)
+    return refuse("plan.train_metric_passes", "torchtitan computes no training metrics over the logits (Composer's "
+                                              "trainer does)");
   // (fp8 plans are Megatron-core's, refused above by their framework: torchtitan's float8 is
   // torchao's Float8Linear, which Starfish does not cost.)
   if (t.dtype != DType::bf16 && t.dtype != DType::fp32)

@@ -66,6 +66,20 @@ std::string recompute_modules_problem(const Model& m, const Plan& plan) {
   return "";
 }
 
+// Training metrics over the logits (Plan::train_metric_passes) are Composer's: its trainer
+// updates them after every micro-batch, and it trains data-parallel (DDP or FSDP) with each
+// rank's logits whole, no pipeline, tensor or context split.
+std::string train_metric_passes_problem(const Plan& plan) {
+  if (plan.train_metric_passes == 0) return "";
+  if (plan.framework != Framework::fsdp)
+    return std::string("training metrics over the logits are Composer's (llm-foundry), an fsdp plan: set framework: fsdp "
+                       "(the plan says ") + to_string(plan.framework) + ")";
+  if (plan.tp > 1 || plan.pp > 1 || plan.cp > 1)
+    return "Composer trains data-parallel only, each rank's logits whole: tensor_parallel, pipeline_parallel and "
+           "context_parallel must be 1 with training metrics";
+  return "";
+}
+
 bool offloaded(Tier t) { return t != Tier::gpu; }
 
 PlacementProblem megatron_placement_problem(const Plan& plan) {
@@ -474,6 +488,7 @@ Job make_job(Model model, Cluster cluster, Training training, Plan plan) {
                                     std::to_string(model.layers) + of_model);
   if (const std::string why = recompute_layers_problem(plan); !why.empty()) pp.fail("plan.recompute_layers", why);
   if (const std::string why = recompute_modules_problem(model, plan); !why.empty()) pp.fail("plan.recompute_modules", why);
+  if (const std::string why = train_metric_passes_problem(plan); !why.empty()) pp.fail("plan.train_metric_passes", why);
   if (plan.chunked() && plan.grad_reduce == GradReduce::fp32 && training.dtype != DType::fp32)
     pp.fail("plan.grad_reduce_dtype", std::string("the chunk runtime reduces gradients in their chunks' dtype (") +
                                           to_string(training.dtype) + "), not fp32");

@@ -41,6 +41,7 @@ inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;   // sequences per 
 inline constexpr int64_t kMaxTokensPerIteration = int64_t{1} << 40;  // global batch x seq_len
 inline constexpr int64_t kMaxMicroBatch = int64_t{1} << 20;    // sequences per micro-batch
 inline constexpr int64_t kMaxIterations = int64_t{1} << 40;
+inline constexpr int64_t kMaxTrainMetricPasses = 64;          // a trainer's metrics over the logits
 inline constexpr int64_t kMaxSeed = (int64_t{1} << 53) - 1;    // integers a YAML number holds exactly
 inline constexpr int64_t kMinChunkElements = 1'024;
 inline constexpr int64_t kMaxChunkElements = int64_t{1} << 40;

@@ -170,6 +170,13 @@ struct Plan {
     bool operator==(const Bf16Layers&) const = default;
   } bf16_layers;
   GradReduce grad_reduce = GradReduce::framework_default;  // resolved by grad_buffers()
+  // Cross-entropy passes over each micro-batch's logits that the trainer runs after its backward
+  // for training metrics, without gradients: Composer's trainer updates every train metric after
+  // each micro-batch (composer/trainer/trainer.py, _train_microbatches -> _eval_train_metrics),
+  // and llm-foundry's models (2023) had two, LanguageCrossEntropy and LanguagePerplexity (a
+  // subclass: the same torch CrossEntropyLoss again). 0: none (Megatron, DeepSpeed, torchtitan).
+  // Costed in framework.h (train_metric_kernel).
+  int train_metric_passes = 0;
   Provenance provenance;
 
   bool chunked() const { return chunk_elements > 0; }

@@ -576,6 +576,8 @@ void read_plan_kernels(MapReader& q, Plan& pl) {
     pl.grad_reduce = q.choice<GradReduce>(
         "grad_reduce_dtype",
         {{"default", GradReduce::framework_default}, {"fp32", GradReduce::fp32}, {"training", GradReduce::training}});
+  if (q.has("train_metric_passes"))
+    pl.train_metric_passes = static_cast<int>(q.whole("train_metric_passes", 0, limits::kMaxTrainMetricPasses));
 }
 
 }  // namespace
@@ -934,6 +936,7 @@ std::string to_yaml(const PlanFile& p) {
     e << YAML::EndMap;
   }
   if (q.grad_reduce != GradReduce::framework_default) emit_kv(e, "grad_reduce_dtype", to_string(q.grad_reduce));
+  if (q.train_metric_passes > 0) emit_num(e, "train_metric_passes", q.train_metric_passes);
   e << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -690,5 +690,45 @@ TEST(FrameworkSpec, PlanFilesNameTheirFrameworkAndAttention) {
   EXPECT_NE(e.find("megatron-core"), std::string::npos) << e;
 }
 
+// Composer's training metrics (Plan::train_metric_passes): per pass a bf16 logit is read and its
+// log-probability written (2 + 2), then autocast copies that to fp32 for nll_loss (2 + 4); alive at
+// once the logits, the log-probabilities and the copy (2 + 2 + 4). fp32 training casts nothing.
+TEST(Framework, TrainingMetricPassesMoveLogSoftmaxAndAutocastsFp32Copy) {
+  Plan p = plan_of(Framework::fsdp);
+  EXPECT_DOUBLE_EQ(train_metric_kernel(2, p).traffic_bytes_per_logit, 0);
+  EXPECT_DOUBLE_EQ(train_metric_kernel(2, p).peak_bytes_per_logit, 0);
+  p.train_metric_passes = 2;
+  EXPECT_DOUBLE_EQ(train_metric_kernel(2, p).traffic_bytes_per_logit, 2 * 10);
+  EXPECT_DOUBLE_EQ(train_metric_kernel(2, p).peak_bytes_per_logit, 8);
+  EXPECT_DOUBLE_EQ(train_metric_kernel(4, p).traffic_bytes_per_logit, 2 * 8);
+  EXPECT_DOUBLE_EQ(train_metric_kernel(4, p).peak_bytes_per_logit, 8);
+  // The plan file says it, and writes it back.
+  const PlanFile f = parse_plan_file_text("training: {global_batch: 8}\nplan: {framework: fsdp, train_metric_passes: 2}\n", "p.yaml");
+  EXPECT_EQ(f.plan.train_metric_passes, 2);
+  EXPECT_EQ(parse_plan_file_text(to_yaml(f), "q.yaml").plan.train_metric_passes, 2);
+  EXPECT_EQ(to_yaml(parse_plan_file_text("training: {global_batch: 8}\nplan: {framework: fsdp}\n", "p.yaml")).find("train_metric"),
+            std::string::npos);
+  EXPECT_EQ(testing::error_of([] {
+              parse_plan_file_text("training: {global_batch: 8}\nplan: {train_metric_passes: -1}\n", "p.yaml");
+            }),
+            "p.yaml:2:8: field 'plan.train_metric_passes': must be at least 0, got '-1'");
+  // Composer's alone, data-parallel only.
+  const Model m = testing::gpt(2, 256, 4, 512, 1000);
+  auto error = [&](Plan q) { return testing::error_of([&] { make_job(m, testing::dgx(1), bf16(), q); }); };
+  Plan megatron = plan_of(Framework::megatron_lm);
+  megatron.train_metric_passes = 2;
+  EXPECT_NE(error(megatron).find("field 'plan.train_metric_passes': training metrics over the logits are Composer's"),
+            std::string::npos) << error(megatron);
+  Plan tp = p;
+  tp.tp = 2;
+  EXPECT_NE(error(tp).find("Composer trains data-parallel only"), std::string::npos) << error(tp);
+  Plan chunked = plan_of(Framework::starfish);
+  chunked.chunk_elements = 1 << 20;
+  chunked.train_metric_passes = 1;
+  EXPECT_NE(error(chunked).find("an fsdp plan: set framework: fsdp (the plan says starfish)"), std::string::npos)
+      << error(chunked);
+  EXPECT_EQ(make_job(m, testing::dgx(1), bf16(), p).plan.train_metric_passes, 2);
+}
+
 }  // namespace
 }  // namespace starfish

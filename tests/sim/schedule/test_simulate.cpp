@@ -492,6 +492,44 @@ TEST(Simulate, Fp8GemmsAgreeWithTheEstimateAndHoldTheirWeightCopies) {
                    2 * stage_quantized_gemm_weights(m, j.plan, 0));
 }
 
+// Composer's training metrics (Plan::train_metric_passes): after each micro-batch's backward,
+// two cross-entropy passes over its logits, 10 bytes a bf16 logit each at HBM speed (framework.h
+// train_metric_kernel), and at that moment the logits, the log-probabilities and their fp32 copy
+// alive, 8 bytes a logit, more than the backward held (full recomputation, a 50,000-entry
+// vocabulary): that is the activations' peak in both tiers. DP 2, 2 micro-batches of 4 x 512.
+TEST(Simulate, TrainingMetricsRunAfterEachBackwardAtHbmSpeed) {
+  Cluster c = ideal_node(2);
+  c.node.gpu.hbm_bandwidth_Bps = 2039e9;
+  const Model m = testing::gpt(2, 256, 4, 512, 50000);
+  Plan plain;
+  plain.framework = Framework::fsdp;
+  plain.loss = Loss::fused;
+  plain.recompute = Recompute::full;
+  plain.micro_batch = 4;
+  Plan metrics = plain;
+  metrics.train_metric_passes = 2;
+  const Job a = job(m, c, 16, plain), b = job(m, c, 16, metrics);
+  ASSERT_EQ(b.micro_batches(), 2);
+  const double logits = 4.0 * 512 * 50000;
+  const double pass_s = 2 * 10 * logits / (2039e9 * c.node.gpu.hbm_efficiency);
+  const Estimate ea = estimate(a), eb = estimate(b);
+  EXPECT_NEAR(eb.time.compute_s - ea.time.compute_s, 2 * pass_s, 1e-9 * pass_s);
+  EXPECT_DOUBLE_EQ(eb.gpu.activations_bytes, 8 * logits);
+  EXPECT_LT(ea.gpu.activations_bytes, 8 * logits);
+  SimOptions o;
+  o.keep_spans = true;
+  const SimReport ra = simulate(a), rb = simulate(b, o);
+  int passes = 0;
+  for (const TaskSpan& t : rb.spans)
+    if (t.name.rfind("metrics s0 mb", 0) == 0) {
+      ++passes;
+      EXPECT_NEAR(t.end_s - t.start_s, pass_s, 1e-9 * pass_s) << t.name;
+    }
+  EXPECT_EQ(passes, 2);
+  EXPECT_NEAR(rb.iteration_s - ra.iteration_s, 2 * pass_s, 1e-6 * rb.iteration_s);
+  EXPECT_DOUBLE_EQ(rb.memory[0].peak_bytes - rb.memory[0].model_state_bytes, 8 * logits);
+}
+
 TEST(Simulate, NoCommunicationMatchesTheSumOfItsCompute) {
   const Model m = gpt(4, 1024, 16, 1024);
   // Infinitely fast HBM (GEMMs only), then an A100's, where element-wise kernels, gradient

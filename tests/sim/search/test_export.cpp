@@ -1170,6 +1170,7 @@ TEST(Export, TorchtitanRefusalsNameTheField) {
   add("plan.recompute", [](Job& j) { j.plan.recompute = Recompute::selective; });
   add("plan.attention", [](Job& j) { j.plan.attention = Attention::unfused; });
   add("plan.loss", [](Job& j) { j.plan.loss = Loss::fused; });
+  add("plan.train_metric_passes", [](Job& j) { j.plan.train_metric_passes = 2; });
   add("training.dtype", [](Job& j) { j.training.dtype = DType::fp16; });
   add("training.optimizer", [](Job& j) { j.training.optimizer = Optimizer::sgd; });
   add("plan.grad_reduce_dtype", [](Job& j) { j.plan.grad_reduce = GradReduce::training; });
