@@ -372,6 +372,8 @@ std::vector<CollectivePhase> plan_collective(const Topology& topo, const Collect
     throw SpecError(std::string(to_string(req.kind)) + ": GPU " + std::to_string(*dup) + " appears twice in the group");
   if (!(req.bytes >= 0) || !std::isfinite(req.bytes))
     throw SpecError(std::string(to_string(req.kind)) + ": bytes must be >= 0, got " + std::to_string(req.bytes));
+  if (req.repeats < 1)
+    throw SpecError(std::string(to_string(req.kind)) + ": repeats must be >= 1, got " + std::to_string(req.repeats));
 
   std::vector<CollectivePhase> phases;
   if (req.algo == CollectiveAlgo::Hierarchical && req.gpus.size() > 1) {
@@ -380,6 +382,11 @@ std::vector<CollectivePhase> plan_collective(const Topology& topo, const Collect
     std::erase_if(phases, [](const CollectivePhase& p) { return p.steps == 0 || p.members == 0; });
   } else {
     phases = ring_plan(topo, req, capacity_Bps);
+  }
+  // Repeated back to back: each phase's steps `repeats` times, each step a repeat's share.
+  for (CollectivePhase& p : phases) {
+    p.steps *= static_cast<uint32_t>(req.repeats);
+    p.fraction /= req.repeats;
   }
   if (!req.merge_steps) return phases;
 

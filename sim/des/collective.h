@@ -60,6 +60,10 @@ struct CollectivePlanRequest {
   double bytes = 0;
   int pipeline_chunks = 0;    // broadcast/reduce; 0 = choose to minimise the chain's alpha-beta time
   bool merge_steps = true;    // one bundle per phase (all-to-all: one bundle for all its steps)
+  // The collective run `repeats` times back to back on bytes / repeats each, as one plan: every
+  // phase's steps repeated (a framework's consecutive collectives on the same group, each with
+  // its ring's step latencies).
+  int repeats = 1;
 };
 
 // Throws SpecError for an empty group, a repeated or missing GPU, or a hierarchical request the

@@ -166,6 +166,7 @@ struct Engine::Impl {
     CollectiveAlgo algo;
     bool merge;
     int chunks;
+    int repeats;
     double bytes;  // only for automatic pipeline chunks, else 0
     bool operator==(const ScheduleKey&) const = default;
   };
@@ -450,6 +451,7 @@ size_t Engine::Impl::ScheduleKeyHash::operator()(const ScheduleKey& k) const {
   h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.algo);
   h = h * 0x9e3779b97f4a7c15ULL + k.merge;
   h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.chunks);
+  h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(k.repeats);
   h = h * 0x9e3779b97f4a7c15ULL + std::hash<double>{}(k.bytes);
   return static_cast<size_t>(h ^ (h >> 29));
 }
@@ -457,8 +459,13 @@ size_t Engine::Impl::ScheduleKeyHash::operator()(const ScheduleKey& k) const {
 uint32_t Engine::Impl::collective_schedule(const Collective& c, double bytes) {
   const bool auto_chunks = (c.kind == CollectiveKind::broadcast || c.kind == CollectiveKind::reduce) &&
                            c.options.pipeline_chunks <= 0;
-  const ScheduleKey key{c.group,         c.kind, c.options.algo, c.options.merge_steps, auto_chunks ? 0 : c.options.pipeline_chunks,
-                    auto_chunks ? bytes : 0.0};
+  const ScheduleKey key{c.group,
+                        c.kind,
+                        c.options.algo,
+                        c.options.merge_steps,
+                        auto_chunks ? 0 : c.options.pipeline_chunks,
+                        c.options.repeats,
+                        auto_chunks ? bytes : 0.0};
   if (auto it = schedule_cache_.find(key); it != schedule_cache_.end()) return it->second;
   CollectivePlanRequest req;
   req.gpus = group_gpus(c.group);
@@ -467,6 +474,7 @@ uint32_t Engine::Impl::collective_schedule(const Collective& c, double bytes) {
   req.bytes = bytes;
   req.pipeline_chunks = c.options.pipeline_chunks;
   req.merge_steps = c.options.merge_steps;
+  req.repeats = c.options.repeats;
   const std::vector<CollectivePhase> phases = plan_collective(topo_, req, [this](LinkId l) { return link_bandwidth(l); });
   CollectiveSchedule schedule;
   schedule.first_phase = static_cast<uint32_t>(schedule_phases_.size());

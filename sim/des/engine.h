@@ -50,6 +50,7 @@ struct CollectiveOptions {
   CollectiveAlgo algo = CollectiveAlgo::Ring;
   bool merge_steps = true;     // false: one bundle per ring step (see collective.h)
   int pipeline_chunks = 0;     // broadcast/reduce; 0 = automatic
+  int repeats = 1;             // run back to back this many times, bytes split evenly (collective.h)
   ResourceId stream = kNone;   // optional serial resource (e.g. a communicator's stream)
 };
 

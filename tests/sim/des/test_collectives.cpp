@@ -58,6 +58,37 @@ TEST(Collectives, GatherScatterAndAllToAllTakeNMinusOneSteps) {
   }
 }
 
+// A task of `repeats` back-to-back collectives (a framework's consecutive TP collectives) takes
+// what as many separate ones would: each repeat's bytes and its ring's step latencies, merged or
+// step by step, over the ring and the hierarchical algorithm. Fewer than one is an error.
+TEST(Collectives, RepeatsCostAsManyCollectivesBackToBack) {
+  const Cluster c = dgx_a100(2);
+  const Topology topo(c);
+  const double bw = c.node.nvlink->achieved_Bps(), lat = c.node.nvlink->latency_s, B = 64e6;
+  const int n = 8;
+  for (bool merged : {true, false}) {
+    CollectiveOptions opt;
+    opt.merge_steps = merged;
+    opt.repeats = 3;
+    const double expect = 3 * (2.0 * (n - 1) / n * B / bw + 2 * (n - 1) * lat);
+    EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, n), 3 * B, opt), expect, 1e-9 * expect) << merged;
+  }
+  CollectiveOptions h;
+  h.algo = CollectiveAlgo::Hierarchical;
+  const double one = run_one(topo, CollectiveKind::all_reduce, iota(0, 16), B, h);
+  h.repeats = 2;
+  EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, 16), 2 * B, h), 2 * one, 1e-9 * one);
+  Engine e(topo);
+  CollectiveOptions none;
+  none.repeats = 0;
+  try {
+    e.collective(CollectiveKind::all_reduce, e.group(iota(0, n)), B, {0, "tp"}, none);
+    FAIL();
+  } catch (const SpecError& ex) {
+    EXPECT_STREQ(ex.what(), "all-reduce 'tp': all-reduce: repeats must be >= 1, got 0");
+  }
+}
+
 TEST(Collectives, BroadcastIsAPipelinedChain) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
