@@ -42,7 +42,10 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
   // they save it unquantized, set_for_recompute_input_layernorm) the layernorm module discards.
   const double gemm_inputs = 2 - (o.recomputes(recompute_module::mlp) ? 1 : 0) -
                              (m.is_mla() && o.recomputes(recompute_module::layernorm) ? 1 : 0);
-  double replicated = m.norms_per_layer() * B * sb * h + gemm_inputs * o.gemm_input_bytes() * sb * h + 2 * mask * sb * h;
+  // Under SP a framework that keeps the gathered GEMM inputs (torchtitan) keeps them whole.
+  const double gemm_input_total = gemm_inputs * o.gemm_input_bytes() * sb * h;
+  const bool gathered = o.sequence_parallel && o.sequence_parallel_saves_gathered_inputs;
+  double replicated = m.norms_per_layer() * B * sb * h + (gathered ? 0 : gemm_input_total) + 2 * mask * sb * h;
   // MLA: the latents' norm inputs and the up projections' inputs (Megatron saves them before the
   // sequence-parallel gather, like every column-parallel GEMM's input).
   if (m.is_mla()) replicated += B * sb * (m.mla.q_lora_rank + m.mla.kv_lora_rank + attention_linears(m).latent_width);
@@ -70,7 +73,7 @@ double layer_activation_bytes(const Model& m, int64_t micro_batch, const Activat
     split += mask * scores;            // attention dropout mask
     if (m.dropout) split += B * scores;  // dropout output (input of the context GEMM)
   }
-  return replicated / sp + split / t;
+  return replicated / sp + (gathered ? gemm_input_total : 0) + split / t;
 }
 
 namespace {
@@ -128,7 +131,8 @@ ActivationOptions plan_activation_options(const Plan& plan, int64_t act_bytes, R
   const double quantized_input_bytes = q == GemmQuantization::none ? 0 : saved_gemm_input_bytes_per_element(q);
   return ActivationOptions{plan.tp,        plan.sequence_parallel, recompute, act_bytes, attention_kernel(plan),
                            plan.cp,        quantized_input_bytes,  projection_saves_original_input(q),
-                           plan.recompute_modules};
+                           plan.recompute_modules,
+                           !framework_traits(running_framework(plan)).sequence_parallel_regathers_inputs};
 }
 
 double embedding_activation_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {

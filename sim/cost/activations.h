@@ -29,6 +29,9 @@ struct ActivationOptions {
   bool projection_saves_original_input = true;
   // Under selective recomputation, the modules it redoes (Plan::recompute_modules).
   uint8_t recompute_modules = recompute_module::core_attn;
+  // Under SP the column-parallel GEMMs save the input they all-gathered, not this rank's shard
+  // (torchtitan: FrameworkTraits::sequence_parallel_regathers_inputs false).
+  bool sequence_parallel_saves_gathered_inputs = false;
   double gemm_input_bytes() const { return quantized_input_bytes > 0 ? quantized_input_bytes : static_cast<double>(act_bytes); }
   bool recomputes(uint8_t module) const { return recompute == Recompute::selective && (recompute_modules & module); }
 };

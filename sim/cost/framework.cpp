@@ -54,6 +54,7 @@ const FrameworkTraits& framework_traits(Framework f) {
     // torchtitan's op-level selective checkpointing keeps the flash attention op's outputs
     // (_save_list in its activation checkpointing: aten._scaled_dot_product_flash_attention).
     t.selective_recomputes_fused_attention = false;
+    t.sequence_parallel_regathers_inputs = false;
     return t;
   }();
   static const FrameworkTraits starfish = [] {
@@ -106,6 +107,12 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan) {
     g.fp32_bytes = 4;
   }
   return g;
+}
+
+double sequence_parallel_regather_all_reduces(const Plan& plan, bool moe_layer) {
+  if (!plan.sequence_parallel || plan.tp <= 1) return 0;
+  if (!framework_traits(running_framework(plan)).sequence_parallel_regathers_inputs) return 0;
+  return moe_layer ? 0.5 : 1.0;
 }
 
 PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {

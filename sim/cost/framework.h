@@ -101,6 +101,16 @@ struct FrameworkTraits {
   // the routed inputs before the experts or into their outputs after (MoEArgs
   // score_before_experts, whose default has been both) and saves either, as many bytes.
   bool moe_probs_in_expert_activation = false;
+  // Under sequence parallelism a column-parallel linear layer (QKV, MLP-in) saves its input as
+  // this rank's sequence shard and all-gathers it again in backward for the weight gradient:
+  // Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication (megatron/mpu/layers.py,
+  // 2022: "if ctx.sequence_parallel: ... _all_gather_base(all_gather_buffer, input)" in
+  // backward; Megatron-core's tensor_parallel/layers.py keeps it), TransformerEngine's
+  // LayerNormLinear (Megatron-core: the shard saved, gathered in backward) and
+  // Megatron-DeepSpeed's copy of Megatron's mpu. torchtitan's DTensor SequenceParallel ->
+  // ColwiseParallel all-gathers in forward and the GEMM saves the gathered input: more memory,
+  // no gather in backward.
+  bool sequence_parallel_regathers_inputs = true;
 };
 
 const FrameworkTraits& framework_traits(Framework f);
@@ -122,6 +132,15 @@ struct GradBuffers {
   double total() const { return low_precision_bytes + fp32_bytes; }
 };
 GradBuffers grad_buffers(const Training& training, const Plan& plan);
+
+// The TP traffic a layer's backward adds under sequence parallelism by all-gathering its
+// column-parallel GEMMs' saved input shards again (FrameworkTraits::
+// sequence_parallel_regathers_inputs), in all-reduces of the layer's hidden states (a pass's
+// two TP collectives are two; an all-gather moves half an all-reduce's ring traffic): a dense
+// layer re-gathers QKV's and MLP-in's inputs, 1; an MoE layer only QKV's, 0.5 (its token
+// dispatcher's TP all-gather keeps what it gathered). 0 without SP or where the framework keeps
+// the gathered input.
+double sequence_parallel_regather_all_reduces(const Plan& plan, bool moe_layer);
 
 // How one micro-batch's boundary tensor of `boundary_bytes` (its full hidden states) crosses to
 // the next stage: the bytes each TP rank sends to its peer, and whether the receiving TP group

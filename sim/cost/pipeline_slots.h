@@ -36,7 +36,8 @@ struct StageCosts {
   double moe_exchange_s = 0;         // of which its token exchanges (all-to-alls, expert-TP gathers)
   double moe_exchange_forward_s = 0; // their forward part
   double moe_tp_less_s = 0;          // an MoE layer's TP collectives under a dense one's (the mlp
-                                     // recompute module reruns a dense MLP's only), in moe_extra_s
+                                     // recompute module reruns a dense MLP's only, SP re-gathers
+                                     // a dense MLP's input only), in moe_extra_s
   double window_extra_s = 0;         // a sliding-window layer's time over a full one's (<= 0)
   double window_forward_extra_s = 0; // its forward part
   // A layer kept in the training dtype under fp8 (Plan::bf16_layer): its time over the fp8

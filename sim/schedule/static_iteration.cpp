@@ -111,14 +111,25 @@ class StaticIterationBuilder {
     chain_last_ = t;
   }
 
-  // A layer's TP collective over the stage's TP group, on the lead's chain.
-  // A pass's TP collectives of layer `layer` (attention's and the MLP's), or `halves` of them.
-  void tp_collective(int s, int mb, int layer, des::CategoryId c, int halves = 2) {
-    if (job_.plan.tp == 1 || halves == 0) return;
+  // A pass's TP collectives of layer `layer` (attention's and the MLP's), or `all_reduces` of
+  // them, over the stage's TP group on the lead's chain: all-reduces of its hidden states as
+  // the framework issues them (with SP an all-gather and a reduce-scatter, the same ring steps),
+  // run as one task that pays each one's step latencies as the estimate counts them
+  // (CollectiveOptions::repeats); a half is an all-gather (SP's re-gathered QKV input of an MoE
+  // layer).
+  void tp_collective(int s, int mb, int layer, des::CategoryId c, double all_reduces = 2) {
+    if (job_.plan.tp == 1 || all_reduces <= 0) return;
     des::CollectiveOptions o;
     o.algo = opt_.tp_algo;
-    chain(eng_.collective(CollectiveKind::all_reduce, tp_group_, costs_.tp_bytes * halves / 2,
-                          label(c, "tp s{} mb{} L{}", s, mb, layer), o));
+    const double boundary = costs_.tp_bytes / 2;
+    o.repeats = static_cast<int>(all_reduces);
+    if (o.repeats > 0)
+      chain(eng_.collective(CollectiveKind::all_reduce, tp_group_, boundary * o.repeats,
+                            label(c, "tp s{} mb{} L{}", s, mb, layer), o));
+    if (all_reduces > o.repeats) {
+      o.repeats = 1;
+      chain(eng_.collective(CollectiveKind::all_gather, tp_group_, boundary, label(c, "tp s{} mb{} L{}", s, mb, layer), o));
+    }
   }
 
   // One pipeline stage: its lead and TP group, the states it keeps resident, its streams, then
@@ -344,7 +355,8 @@ class StaticIterationBuilder {
     // (without recomputation stored and full are the same).
     st.memory.push_back({b, 0, moe ? costs_.moe_backward_transient_bytes : costs_.backward_transient_bytes});
     st.memory.push_back({b, -full - (embedding ? embedding_bytes_ : 0)});
-    tp_collective(o.stage, o.mb, l, out_.tp);
+    // (with SP, also the column-parallel inputs gathered again: framework.h)
+    tp_collective(o.stage, o.mb, l, out_.tp, 2 + sequence_parallel_regather_all_reduces(job_.plan, moe));
     if (moe) expert_exchange(o, l);
     // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
     // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true).

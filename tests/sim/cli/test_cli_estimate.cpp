@@ -111,9 +111,10 @@ TEST(CliEstimate, OpsListEachLayerKindsOpsAndTheyAddUpToTheLayer) {
   EXPECT_EQ(plain.out.find("layer_ops"), std::string::npos);
 }
 
-// Beside the ops, a layer's communication as the estimate charges it: Mixtral 8x7B at TP 2 and
-// EP 8 (selective recompute) has two TP collectives and two all-to-alls a pass, as many in
-// backward as in forward; a dense plan none of the exchanges.
+// Beside the ops, a layer's communication as the estimate charges it: Mixtral 8x7B at TP 2 with
+// SP and EP 8 (selective recompute) has two TP collectives and two all-to-alls a pass, and in
+// backward QKV's input gathered again (half an all-reduce: framework.h); a dense plan none of
+// the exchanges.
 TEST(CliEstimate, OpsCarryEachLayersCommunication) {
   const auto r = run_command("cd " + kRoot + " && " + kCli + " estimate --plan configs/plans/mixtral-8x7b-ep8.yaml --ops --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -126,7 +127,7 @@ TEST(CliEstimate, OpsCarryEachLayersCommunication) {
   const double exchange = moe.number_at("communication.exchange_forward_s").value_or(0);
   EXPECT_GT(tp, 0);
   EXPECT_GT(exchange, 0);
-  EXPECT_DOUBLE_EQ(moe.number_at("communication.tp_backward_s").value_or(0), tp);
+  EXPECT_DOUBLE_EQ(moe.number_at("communication.tp_backward_s").value_or(0), 1.25 * tp);
   EXPECT_DOUBLE_EQ(moe.number_at("communication.exchange_backward_s").value_or(0), exchange);
   const auto table = run_command("cd " + kRoot + " && " + kCli + " estimate --plan configs/plans/mixtral-8x7b-ep8.yaml --ops");
   EXPECT_NE(table.out.find("MoE token exchanges"), std::string::npos) << table.out;

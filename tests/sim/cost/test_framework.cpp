@@ -730,5 +730,48 @@ TEST(Framework, TrainingMetricPassesMoveLogSoftmaxAndAutocastsFp32Copy) {
   EXPECT_EQ(make_job(m, testing::dgx(1), bf16(), p).plan.train_metric_passes, 2);
 }
 
+// Megatron's sequence parallelism keeps a column-parallel GEMM's input as this rank's sequence
+// shard and all-gathers it again in backward (megatron/mpu/layers.py, 2022): a dense layer's
+// QKV and MLP-in inputs, one all-reduce's worth of ring traffic more in backward (an MoE layer's
+// QKV only, half of that). torchtitan keeps the gathered input instead: no re-gather, and the
+// whole input stored. TP8 on one DGX A100, 4 layers, 2 micro-batches.
+TEST(Framework, SequenceParallelBackwardGathersColumnParallelInputsAgain) {
+  for (Framework f : {Framework::megatron_lm, Framework::megatron_core, Framework::deepspeed}) {
+    Plan p = plan_of(f);
+    p.tp = 8;
+    EXPECT_DOUBLE_EQ(sequence_parallel_regather_all_reduces(p, false), 0);
+    p.sequence_parallel = true;
+    EXPECT_DOUBLE_EQ(sequence_parallel_regather_all_reduces(p, false), 1);
+    EXPECT_DOUBLE_EQ(sequence_parallel_regather_all_reduces(p, true), 0.5);
+  }
+  Plan titan = plan_of(Framework::fsdp);
+  titan.tp = 8;
+  titan.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(sequence_parallel_regather_all_reduces(titan, false), 0);
+  // The estimate's TP traffic: forward 2 all-reduces, backward 2 + 1 with SP.
+  const Model m = testing::gpt(4, 2048, 16, 1024, 1000);
+  Training t = bf16();
+  t.global_batch = 2;
+  Plan plain = plan_of(Framework::megatron_lm);
+  plain.tp = 8;
+  Plan sp = plain;
+  sp.sequence_parallel = true;
+  const Estimate ep = estimate(make_job(m, testing::dgx(1), t, plain)), es = estimate(make_job(m, testing::dgx(1), t, sp));
+  EXPECT_NEAR(es.time.tp_comm_s / ep.time.tp_comm_s, 5.0 / 4.0, 1e-12);
+  Plan titan_plain = titan;
+  titan_plain.sequence_parallel = false;
+  EXPECT_NEAR(estimate(make_job(m, testing::dgx(1), t, titan)).time.tp_comm_s /
+                  estimate(make_job(m, testing::dgx(1), t, titan_plain)).time.tp_comm_s,
+              1.0, 1e-12);
+  // torchtitan's layer keeps QKV's and MLP-in's gathered inputs whole: 2 x 2 bytes x s h more
+  // than Megatron's shards of them, less the shards (7/8 of it).
+  const ActivationOptions mo = plan_activation_options(sp, 2, Recompute::none);
+  ActivationOptions to = mo;
+  to.sequence_parallel_saves_gathered_inputs = true;
+  EXPECT_FALSE(mo.sequence_parallel_saves_gathered_inputs);
+  EXPECT_TRUE(plan_activation_options(titan, 2, Recompute::none).sequence_parallel_saves_gathered_inputs);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, to) - layer_activation_bytes(m, 1, mo), 2 * 2.0 * 1024 * 2048 * 7 / 8);
+}
+
 }  // namespace
 }  // namespace starfish

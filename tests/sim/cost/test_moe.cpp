@@ -228,8 +228,9 @@ TEST(Moe, RecomputeModulesDropWhatMegatronCoreDiscardsAndRedoIt) {
 
 TEST(Moe, TheMlpRecomputeModuleRerunsTheDenseLayersCollectivesOnly) {
   // --ops's communication per layer kind under --recompute-modules core_attn mlp: a dense layer's
-  // backward reruns its MLP's TP collectives (half a pass's), an MoE layer's does not; only the
-  // MoE layer exchanges tokens.
+  // backward reruns its MLP's TP collectives (half a pass's), an MoE layer's does not; with SP
+  // a dense backward also gathers QKV's and MLP-in's inputs again (half a pass's), an MoE layer's
+  // QKV's only (a quarter); only the MoE layer exchanges tokens.
   Plan p = tp2_ep4_plan();
   p.framework = Framework::megatron_core;
   p.recompute = Recompute::selective;
@@ -238,8 +239,8 @@ TEST(Moe, TheMlpRecomputeModuleRerunsTheDenseLayersCollectivesOnly) {
   t.global_batch = 16;
   const PlanLayerCommunication c = layer_communication(make_job(small_moe(), testing::dgx(1), t, p));
   EXPECT_GT(c.dense.tp_forward_s, 0);
-  EXPECT_DOUBLE_EQ(c.dense.tp_backward_s, 1.5 * c.dense.tp_forward_s);
-  EXPECT_DOUBLE_EQ(c.moe.tp_backward_s, c.moe.tp_forward_s);
+  EXPECT_DOUBLE_EQ(c.dense.tp_backward_s, 2 * c.dense.tp_forward_s);
+  EXPECT_DOUBLE_EQ(c.moe.tp_backward_s, 1.25 * c.moe.tp_forward_s);
   EXPECT_EQ(c.dense.exchange_forward_s + c.dense.exchange_backward_s, 0);
   EXPECT_GT(c.moe.exchange_forward_s, 0);
 }
