@@ -32,6 +32,8 @@ std::string plan_summary(const Job& job) {
     s += ", first " + std::to_string(p.bf16_layers.first) + " / last " + std::to_string(p.bf16_layers.last) +
          " layers in " + to_string(job.training.dtype);
   if (p.fp4 != Fp4::none) s += std::string(", fp4 GEMMs (") + to_string(p.fp4) + ")";
+  if (p.train_metric_passes > 0)
+    s += ", training metrics (" + std::to_string(p.train_metric_passes) + " cross-entropy passes a micro-batch)";
   return s;
 }
 
@@ -71,6 +73,7 @@ void write_plan_json(JsonWriter& w, const Job& job) {
     w.end_object();
   }
   w.field("fp4", to_string(p.fp4));
+  if (p.train_metric_passes > 0) w.field("train_metric_passes", p.train_metric_passes);
   w.end_object();
 }
 

@@ -79,6 +79,23 @@ TEST(CliEstimate, SaysTheFewestRecomputingLayersThatFitAndTheyDo) {
   std::remove(path.c_str());
 }
 
+// A plan with Composer's training metrics says so in its plan line and its JSON, in both verbs.
+TEST(CliEstimate, TrainingMetricsShowInThePlan) {
+  const std::string path = "/tmp/starfish_cli_metrics_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << "model: " << kRoot << "/configs/models/gpt2-small.yaml\nhardware: " << kRoot
+                      << "/hwprofiles/dgx-a100-80gb.yaml\ntraining: {global_batch: 64}\n"
+                      << "plan: {framework: fsdp, micro_batch: 8, zero_stage: 3, loss: fused, train_metric_passes: 2}\n";
+  for (const char* verb : {" estimate", " simulate"}) {
+    const auto table = run_command(kCli + verb + " --plan " + path);
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find(", training metrics (2 cross-entropy passes a micro-batch)"), std::string::npos) << table.out;
+  }
+  const auto r = run_command(kCli + " estimate --json --plan " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out).number_at("plan.train_metric_passes").value_or(0), 2) << r.out;
+  std::remove(path.c_str());
+}
+
 // --ops lists each op of a layer as the estimate costs it: DeepSeek-V3 has dense layers (its first
 // three) and MoE ones, each listed; an op's times add up to its layer's, and without --ops the
 // JSON stays without them.
