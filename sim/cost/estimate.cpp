@@ -148,7 +148,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
     const LayerTime moe = layer_time(gpu, t.dtype, m, plan_layer_shape(p, true), p.recompute);
     const double exchange = moe_all_to_all_time_s(c, m, p, act_bytes) + moe_etp_gather_time_s(c, m, p, act_bytes);
     costs.moe_exchange_forward_s = 2 * exchange;
-    costs.moe_exchange_s = (4 + (p.recompute == Recompute::full ? 2 : 0)) * exchange;
+    costs.moe_exchange_s = (4 + (recompute_reruns_token_exchange(p) ? 2 : 0)) * exchange;
     costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + costs.moe_exchange_forward_s;
     // The mlp recompute module reruns a dense MLP's TP collective, not an MoE layer's, and SP
     // re-gathers a dense MLP's input, not the experts'.

@@ -44,6 +44,11 @@ void append_moe_mlp_ops(std::vector<LayerOp>& ops, const GpuSpec& gpu, DType dty
 // copies x hidden x activation bytes. A layer runs 2 in forward (dispatch, combine) and 2 in
 // backward, 2 more when full recomputation redoes the forward.
 double moe_dispatch_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
+// Whether a recomputing MoE layer exchanges its tokens again: full recomputation reruns the
+// checkpointed layer's forward, its dispatcher's all-to-alls included; selective recomputation's
+// modules (moe_act, layernorm, ...) sit inside the experts or before the dispatch ('moe', the
+// whole layer, is refused: job.cpp). Both tiers ask here.
+inline bool recompute_reruns_token_exchange(const Plan& plan) { return plan.recompute == Recompute::full; }
 // Time of one such all-to-all over the EP group, and of the ETP group's all-gather of the
 // dispatched tokens (0 when ETP = 1).
 double moe_all_to_all_time_s(const Cluster& cluster, const Model& model, const Plan& plan, int64_t act_bytes);

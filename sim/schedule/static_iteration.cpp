@@ -340,7 +340,7 @@ class StaticIterationBuilder {
       st.memory.push_back({first, full - stored});  // the layer's activations, rebuilt
       if (full_ring) cp_ring_pass(st, o, l, ring_.forward, out_.recompute);
       tp_collective(o.stage, o.mb, l, out_.tp, p.recomputed_tp_halves(moe));
-      if (p.recompute == Recompute::full && moe) expert_exchange(o, l);
+      if (recompute_reruns_token_exchange(p) && moe) expert_exchange(o, l);
     }
     const TaskId b = eng_.compute(lead, time.backward_s - ring_core_s(time.core_backward_s),
                                   label(out_.bwd, "B s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
