@@ -167,9 +167,14 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes);
 //    nll_loss's dense gradient (w4), log_softmax's backward (r4 r4 w4), the cast back (r4 w2)
 //    = 22. Alive at most: the saved log-probabilities, their gradient and log_softmax's input
 //    gradient, 12.
-//  - One fused kernel (flash-attn's CrossEntropyLoss, flash_attn/ops/triton/cross_entropy.py):
-//    forward reads the 16-bit logits once and keeps one log-sum-exp per token; backward reads
-//    them again and writes their 16-bit gradient: 6. Alive at most: logits and gradient, 4.
+//  - One fused kernel (flash-attn's CrossEntropyLoss as llm-foundry installed it through 2023:
+//    flash-attn 1.0.x / 2.3.x with csrc/xentropy, apex's kernel; llm-foundry setup.py pins
+//    xentropy-cuda-lib): forward reads the 16-bit logits twice (max with sum, then the sum of
+//    exponentials: cunn_SoftMaxXEntropyForward) and keeps one log-sum-exp per token; backward
+//    reads them again and writes their 16-bit gradient (not in place: CrossEntropyLoss's
+//    inplace_backward defaults off): 8. (flash-attn's later Triton kernel, ops/triton/
+//    cross_entropy.py, reads once forward: 6; not told apart.) Alive at most: logits and
+//    gradient, 4.
 //  - TransformerEngine's parallel cross-entropy (transformer_engine/pytorch/triton/
 //    cross_entropy.py): an online-softmax pass reads the 16-bit logits (2), a second reads them
 //    and writes the gradient into them in place (2 + 2); backward scales that gradient by the
