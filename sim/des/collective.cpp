@@ -251,7 +251,7 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
       if (k <= 0) {
         double bottleneck_Bps = std::numeric_limits<double>::infinity();
         for (const LinkUse& u : p.links) bottleneck_Bps = std::min(bottleneck_Bps, capacity_Bps(u.link) / u.weight);
-        k = best_pipeline_chunks(n, req.bytes, bottleneck_Bps, p.latency_s);
+        k = best_pipeline_chunks(n, req.bytes / req.repeats, bottleneck_Bps, p.latency_s);  // one repeat's
       }
       p.steps = static_cast<uint32_t>(k + n - 2);
       p.fraction = 1.0 / k;
@@ -404,9 +404,9 @@ std::vector<CollectivePhase> plan_collective(const Topology& topo, const Collect
       if (!all.links.empty() && all.links.back().link == u.link) all.links.back().weight += u.weight;
       else all.links.push_back(u);
     }
-    all.latency_s *= static_cast<double>(phases.size());
+    all.latency_s *= static_cast<double>(phases.size()) * phases[0].steps;  // every shift of every repeat
     all.steps = 1;
-    all.fraction = phases[0].fraction;
+    all.fraction = phases[0].fraction * phases[0].steps;
     return {std::move(all)};
   }
   for (CollectivePhase& p : phases) {

@@ -73,6 +73,18 @@ TEST(Collectives, RepeatsCostAsManyCollectivesBackToBack) {
     const double expect = 3 * (2.0 * (n - 1) / n * B / bw + 2 * (n - 1) * lat);
     EXPECT_NEAR(run_one(topo, CollectiveKind::all_reduce, iota(0, n), 3 * B, opt), expect, 1e-9 * expect) << merged;
   }
+  // Every other kind: three repeats of 3B take three times one of B (a broadcast's pipeline
+  // chunks chosen for one repeat's bytes).
+  for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_to_all,
+                           CollectiveKind::broadcast, CollectiveKind::reduce}) {
+    for (bool merged : {true, false}) {
+      CollectiveOptions opt;
+      opt.merge_steps = merged;
+      const double single = run_one(topo, k, iota(0, n), B, opt);
+      opt.repeats = 3;
+      EXPECT_NEAR(run_one(topo, k, iota(0, n), 3 * B, opt), 3 * single, 1e-9 * single) << to_string(k) << merged;
+    }
+  }
   CollectiveOptions h;
   h.algo = CollectiveAlgo::Hierarchical;
   const double one = run_one(topo, CollectiveKind::all_reduce, iota(0, 16), B, h);
