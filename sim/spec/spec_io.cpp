@@ -436,7 +436,7 @@ namespace {
 // recompute_modules: [core_attn, moe_act, ...], Megatron-core's names (names.cpp).
 uint8_t read_recompute_modules(MapReader& q) {
   const YAML::Node list = q.sequence("recompute_modules");
-  const std::string choices = "core_attn, layernorm, mla_up_proj, mlp, moe_act, shared_experts";
+  const std::string choices = recompute_modules_text(recompute_module::all, ", ");  // names.cpp's, its order
   uint8_t modules = 0;
   for (const auto& item : list) {
     const SourceLoc at = q.where(item);

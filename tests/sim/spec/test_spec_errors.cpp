@@ -296,16 +296,16 @@ TEST(SpecErrors, PlanAgainstModelAndCluster) {
             "(no error)");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [attn]}\n"),
             "plan.yaml:2:50: field 'plan.recompute_modules': unknown module 'attn' (expected one of: core_attn, "
-            "layernorm, mla_up_proj, mlp, moe_act, shared_experts)");
+            "moe_act, layernorm, mla_up_proj, mlp, shared_experts)");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [moe]}\n"),
             "plan.yaml:2:50: field 'plan.recompute_modules': 'moe' (the whole MoE layer, its all-to-alls again) is not "
             "modelled; list its parts instead: moe_act, layernorm, shared_experts");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: [[mlp]]}\n"),
             "plan.yaml:2:50: field 'plan.recompute_modules': each entry is a module's name (expected one of: core_attn, "
-            "layernorm, mla_up_proj, mlp, moe_act, shared_experts)");
+            "moe_act, layernorm, mla_up_proj, mlp, shared_experts)");
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {recompute: selective, recompute_modules: []}\n"),
-            "plan.yaml:2:30: field 'plan.recompute_modules': lists no module (expected some of: core_attn, layernorm, "
-            "mla_up_proj, mlp, moe_act, shared_experts)");
+            "plan.yaml:2:30: field 'plan.recompute_modules': lists no module (expected some of: core_attn, moe_act, "
+            "layernorm, mla_up_proj, mlp, shared_experts)");
   // Uneven stages: Megatron-core's first/last stage counts, or a list.
   EXPECT_EQ(job_error("training: {global_batch: 8}\nplan: {pipeline_parallel: 4, first_stage_layers: 3, "
                       "last_stage_layers: 3}\n"),
