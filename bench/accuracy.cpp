@@ -158,18 +158,19 @@ void korthikanti_table4(const std::string& dir, Summary& sum) {
     shape.norm_backward_rereads = false;
     const LayerTime lt = layer_time(cl.node.gpu, DType::fp16, m, shape, rc);
     // Two TP collectives of the layer's hidden states per pass (all-reduce; with SP an
-    // all-gather and a reduce-scatter, together the same ring volume); full recompute repeats
-    // the forward's two; with SP backward gathers the QKV and MLP-in inputs again (framework.h).
+    // all-gather and a reduce-scatter, together the same ring volume); backward's as the tiers
+    // count them (framework.h backward_tp_all_reduces: full recompute repeats the forward's two,
+    // SP gathers the QKV and MLP-in inputs again).
     Plan plan;
     plan.framework = Framework::megatron_lm;
     plan.tp = tp;
     plan.sequence_parallel = sp;
+    plan.recompute = rc;
     const double bytes = 2.0 * m.seq_len * b * m.hidden;
     const LinkParams link = link_for_group(cl, tp, 1);
     const double ar = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, tp, bytes, link);
     const double fwd = lt.forward_s + 2 * ar;
-    const double bwd = lt.backward_s + lt.recompute_s + (2 + sequence_parallel_regather_all_reduces(plan, false)) * ar +
-                       (rc == Recompute::full ? 2 * ar : 0);
+    const double bwd = lt.backward_s + lt.recompute_s + backward_tp_all_reduces(plan, false) * ar;
     const double pf = std::stod(t.at(r, "forward_ms")) / 1e3, pb = std::stod(t.at(r, "backward_ms")) / 1e3;
     sum.time["Korthikanti 2022 Table 4 fwd"].add(fwd, pf);
     sum.time["Korthikanti 2022 Table 4 bwd"].add(bwd, pb);

@@ -122,9 +122,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
   costs.tp_forward_per_layer_s = 2 * tp_all_reduce;
   costs.output_s = times.output_s;
   costs.metric_s = times.metric_s;
-  // Backward's pair, the recomputation's again, and SP's re-gathered inputs (framework.h).
-  costs.tp_per_layer_s =
-      (4 + p.recomputed_tp_halves(false) + sequence_parallel_regather_all_reduces(p, false)) * tp_all_reduce;
+  costs.tp_per_layer_s = (2 + backward_tp_all_reduces(p, false)) * tp_all_reduce;
   costs.pp_comm_s = pp_comm;
   // Context parallelism: the ring's sends that attention's blocks do not hide (context_parallel.h).
   const CpRing ring = cp_ring(c, m, p, act_bytes, lt);
@@ -152,9 +150,7 @@ StageCosts micro_batch_costs(const Model& m, const Cluster& c, const Training& t
     costs.moe_forward_extra_s = moe.forward_s - lt.forward_s + costs.moe_exchange_forward_s;
     // The mlp recompute module reruns a dense MLP's TP collective, not an MoE layer's, and SP
     // re-gathers a dense MLP's input, not the experts'.
-    costs.moe_tp_less_s = (p.recomputed_tp_halves(false) - p.recomputed_tp_halves(true) +
-                           sequence_parallel_regather_all_reduces(p, false) - sequence_parallel_regather_all_reduces(p, true)) *
-                          tp_all_reduce;
+    costs.moe_tp_less_s = (backward_tp_all_reduces(p, false) - backward_tp_all_reduces(p, true)) * tp_all_reduce;
     costs.moe_extra_s = moe.total_s() - costs.layer_s + costs.moe_exchange_s - costs.moe_tp_less_s;
   }
   return costs;

@@ -115,6 +115,10 @@ double sequence_parallel_regather_all_reduces(const Plan& plan, bool moe_layer) 
   return moe_layer ? 0.5 : 1.0;
 }
 
+double backward_tp_all_reduces(const Plan& plan, bool moe_layer) {
+  return 2 + plan.recomputed_tp_halves(moe_layer) + sequence_parallel_regather_all_reduces(plan, moe_layer);
+}
+
 PipelineSend pipeline_send(const Plan& plan, double boundary_bytes) {
   if (plan.tp <= 1) return {boundary_bytes, false};
   if (plan.sequence_parallel) return {boundary_bytes / plan.tp, false};
@@ -160,8 +164,8 @@ LossKernel loss_kernel(const Plan& plan) {
 TrainMetricKernel train_metric_kernel(int64_t logit_bytes, const Plan& plan) {
   if (plan.train_metric_passes <= 0) return {};
   const double b = static_cast<double>(logit_bytes);
-  const double cast = b < 4 ? b + 4 : 0;  // autocast's fp32 copy for nll_loss
-  return {plan.train_metric_passes * (2 * b + cast), 2 * b + (b < 4 ? 4 : 0)};
+  const bool cast = b < 4;  // autocast's fp32 copy of the log-probabilities for nll_loss
+  return {plan.train_metric_passes * (2 * b + (cast ? b + 4 : 0)), 2 * b + (cast ? 4 : 0)};
 }
 
 namespace {

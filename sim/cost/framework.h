@@ -141,6 +141,10 @@ GradBuffers grad_buffers(const Training& training, const Plan& plan);
 // dispatcher's TP all-gather keeps what it gathered). 0 without SP or where the framework keeps
 // the gathered input.
 double sequence_parallel_regather_all_reduces(const Plan& plan, bool moe_layer);
+// All of a layer's backward TP traffic, in those all-reduces: the pass's own two, what its
+// recomputation reruns (Plan::recomputed_tp_halves) and SP's re-gathered inputs. The simulator
+// issues the recomputation's share before the backward and the rest after it.
+double backward_tp_all_reduces(const Plan& plan, bool moe_layer);
 
 // How one micro-batch's boundary tensor of `boundary_bytes` (its full hidden states) crosses to
 // the next stage: the bytes each TP rank sends to its peer, and whether the receiving TP group

@@ -354,20 +354,25 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const Laye
   return out;
 }
 
+namespace {
+// One micro-batch's logits on one rank: its tokens (seq_len / cp a sequence) x its vocabulary share.
+double rank_logits(const Model& m, int64_t b, int tp, int cp) {
+  return static_cast<double>(m.seq_len) / cp * static_cast<double>(b) * m.vocab / tp;
+}
+}  // namespace
+
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp,
                            double loss_bytes_per_logit, int cp) {
-  const double logits = logits_forward_flops(m, b) / (tp * cp);
-  const double T = static_cast<double>(m.seq_len) / cp * b;
+  const double gemm_flops = logits_forward_flops(m, b) / (tp * cp);
   // Forward GEMM + two backward GEMMs, and the loss's kernels over this rank's logits.
-  const double rank_logits = T * m.vocab / tp;
+  const double logits = rank_logits(m, b, tp, cp);
   const PassTime& loss = gpu.elementwise.loss;
-  return 3 * matmul_time_s(gpu, dtype, logits) +
-         elementwise_time_s(gpu, loss_bytes_per_logit * rank_logits, rank_logits, loss.forward_s + loss.backward_s);
+  return 3 * matmul_time_s(gpu, dtype, gemm_flops) +
+         elementwise_time_s(gpu, loss_bytes_per_logit * logits, logits, loss.forward_s + loss.backward_s);
 }
 
 double train_metric_time_s(const GpuSpec& gpu, const Model& m, int64_t b, int tp, double bytes_per_logit) {
-  const double rank_logits = static_cast<double>(m.seq_len) * static_cast<double>(b) * m.vocab / tp;
-  return memory_bound_time_s(gpu, bytes_per_logit * rank_logits);
+  return memory_bound_time_s(gpu, bytes_per_logit * rank_logits(m, b, tp, 1));
 }
 
 LayerShape plan_layer_shape(const Plan& p, bool moe_layer) {
