@@ -264,8 +264,9 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   if (stage == p - 1) {
     // Final norm input and head input (act_bytes each), and the loss's logits at their most
     // (framework.h, loss_kernel).
-    out.output_bytes = 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * tokens * m.vocab / plan.tp;
-    out.metric_bytes = train_metric_kernel(act_bytes, plan).peak_bytes_per_logit * tokens * m.vocab / plan.tp;
+    const double logits = rank_logits(m, plan.micro_batch, plan.tp, plan.cp);
+    out.output_bytes = 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * logits;
+    out.metric_bytes = train_metric_kernel(act_bytes, plan).peak_bytes_per_logit * logits;
   }
   return out;
 }

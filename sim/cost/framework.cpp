@@ -150,6 +150,10 @@ Loss loss_kernel_of(const Plan& plan) {
   return plan.loss == Loss::framework_default ? framework_traits(running_framework(plan)).loss : plan.loss;
 }
 
+double rank_logits(const Model& m, int64_t b, int tp, int cp) {
+  return static_cast<double>(m.seq_len) / cp * static_cast<double>(b) * m.vocab / tp;
+}
+
 LossKernel loss_kernel(const Plan& plan) {
   switch (loss_kernel_of(plan)) {
     case Loss::vocab_parallel: return {38.0 + 14.0, 6.0};

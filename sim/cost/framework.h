@@ -183,6 +183,10 @@ PipelineSend pipeline_send(const Plan& plan, double boundary_bytes);
 //    cross_entropy.py): an online-softmax pass reads the 16-bit logits (2), a second reads them
 //    and writes the gradient into them in place (2 + 2); backward scales that gradient by the
 //    loss's output gradient in place (2 + 2) = 10. Alive at most: the logits, 2.
+// One micro-batch of `b` sequences' logits on one rank: its tokens (seq_len / cp of each
+// sequence) x its share of the vocabulary. What the per-logit figures below multiply.
+double rank_logits(const Model& model, int64_t b, int tp, int cp);
+
 struct LossKernel {
   double traffic_bytes_per_logit = 0;
   double peak_bytes_per_logit = 0;

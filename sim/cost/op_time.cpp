@@ -354,13 +354,6 @@ LayerTime layer_time(const GpuSpec& gpu, DType dtype, const Model& m, const Laye
   return out;
 }
 
-namespace {
-// One micro-batch's logits on one rank: its tokens (seq_len / cp a sequence) x its vocabulary share.
-double rank_logits(const Model& m, int64_t b, int tp, int cp) {
-  return static_cast<double>(m.seq_len) / cp * static_cast<double>(b) * m.vocab / tp;
-}
-}  // namespace
-
 double output_layer_time_s(const GpuSpec& gpu, DType dtype, const Model& m, int64_t b, int tp,
                            double loss_bytes_per_logit, int cp) {
   const double gemm_flops = logits_forward_flops(m, b) / (tp * cp);
