@@ -6,6 +6,7 @@
 #include "sim/cost/low_precision.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/params.h"
+#include "sim/cost/pipeline_slots.h"
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
@@ -238,37 +239,48 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   }
 
   StageActivations out;
-  // Micro-batches whose activations a stage holds at its peak.
-  double in_flight = 0;
-  switch (plan.schedule) {
-    case Schedule::gpipe: in_flight = mb; break;  // all forwards before any backward
-    case Schedule::one_f_one_b: in_flight = std::min<double>(mb, p - stage); break;
-    case Schedule::interleaved:
-      // Korthikanti sec. 4.2.3 / Narayanan: the first stage holds p micro-batches of its layers
-      // times (1 + (p-1)/(p v)) in the interleaved schedule.
-      in_flight = std::min<double>(mb * 1.0, (p - stage) * (1.0 + (p - 1.0) / (p * v)));
-      break;
-  }
+  // Micro-batches of its layers whose activations a stage holds at its peak (pipeline_slots.h):
+  // under interleaving the first stage's p (1 + (p - 1) / (p v)) of Korthikanti sec. 4.2.3, the
+  // last stage's p - (p - 1) / v, nearly as many.
+  const double in_flight = peak_in_flight_micro_batches(plan.schedule, p, stage, micro_batches, v);
   out.in_flight_micro_batches = in_flight;
   out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
   const Bf16StageBytes bf16 = bf16_stage_bytes(m, plan, act_bytes, stage, mb);
   out.layers_bytes += bf16.layers_bytes;
 
-  if (plan.recompute != Recompute::none) out.recompute_working_bytes = full_layer - per_layer + bf16.recompute_working_bytes;
-  // The layer being back-propagated: the larger of a dense and an MoE layer of the stage's.
-  if (layers_per_stage > moe_layers) out.backward_transient_bytes = layer.backward_transient;
+  // The layer being back-propagated, the larger of a dense and an MoE layer of the stage's: what
+  // its recomputation rebuilds beside what it kept, and its gradients at their most.
+  const bool dense_layers = layers_per_stage > moe_layers;
+  if (plan.recompute != Recompute::none) {
+    double rebuilt = dense_layers ? full_layer - per_layer : 0;
+    if (moe_layers > 0) rebuilt = std::max(rebuilt, layer.moe_full - layer.moe_kept);
+    out.recompute_working_bytes = rebuilt + bf16.recompute_working_bytes;
+  }
+  if (dense_layers) out.backward_transient_bytes = layer.backward_transient;
   if (moe_layers > 0) out.backward_transient_bytes = std::max(out.backward_transient_bytes, layer.moe_backward_transient);
-  const double tokens = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch, sbh = tokens * m.hidden;
-  const double sp = plan.sequence_parallel ? plan.tp : 1.0;
-  if (stage == 0) out.embedding_bytes = in_flight * embedding_activation_bytes(m, plan, act_bytes);
+  if (stage == 0)
+    out.embedding_bytes = static_cast<double>(first_virtual_stage_in_flight(plan.schedule, p, micro_batches, v)) *
+                          embedding_activation_bytes(m, plan, act_bytes);
   if (stage == p - 1) {
-    // Final norm input and head input (act_bytes each), and the loss's logits at their most
-    // (framework.h, loss_kernel).
+    // The output layer of each micro-batch between its loss and its backward: under GPipe all
+    // of them (every forward, loss included, runs before the first backward); under 1F1B and
+    // interleaving one, as the last stage runs each micro-batch's backward (its last virtual
+    // stage's) right after its forward. The simulator holds them the same way.
+    const double output_in_flight = plan.schedule == Schedule::gpipe ? in_flight : 1.0;
+    out.output_bytes = output_in_flight * output_layer_activation_bytes(m, plan, act_bytes);
     const double logits = rank_logits(m, plan.micro_batch, plan.tp, plan.cp);
-    out.output_bytes = 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * logits;
     out.metric_bytes = train_metric_kernel(act_bytes, plan).peak_bytes_per_logit * logits;
   }
   return out;
+}
+
+double output_layer_activation_bytes(const Model& m, const Plan& plan, int64_t act_bytes) {
+  // Final norm input and head input (act_bytes each, split by SP), and the loss's logits at
+  // their most (framework.h, loss_kernel).
+  const double sbh = static_cast<double>(m.seq_len) / plan.cp * plan.micro_batch * m.hidden;
+  const double sp = plan.sequence_parallel ? plan.tp : 1.0;
+  const double logits = rank_logits(m, plan.micro_batch, plan.tp, plan.cp);
+  return 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * logits;
 }
 
 double boundary_bytes(const Model& m, const Plan& p, int64_t act_bytes) {

@@ -84,7 +84,7 @@ Bf16LayerBytes bf16_layer_extra_bytes(const Model& m, const Plan& plan, int64_t 
 struct StageActivations {
   double layers_bytes = 0;     // in-flight micro-batches x layers x per-layer bytes
   double embedding_bytes = 0;  // first stage: embedding output / dropout mask in flight
-  double output_bytes = 0;     // last stage: one micro-batch's output layer
+  double output_bytes = 0;     // last stage: the output layers of the micro-batches in flight there
   // With recomputation, the layer being back-propagated holds its rebuilt activations beside
   // the stored ones until its backward is done (Megatron's CheckpointFunction.backward reruns
   // the layer's forward under enable_grad, then backward through it): the full layer's bytes
@@ -108,6 +108,10 @@ struct StageActivations {
 // dropout's 1-byte mask (none without dropout; the lookup's backward needs only the indices)
 // and an embedding norm's input at `act_bytes` an element (BLOOM).
 double embedding_activation_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
+
+// One micro-batch's output layer on the last stage, from its loss to its backward: the final
+// norm's and the head's inputs and the loss's logits at their most.
+double output_layer_activation_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 
 // One micro-batch's hidden states, seq_len / cp x micro_batch x hidden elements of `act_bytes`: the
 // tensor a pipeline stage sends its successor and each of a layer's TP all-reduces carries.

@@ -7,6 +7,31 @@
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish {
+
+int64_t warmup_forwards(Schedule schedule, int p, int stage, int64_t m, int v) {
+  const int64_t total = m * v;
+  switch (schedule) {
+    case Schedule::gpipe: return total;
+    case Schedule::one_f_one_b: return std::min<int64_t>(p - stage - 1, m);
+    case Schedule::interleaved: return std::min<int64_t>(int64_t{p - stage - 1} * 2 + int64_t{v - 1} * p, total);
+  }
+  return total;
+}
+
+double peak_in_flight_micro_batches(Schedule schedule, int p, int stage, int64_t m, int v) {
+  const int64_t held = std::min(warmup_forwards(schedule, p, stage, m, v) + 1, m * v);
+  return static_cast<double>(held) / v;
+}
+
+int64_t first_virtual_stage_in_flight(Schedule schedule, int p, int64_t m, int v) {
+  switch (schedule) {
+    case Schedule::gpipe: return m;
+    case Schedule::one_f_one_b: return std::min<int64_t>(p, m);
+    case Schedule::interleaved: return std::min<int64_t>(v > 1 ? 2 * int64_t{p} : p, m);
+  }
+  return m;
+}
+
 namespace {
 int stage_windowed_layers(const Model& m, const Plan& p, int stage) {
   return stage_layers_where(m.layers, p.pp, p.virtual_stages, p.stage_layers, stage,

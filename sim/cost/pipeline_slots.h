@@ -20,6 +20,23 @@
 
 namespace starfish {
 
+// The virtual-stage forwards stage `stage` (0..p-1) of a p-stage pipeline runs before its first
+// backward, with m micro-batches of v virtual stages each: GPipe all m v; 1F1B p - s - 1;
+// interleaved (p - s - 1) 2 + (v - 1) p (Megatron-LM's forward_backward_pipelining_with_interleaving,
+// num_warmup_microbatches), each at most m v. The one home of the simulator's order
+// (sim/schedule/pipeline_order.h) and of the activations a stage holds at its peak.
+int64_t warmup_forwards(Schedule schedule, int p, int stage, int64_t micro_batches, int v);
+
+// The forwards whose activations a stage holds at once at its most, in micro-batches of its
+// layers: the warm-up's and the first steady-state forward's virtual stages, over v.
+double peak_in_flight_micro_batches(Schedule schedule, int p, int stage, int64_t micro_batches, int v);
+
+// The micro-batches whose first virtual stage (the embedding's) the first stage holds at once:
+// GPipe all m, 1F1B p; interleaved 2p, the warm-up's first round of p and a second before the
+// first backward reaches virtual stage 0 (its (v - 1) p-th, after (v - 1) p more forwards). At
+// most m.
+int64_t first_virtual_stage_in_flight(Schedule schedule, int p, int64_t micro_batches, int v);
+
 struct StageCosts {
   double layer_s = 0;                // one layer's forward + backward + recompute
   double layer_forward_s = 0;        // its forward part

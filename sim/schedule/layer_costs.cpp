@@ -27,7 +27,7 @@ LayerCosts layer_costs(const Job& job) {
   c.backward_transient_bytes = layer.backward_transient;
   c.embedding_bytes = embedding_activation_bytes(m, p, c.act_bytes);
   const StageActivations last = peak_stage_activations(m, p, 1, c.act_bytes, p.pp - 1);
-  c.output_bytes = last.output_bytes;
+  c.output_bytes = output_layer_activation_bytes(m, p, c.act_bytes);
   c.metric_s = times.metric_s;
   c.metric_bytes = last.metric_bytes;
   if (m.is_moe()) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/cost/pipeline_slots.h"
+
 namespace starfish::schedule {
 namespace {
 
@@ -28,7 +30,7 @@ std::vector<PipelineOp> stage_order(Schedule schedule, int p, int s, int m, int 
         for (int i = 0; i < m; ++i) ops.push_back({false, i, c});
       break;
     case Schedule::one_f_one_b: {
-      const int warmup = std::min(p - s - 1, m);
+      const int warmup = static_cast<int>(warmup_forwards(schedule, p, s, m, 1));
       int f = 0, b = 0;
       for (; f < warmup; ++f) ops.push_back({true, f, 0});
       while (f < m) {
@@ -40,7 +42,7 @@ std::vector<PipelineOp> stage_order(Schedule schedule, int p, int s, int m, int 
     }
     case Schedule::interleaved: {
       const int total = m * v;
-      const int warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+      const int warmup = static_cast<int>(warmup_forwards(schedule, p, s, m, v));
       int f = 0, b = 0;
       for (; f < warmup; ++f) ops.push_back(interleaved_op(f, p, v, true));
       while (f < total) {

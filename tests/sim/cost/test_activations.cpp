@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/cost/activations.h"
+#include "sim/cost/pipeline_slots.h"
 #include "test_support.h"
 
 namespace starfish {
@@ -64,6 +65,48 @@ TEST(Activations, OneFOneBFirstStageHoldsPipelineDepthMicroBatches) {
   p.virtual_stages = 2;
   // (1 + (p-1)/(p v)) = 1 + 3/8 times p micro-batches.
   EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 32, 2, 0).in_flight_micro_batches, 4 * (1 + 3.0 / 8));
+}
+
+TEST(Activations, InterleavedStagesHoldTheirWarmUpForwardsAndOneMore) {
+  // Megatron's interleaved warm-up: (p - s - 1) 2 + (v - 1) p virtual-stage forwards before the
+  // first backward, then one more forward. p 4, v 2: stage 0 runs 6 + 4 = 10 and holds 11
+  // virtual stages (5.5 micro-batches of its layers), stage 3 runs 4 and holds 5 (2.5): the last
+  // stage holds nearly as much as the first, not one micro-batch.
+  EXPECT_EQ(warmup_forwards(Schedule::interleaved, 4, 0, 32, 2), 10);
+  EXPECT_EQ(warmup_forwards(Schedule::interleaved, 4, 3, 32, 2), 4);
+  EXPECT_EQ(warmup_forwards(Schedule::interleaved, 4, 0, 4, 2), 8) << "at most m v";
+  EXPECT_EQ(warmup_forwards(Schedule::one_f_one_b, 4, 1, 32, 1), 2);
+  EXPECT_EQ(warmup_forwards(Schedule::gpipe, 4, 1, 32, 2), 64);
+  const Model m = testing::gpt(16, 1024, 16, 1024, 1000);
+  Plan p;
+  p.pp = 4;
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.recompute = Recompute::full;
+  const double per_layer = layer_activation_bytes(m, 1, ActivationOptions{1, false, Recompute::full, 2});
+  for (int stage = 0; stage < 4; ++stage) {
+    const double held = (2.0 * (4 - stage - 1) + 4 + 1) / 2;
+    const StageActivations a = peak_stage_activations(m, p, 32, 2, stage);
+    EXPECT_DOUBLE_EQ(a.in_flight_micro_batches, held) << stage;
+    EXPECT_DOUBLE_EQ(a.layers_bytes, held * 4 * per_layer) << stage;
+  }
+}
+
+TEST(Activations, GpipeLastStageHoldsEveryMicroBatchsOutputLayer) {
+  // GPipe runs every forward, the loss included, before the first backward: the last stage holds
+  // m output layers (the final norm's and head's inputs, the loss's logits), 1F1B one.
+  const Model m = testing::gpt(8, 256, 4, 512, 50000);
+  Plan p;
+  p.pp = 2;
+  const double one = 2.0 * 2 * 512 * 256 + 6.0 * 512 * 50000;
+  EXPECT_DOUBLE_EQ(output_layer_activation_bytes(m, p, 2), one);
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 8, 2, 1).output_bytes, one);
+  p.schedule = Schedule::gpipe;
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 8, 2, 1).output_bytes, 8 * one);
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 8, 2, 0).output_bytes, 0) << "the first stage has no head";
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 8, 2, 1).output_bytes, one);
 }
 
 TEST(Activations, LastStageHoldsTheLossLogitsAtTheirMost) {

@@ -183,6 +183,29 @@ TEST(Moe, BackwardHoldsTheExpertsGradientsBeyondTheDispatchBuffers) {
   EXPECT_DOUBLE_EQ(moe_layer_backward_transient_bytes(m, p, o), 5.0 * 1024 * 1024);
 }
 
+TEST(Moe, FullRecomputationRebuildsTheLargerOfADenseAndAnMoeLayer) {
+  // Under full recomputation the layer being back-propagated holds what its forward rebuilds
+  // beside its kept input. A stage with MoE layers rebuilds an MoE layer's (its routed copies'
+  // expert activations outweigh a dense MLP's); a stage of dense layers only a dense one's.
+  Model m = small_moe();
+  m.moe.first_dense_layers = 0;
+  m.moe.every = 1;  // every layer MoE
+  Plan p = tp2_ep4_plan();
+  p.framework = Framework::megatron_core;
+  p.recompute = Recompute::full;
+  const LayerActivations layer = plan_layer_activations(m, p, 2);
+  ASSERT_GT(layer.moe_full - layer.moe_kept, layer.full - layer.kept);
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 4, 2, 0, layer).recompute_working_bytes, layer.moe_full - layer.moe_kept);
+  // small_moe over two stages of 1 and 3 layers: the first (layer 0, dense) rebuilds a dense
+  // layer's, the second (MoE, dense, MoE) an MoE layer's.
+  m = small_moe();
+  p.pp = 2;
+  p.dp = 2;
+  p.stage_layers.per_stage = {1, 3};
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 4, 2, 0, layer).recompute_working_bytes, layer.full - layer.kept);
+  EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 4, 2, 1, layer).recompute_working_bytes, layer.moe_full - layer.moe_kept);
+}
+
 TEST(Moe, RecomputeModulesDropWhatMegatronCoreDiscardsAndRedoIt) {
   // TP2 SP EP4 in bf16 (1024 tokens on this rank, 2048 received rows of FFN 1024, one shared
   // expert of FFN 1024 split over TP on all 2048 tokens), each module against core_attn alone.

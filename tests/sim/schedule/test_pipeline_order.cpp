@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
+#include "sim/cost/pipeline_slots.h"
 #include "sim/schedule/pipeline_order.h"
 
 namespace starfish::schedule {
@@ -54,6 +56,34 @@ TEST(PipelineOrder, EveryOpOnceForwardBeforeBackward) {
           }
         }
       }
+}
+
+TEST(PipelineOrder, TheClosedFormsCountWhatTheOrderHolds) {
+  // What the analytic tier's memory assumes (sim/cost/pipeline_slots.h), counted on the order
+  // the simulator runs: the forwards before the first backward, the most virtual stages held at
+  // once, and the most micro-batches of virtual stage 0 the first stage holds (the embedding's).
+  for (Schedule sch : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+    for (int p : {1, 2, 3, 4, 8})
+      for (int m : {1, 2, 3, 8, 16, 24})
+        for (int v : {1, 2, 3, 4}) {
+          if ((sch == Schedule::interleaved) != (v > 1) || (sch == Schedule::interleaved && m % p != 0)) continue;
+          for (int s = 0; s < p; ++s) {
+            const auto ops = stage_order(sch, p, s, m, v);
+            int64_t warmup = 0, held = 0, most = 0, first_held = 0, first_most = 0;
+            while (warmup < static_cast<int64_t>(ops.size()) && ops[static_cast<size_t>(warmup)].forward) ++warmup;
+            for (const auto& op : ops) {
+              held += op.forward ? 1 : -1;
+              if (op.virtual_stage == 0) first_held += op.forward ? 1 : -1;
+              most = std::max(most, held);
+              first_most = std::max(first_most, first_held);
+            }
+            SCOPED_TRACE(testing::Message() << to_string(sch) << " p " << p << " s " << s << " m " << m << " v " << v);
+            // The first backward follows the warm-up's forwards and the first steady one.
+            EXPECT_EQ(std::min<int64_t>(warmup_forwards(sch, p, s, m, v) + 1, int64_t{m} * v), warmup);
+            EXPECT_DOUBLE_EQ(peak_in_flight_micro_batches(sch, p, s, m, v), static_cast<double>(most) / v);
+            if (s == 0) EXPECT_EQ(first_virtual_stage_in_flight(sch, p, m, v), first_most);
+          }
+        }
 }
 
 }  // namespace
