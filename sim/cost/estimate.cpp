@@ -252,9 +252,10 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
   // forward (low_precision.h).
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
-  // Offloaded params come in per forward and backward (ZeRO-3 over DP: per layer, in dp_comm_time_s).
+  // Offloaded params come in for every micro-batch's forward and backward, as the simulator
+  // fetches them (ZeRO-3 over DP: per layer, in dp_comm_time_s).
   if (p.offload.params != Tier::gpu && !(p.zero_stage >= 3 && p.dp_cp() > 1))
-    e.time.offload_s += 2 * comm_params * offloaded_param_fetch_bytes(t, p) / pcie;
+    e.time.offload_s += 2.0 * static_cast<double>(e.micro_batches) * comm_params * offloaded_param_fetch_bytes(t, p) / pcie;
 }
 
 }  // namespace
