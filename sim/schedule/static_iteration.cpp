@@ -455,6 +455,7 @@ class StaticIterationBuilder {
     TaskId lead_reduction = kNone;
     for (int r = 0; r < p.ep * p.expert_tp(); ++r) {
       des::CollectiveOptions o;
+      o.algo = gradient_group_algo(expert_data_parallel(p), p.ep * p.expert_tp());
       const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
       if (!streams.empty() && r < p.tp) o.stream = streams[static_cast<size_t>(r)];
       const TaskId x = eng_.collective(kind, edp_group(r, s), params * grad_reduce_bytes_,
@@ -600,12 +601,16 @@ class StaticIterationBuilder {
     return dp_groups_[i];
   }
 
-  des::CollectiveAlgo dp_algo() const {
+  des::CollectiveAlgo dp_algo() const { return gradient_group_algo(job_.dp_cp(), job_.plan.tp); }
+
+  // A gradient-reduction group of `members` ranks `stride` apart (DP: TP apart; expert DP: EP x
+  // ETP apart): with several members per node and several nodes, hierarchical, over every
+  // member's NIC (link_for_group's rule in the analytic tier).
+  des::CollectiveAlgo gradient_group_algo(int members, int stride) const {
     if (!opt_.hierarchical_dp) return des::CollectiveAlgo::Ring;
-    // DP members are tp apart; several per node and several nodes: hierarchical.
-    const int per_node = std::max(1, job_.cluster.node.gpus / job_.plan.tp);
-    const bool several_per_node = per_node > 1 && job_.dp_cp() % per_node == 0;
-    const bool several_nodes = job_.dp_cp() > per_node;
+    const int per_node = std::max(1, job_.cluster.node.gpus / std::max(1, stride));
+    const bool several_per_node = per_node > 1 && members % per_node == 0;
+    const bool several_nodes = members > per_node;
     return several_per_node && several_nodes ? des::CollectiveAlgo::Hierarchical : des::CollectiveAlgo::Ring;
   }
 
