@@ -194,7 +194,7 @@ Moment ChunkRuntime::enter_moment(const MomentSignature& sig, int64_t non_model_
 void ChunkRuntime::report_non_model_peak(int64_t b) { tracer_.report_peak(moment_, b); }
 
 void ChunkRuntime::record_peak() {
-  TierUse& p = peaks_.back();
+  MomentTierBytes& p = peaks_.back();
   p.gpu = std::max(p.gpu, used_[0]);
   p.cpu = std::max(p.cpu, used_[1]);
   p.nvme = std::max(p.nvme, used_[2]);

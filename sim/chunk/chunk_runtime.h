@@ -52,7 +52,7 @@ struct OptimizerWork {
   Buffer variance;
 };
 
-struct TierUse {
+struct MomentTierBytes {
   int64_t gpu = 0, cpu = 0, nvme = 0;
 };
 
@@ -100,7 +100,7 @@ class ChunkRuntime {
   TensorState tensor_state(int tensor) const { return states_.state(tensor); }
 
   int64_t in_use(Tier t) const { return used_[static_cast<int>(t)]; }
-  const std::vector<TierUse>& moment_peaks() const { return peaks_; }  // per moment, last iteration
+  const std::vector<MomentTierBytes>& moment_peaks() const { return peaks_; }  // per moment, last iteration
   const std::vector<Move>& moves() const { return moves_; }
   int64_t moved_bytes(MoveReason r) const { return reason_bytes_[static_cast<int>(r)]; }
   int64_t moves_decided() const { return moves_decided_; }
@@ -151,7 +151,7 @@ class ChunkRuntime {
   void track(int chunk, bool on_gpu);
   std::array<int64_t, 3> used_{};
   std::array<int64_t, 8> reason_bytes_{};
-  std::vector<TierUse> peaks_;
+  std::vector<MomentTierBytes> peaks_;
   std::vector<Move> moves_;
   int64_t moves_decided_ = 0;
   int iteration_ = -1;

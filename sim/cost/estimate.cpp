@@ -230,6 +230,31 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   return total + dp_time;
 }
 
+// Where the most loaded stage's optimizer states and params sit, as fractions off the GPU (and
+// on NVMe): the plan's tiers, or for a chunked plan where estimate_memory placed its chunks
+// (place_chunked_states: the tiers a chunked plan names are where its chunks may go, and the
+// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does).
+struct OffGpuShares {
+  double optimizer = 0, optimizer_nvme = 0, params = 0;
+};
+OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e, double gpus_per_node) {
+  OffGpuShares s;
+  if (!p.chunked()) {
+    s.optimizer = p.offload.optimizer == Tier::gpu ? 0 : 1;
+    s.optimizer_nvme = p.offload.optimizer == Tier::nvme ? 1 : 0;
+    s.params = p.offload.params == Tier::gpu ? 0 : 1;
+    return s;
+  }
+  const double opt = e.gpu.optimizer_bytes + (e.cpu.optimizer_bytes + e.nvme.optimizer_bytes) / gpus_per_node;
+  if (opt > 0) {
+    s.optimizer = 1 - e.gpu.optimizer_bytes / opt;
+    s.optimizer_nvme = e.nvme.optimizer_bytes / gpus_per_node / opt;
+  }
+  const double params = e.gpu.params_bytes + (e.cpu.params_bytes + e.nvme.params_bytes) / gpus_per_node;
+  if (params > 0) s.params = 1 - e.gpu.params_bytes / params;
+  return s;
+}
+
 // The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
 // the PCIe copies offloading adds (gradients out and params back; offloaded params in).
 void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p,
@@ -238,24 +263,26 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));
   const double pcie = host_link_per_gpu_Bps(c);
-  if (p.offload.optimizer == Tier::gpu) {
-    e.time.optimizer_s = gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params);
-  } else {
-    e.time.optimizer_s = cpu_adam_time_s(c.node.host, opt_params * g);
-    if (p.offload.optimizer == Tier::nvme && c.node.nvme) {
-      const double node_bytes = opt_params * g * state_bytes_per_param(t, p.chunked()).optimizer;
+  const OffGpuShares off = off_gpu_shares(p, e, g);
+  if (off.optimizer < 1) e.time.optimizer_s = gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params * (1 - off.optimizer));
+  if (off.optimizer > 0) {
+    const double host_params = opt_params * off.optimizer;
+    e.time.optimizer_s += cpu_adam_time_s(c.node.host, host_params * g);
+    if (off.optimizer_nvme > 0 && c.node.nvme) {
+      const double node_bytes = opt_params * off.optimizer_nvme * g * state_bytes_per_param(t, p.chunked()).optimizer;
       e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
     }
     // Gradients out and params back, each copy exposed (framework.h optimizer_offload_copies).
-    e.time.offload_s += opt_params * optimizer_offload_copies(t, p, e.micro_batches).iteration_bytes_per_param(e.micro_batches) / pcie;
+    e.time.offload_s += host_params * optimizer_offload_copies(t, p, e.micro_batches).iteration_bytes_per_param(e.micro_batches) / pcie;
   }
   // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
   // forward (low_precision.h).
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
   // Offloaded params come in for every micro-batch's forward and backward, as the simulator
   // fetches them (ZeRO-3 over DP: per layer, in dp_comm_time_s).
-  if (p.offload.params != Tier::gpu && !(p.zero_stage >= 3 && p.dp_cp() > 1))
-    e.time.offload_s += 2.0 * static_cast<double>(e.micro_batches) * comm_params * offloaded_param_fetch_bytes(t, p) / pcie;
+  if (off.params > 0 && !(p.zero_stage >= 3 && p.dp_cp() > 1))
+    e.time.offload_s +=
+        2.0 * static_cast<double>(e.micro_batches) * comm_params * off.params * offloaded_param_fetch_bytes(t, p) / pcie;
 }
 
 }  // namespace

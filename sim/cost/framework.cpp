@@ -227,7 +227,9 @@ bool is_zero_offload(const Plan& plan) {
 
 OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const Plan& plan, int64_t micro_batches) {
   OptimizerOffloadCopies c;
-  if (plan.offload.optimizer == Tier::gpu) return c;
+  // A chunked plan's optimizer chunks go where they fit whatever its tiers say: the caller
+  // scales these by the share placed off the GPU.
+  if (plan.offload.optimizer == Tier::gpu && !plan.chunked()) return c;
   const double low = static_cast<double>(bytes_of(training.dtype));
   if (!is_zero_offload(plan)) {
     const Framework f = running_framework(plan);

@@ -296,7 +296,7 @@ struct OptimizerOffloadCopies {
     return accumulate_to_host * m + accumulate_to_gpu * (m - 1) + step_to_host + step_to_gpu;
   }
 };
-// Zero when the optimizer steps on the GPU.
+// Zero when the optimizer steps on the GPU (a chunked plan: per parameter stepped on the host).
 OptimizerOffloadCopies optimizer_offload_copies(const Training& training, const Plan& plan, int64_t micro_batches);
 
 // GPU bytes of buffers the framework holds beside the model states and activations.

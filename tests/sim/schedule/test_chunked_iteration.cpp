@@ -5,6 +5,8 @@
 #include "sim/chunk/reference_backend.h"
 #include "sim/chunk/runtime_config.h"
 #include "sim/cost/capacity.h"
+#include "sim/cost/estimate.h"
+#include "sim/cost/op_time.h"
 #include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/simulate.h"
@@ -80,6 +82,26 @@ TEST(ChunkedIteration, TightGpuBudgetMovesMoreAndTakesLonger) {
   EXPECT_GT(tight.iteration_s, roomy.iteration_s);
   EXPECT_LE(tight.peak_gpu_bytes, 4.0 * (1LL << 30));
   EXPECT_GT(tight.comm[3].comm_s, 0);  // offload traffic is reported
+}
+
+TEST(ChunkedIteration, TheEstimateStepsWhereTheRuntimePlacedTheStates) {
+  // A chunked plan's offload tiers say where its chunks may go, not where they are: on an 80 GB
+  // GPU the runtime keeps every optimizer chunk there and steps it with GPU Adam, moving nothing.
+  // The analytic tier charged the plan's CPU Adam and its copies (1.2 s of host Adam on this
+  // 1.2 B-parameter model); it now steps and copies what its placement put off the GPU.
+  const Job job = chunked_job(80LL << 30);
+  const Estimate e = estimate(job);
+  ASSERT_EQ(e.cpu.optimizer_bytes, 0);
+  EXPECT_EQ(e.time.offload_s, 0);
+  EXPECT_LT(e.time.optimizer_s, 0.5 * cpu_adam_time_s(job.cluster.node.host, e.params_per_gpu));
+  const SimReport r = simulate(job);
+  EXPECT_EQ(r.h2d_bytes + r.d2h_bytes, 0);
+  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.10) << r.iteration_s << " vs " << e.time.iteration_s;
+  // On 4 GB the optimizer chunks go to the host: host Adam for what sits there, in both tiers.
+  const Job tight = chunked_job(4LL << 30);
+  const Estimate et = estimate(tight);
+  ASSERT_GT(et.cpu.optimizer_bytes, 0);
+  EXPECT_GT(et.time.optimizer_s, 0.5 * cpu_adam_time_s(tight.cluster.node.host, et.params_per_gpu));
 }
 
 TEST(ChunkedIteration, SimulatedCopiesAreTheRuntimesDecisions) {
