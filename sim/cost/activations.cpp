@@ -244,7 +244,18 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   // last stage's p - (p - 1) / v, nearly as many.
   const double in_flight = peak_in_flight_micro_batches(plan.schedule, p, stage, micro_batches, v);
   out.in_flight_micro_batches = in_flight;
-  out.layers_bytes = in_flight * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
+  // Those are v in_flight virtual stages' forwards; where the stage's virtual stages differ in
+  // size (the embedding and loss slots, explicit layouts) the held ones may be its larger ones
+  // (the last stage holds its lighter loss virtual stage once, the others twice): each counts as
+  // the largest, so that the bound is never below what the simulator's order holds.
+  double held_layers_scale = 1;
+  if (v > 1 && !plan.stage_layers.even() && layers_per_stage > 0) {
+    int largest = 0;
+    for (int c = 0; c < v; ++c)
+      largest = std::max(largest, virtual_stage_layer_count(m.layers, p, v, plan.stage_layers, stage, c));
+    held_layers_scale = static_cast<double>(largest) * v / layers_per_stage;
+  }
+  out.layers_bytes = in_flight * held_layers_scale * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
   const Bf16StageBytes bf16 = bf16_stage_bytes(m, plan, act_bytes, stage, mb);
   out.layers_bytes += bf16.layers_bytes;
 

@@ -4,7 +4,10 @@
 #include <set>
 #include <tuple>
 
+#include "sim/cost/activations.h"
 #include "sim/cost/pipeline_slots.h"
+#include "sim/spec/pipeline_layout.h"
+#include "support/models.h"
 #include "sim/schedule/pipeline_order.h"
 
 namespace starfish::schedule {
@@ -77,13 +80,49 @@ TEST(PipelineOrder, TheClosedFormsCountWhatTheOrderHolds) {
               most = std::max(most, held);
               first_most = std::max(first_most, first_held);
             }
-            SCOPED_TRACE(testing::Message() << to_string(sch) << " p " << p << " s " << s << " m " << m << " v " << v);
+            SCOPED_TRACE(::testing::Message() << to_string(sch) << " p " << p << " s " << s << " m " << m << " v " << v);
             // The first backward follows the warm-up's forwards and the first steady one.
             EXPECT_EQ(std::min<int64_t>(warmup_forwards(sch, p, s, m, v) + 1, int64_t{m} * v), warmup);
             EXPECT_DOUBLE_EQ(peak_in_flight_micro_batches(sch, p, s, m, v), static_cast<double>(most) / v);
             if (s == 0) EXPECT_EQ(first_virtual_stage_in_flight(sch, p, m, v), first_most);
           }
         }
+}
+
+TEST(PipelineOrder, TheActivationsHoldAtLeastTheLayersTheOrderHoldsUnderSlots) {
+  // With Megatron-core's embedding and loss slots a stage's virtual stages differ by a layer, and
+  // which of them are held at once depends on the order: the analytic tier counts each held one
+  // as the stage's largest, never fewer layers than the order holds at any moment (it once took
+  // their mean: the last stage, which holds its lighter loss virtual stage once and the others
+  // twice, was under by up to a layer).
+  for (int p : {2, 3, 4})
+    for (int v : {2, 3, 4}) {
+      const int layers = 2 * p * v - 2;  // two layers a virtual stage, less the two slots
+      const Model m = testing::gpt(layers, 256, 4, 256, 8);
+      Plan plan;
+      plan.framework = Framework::megatron_core;
+      plan.pp = p;
+      plan.schedule = Schedule::interleaved;
+      plan.virtual_stages = v;
+      plan.stage_layers.embedding_slot = true;
+      plan.stage_layers.loss_slot = true;
+      plan.recompute = Recompute::full;
+      const double per_layer = plan_layer_activations(m, plan, 2).kept;
+      for (const int mb : {p, 2 * p, 4 * p})
+        for (int s = 0; s < p; ++s) {
+          int held = 0, most = 0;
+          for (const PipelineOp& op : stage_order(Schedule::interleaved, p, s, mb, v)) {
+            const int n = virtual_stage_layer_count(layers, p, v, plan.stage_layers, s, op.virtual_stage);
+            held += op.forward ? n : -n;
+            most = std::max(most, held);
+          }
+          const StageActivations a = peak_stage_activations(m, plan, mb, 2, s);
+          const double counted = a.layers_bytes / per_layer, held_virtual_stages = a.in_flight_micro_batches * v;
+          EXPECT_GE(counted, most - 1e-9) << "p " << p << " v " << v << " m " << mb << " stage " << s;
+          // At most the slot's layer more for each virtual stage held.
+          EXPECT_LE(counted, most + held_virtual_stages + 1e-9) << "p " << p << " v " << v << " m " << mb << " stage " << s;
+        }
+    }
 }
 
 }  // namespace
