@@ -768,15 +768,20 @@ TEST(Simulate, MegatronsHybridDeviceOptimizerMovesFp32GradsOutAndFp32ParamsBack)
 // and after every reduction the fp32-cast gradient shard goes out (4 bytes); nothing moves at
 // the CPU step. DP 2 on one node, 2 micro-batches, 4 layers: 16 fetches and 2 gradient copies,
 // each of the hand-computed bytes at the GPU's PCIe rate; the estimate pays the same copies out.
+// FSDP (ZeRO-3) with its CPUOffload: every state on the host.
+Plan fsdp_cpu_offload(int pp = 1) {
+  Plan p;
+  p.framework = Framework::fsdp;
+  p.pp = pp;
+  p.zero_stage = 3;
+  p.offload = {Tier::cpu, Tier::cpu, Tier::cpu};
+  return p;
+}
+
 TEST(Simulate, FsdpCpuOffloadFetchesFp32ShardsAndSendsFp32GradientsEveryMicroBatch) {
   Cluster c = ideal_node(2);
   const double pcie_Bps = c.node.pcie.bandwidth_Bps();
-  const Model m = gpt(4, 1024, 16, 1024);
-  Plan p;
-  p.framework = Framework::fsdp;
-  p.zero_stage = 3;
-  p.offload = {Tier::cpu, Tier::cpu, Tier::cpu};
-  const Job j = job(m, c, 4, p);
+  const Job j = job(gpt(4, 1024, 16, 1024), c, 4, fsdp_cpu_offload());
   ASSERT_EQ(j.micro_batches(), 2);
   const Estimate e = estimate(j);
   const double shard = e.params_per_gpu / 2;  // the rank's half of its params
@@ -807,13 +812,7 @@ TEST(Simulate, FsdpCpuOffloadFetchesFp32ShardsAndSendsFp32GradientsEveryMicroBat
 TEST(Simulate, OffloadedParamsWithoutDataParallelismComeInForEveryMicroBatch) {
   Cluster c = ideal_node(2);
   const double pcie_Bps = c.node.pcie.bandwidth_Bps();
-  const Model m = gpt(4, 1024, 16, 1024);
-  Plan p;
-  p.framework = Framework::fsdp;
-  p.pp = 2;
-  p.zero_stage = 3;
-  p.offload = {Tier::cpu, Tier::cpu, Tier::cpu};
-  const Job j = job(m, c, 4, p);
+  const Job j = job(gpt(4, 1024, 16, 1024), c, 4, fsdp_cpu_offload(2));
   ASSERT_EQ(j.plan.dp, 1);
   ASSERT_EQ(j.micro_batches(), 4);
   const Estimate e = estimate(j);
