@@ -187,7 +187,9 @@ Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_by
   if (dense_layers + moe_layers == 0) return out;
   double in_flight = micro_batches;
   if (plan.schedule == Schedule::one_f_one_b) in_flight = std::min<double>(micro_batches, plan.pp - stage);
-  if (plan.schedule == Schedule::interleaved) in_flight = std::min<double>(micro_batches, 2.0 * plan.pp);
+  if (plan.schedule == Schedule::interleaved)  // the most any virtual stage holds: its first's 2p
+    in_flight = static_cast<double>(
+        first_virtual_stage_in_flight(plan.schedule, plan.pp, static_cast<int64_t>(micro_batches), plan.virtual_stages));
   const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
   const bool every_layer_recomputes = plan.recompute_layers == 0;
   const double dense = every_layer_recomputes ? b.stored : b.full, moe = every_layer_recomputes ? b.moe_stored : b.moe_full;
