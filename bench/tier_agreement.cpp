@@ -1,5 +1,5 @@
 // tier_agreement: the analytic tier (estimate) against the event-driven one (simulate) on plans
-// sampled from the search's space of several models, hardware and frameworks. "One truth": a plan
+// sampled from the search's space of ten models on five kinds of hardware, under four frameworks. "One truth": a plan
 // the estimate says fits must fit in the simulator, and the estimate's GPU memory must never be
 // below the simulated peak (memory is never under-predicted); its time may differ where the
 // simulator overlaps what the estimate serialises. Prints the plans outside the bands and, per
@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
       {"qwen3-30b-a3b", "dgx-h100", 2, 256, Framework::megatron_core},
       {"llama2-7b", "dgx-a100-40gb", 2, 256, Framework::fsdp},
       {"gpt2-xl", "dgx-a100-80gb", 1, 64, Framework::deepspeed},
+      {"deepseek-v3", "dgx-h100", 32, 1024, Framework::megatron_core},
+      {"llama3-405b", "dgx-h100", 16, 512, Framework::megatron_core},
+      {"gpt-oss-120b", "dgx-h200", 4, 256, Framework::megatron_core},
+      {"mixtral-8x22b", "dgx-b200", 8, 512, Framework::megatron_core},
   };
   std::mt19937 rng(7);  // the same sample every run
   Tally all;
