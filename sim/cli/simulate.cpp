@@ -61,6 +61,18 @@ void refuse_if_out_of_memory(const Job& job, const schedule::SimReport& r) {
   throw SpecError("simulate: " + why);
 }
 
+// The chunk runtime refuses a chunked plan whose chunks it cannot place at all (no peak to show,
+// --allow-oom or not): the refusal names the plan, as an overflow does.
+schedule::SimReport simulate_or_refuse(const Job& job, const schedule::SimOptions& options) {
+  try {
+    return schedule::simulate(job, options);
+  } catch (const SpecError& e) {
+    const Provenance& p = job.plan.provenance;
+    if (!job.plan.chunked() || p.file.empty()) throw;
+    fail_at(p.where("plan"), "plan", std::string("the plan does not fit: ") + e.what());
+  }
+}
+
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& argv) {
@@ -108,7 +120,7 @@ int run_simulate(const std::vector<std::string>& argv) {
       bar.say(std::string(phase) + " one iteration on " + std::to_string(job.cluster.total_gpus()) + " GPUs" +
               (fraction > 0 ? ": " + std::to_string(static_cast<int>(100 * fraction)) + "% of its tasks ended" : ""));
     };
-  const schedule::SimReport r = schedule::simulate(job, options);
+  const schedule::SimReport r = simulate_or_refuse(job, options);
   bar.finish();
   if (!args.flag("allow-oom")) refuse_if_out_of_memory(job, r);
   if (args.flag("json")) std::fputs(schedule::to_json(r).c_str(), stdout);

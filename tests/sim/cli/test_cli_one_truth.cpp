@@ -84,6 +84,19 @@ TEST(OneTruth, TensorParallelThreeOnEightGpuNodesIsRefusedInOneLine) {
   expect_one_line(cli("check " + plan), 1, why);
 }
 
+TEST(OneTruth, AChunkPlanTheRuntimeCannotPlaceIsRefusedAtThePlan) {
+  // GPT-3 175B in chunks on one rank's 80 GB: the runtime cannot hold even its first moment's
+  // chunks (147 GiB), so there is no peak to show, with --allow-oom or not; the refusal names
+  // the plan, as an overflow does, and estimate says it does not fit either.
+  const std::string plan = gpt3_plan(fresh_dir("chunks"), 16, 512, "data_parallel: 128, micro_batch: 4, zero_stage: 1, "
+                                                                    "recompute: full, chunk_size: 67108864");
+  const std::string why = plan + ":5:1: field 'plan': the plan does not fit: chunk runtime: GPU budget too small";
+  expect_one_line(cli("simulate --plan " + plan), 1, why);
+  expect_one_line(cli("simulate --plan " + plan + " --allow-oom"), 1, why);
+  const CommandResult est = cli("estimate --plan " + plan);
+  EXPECT_NE(est.out.find("fits         NO"), std::string::npos) << est.out << est.err;
+}
+
 // Every answer of a verb's JSON against `simulate --plan` and `estimate --plan` of its file.
 void expect_simulate_and_estimate_agree(const fs::path& plan, double simulated_tokens_per_s, double analytic_tokens_per_s) {
   const CommandResult sim = cli("simulate --plan " + plan.string() + " --json");
