@@ -176,7 +176,7 @@ namespace {
 struct Bf16StageBytes {
   double layers_bytes = 0, recompute_working_bytes = 0;
 };
-Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_bytes, int stage, double micro_batches) {
+Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_bytes, int stage, int64_t micro_batches) {
   Bf16StageBytes out;
   if (!plan.has_bf16_layers()) return out;
   auto count = [&](bool moe) {
@@ -185,11 +185,12 @@ Bf16StageBytes bf16_stage_bytes(const Model& m, const Plan& plan, int64_t act_by
   };
   const double dense_layers = count(false), moe_layers = count(true);
   if (dense_layers + moe_layers == 0) return out;
-  double in_flight = micro_batches;
-  if (plan.schedule == Schedule::one_f_one_b) in_flight = std::min<double>(micro_batches, plan.pp - stage);
-  if (plan.schedule == Schedule::interleaved)  // the most any virtual stage holds: its first's 2p
-    in_flight = static_cast<double>(
-        first_virtual_stage_in_flight(plan.schedule, plan.pp, static_cast<int64_t>(micro_batches), plan.virtual_stages));
+  // The stage's in-flight micro-batches; under interleaving the most any one virtual stage holds,
+  // its first's 2p (pipeline_slots.h).
+  const double in_flight =
+      plan.schedule == Schedule::interleaved
+          ? static_cast<double>(first_virtual_stage_in_flight(plan.schedule, plan.pp, micro_batches, plan.virtual_stages))
+          : peak_in_flight_micro_batches(plan.schedule, plan.pp, stage, micro_batches, 1);
   const Bf16LayerBytes b = bf16_layer_extra_bytes(m, plan, act_bytes);
   const bool every_layer_recomputes = plan.recompute_layers == 0;
   const double dense = every_layer_recomputes ? b.stored : b.full, moe = every_layer_recomputes ? b.moe_stored : b.moe_full;
@@ -228,7 +229,6 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   // MoE layers keep their experts' activations instead of a dense MLP's.
   const double moe_layers = m.is_moe() ? stage_moe_layers(m, plan, stage) : 0;
   const double moe_extra = moe_layers > 0 ? layer.moe_kept - per_layer : 0;
-  const double mb = static_cast<double>(micro_batches);
   // Block recomputation: the layers that do not recompute keep all of theirs (their dense and
   // MoE bytes over what a recomputing layer keeps).
   double kept_extra = 0;
@@ -258,7 +258,7 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
     held_layers_scale = static_cast<double>(largest) * v / layers_per_stage;
   }
   out.layers_bytes = in_flight * held_layers_scale * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
-  const Bf16StageBytes bf16 = bf16_stage_bytes(m, plan, act_bytes, stage, mb);
+  const Bf16StageBytes bf16 = bf16_stage_bytes(m, plan, act_bytes, stage, micro_batches);
   out.layers_bytes += bf16.layers_bytes;
 
   // The layer being back-propagated, the larger of a dense and an MoE layer of the stage's: what
