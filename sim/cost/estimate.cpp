@@ -167,6 +167,31 @@ double moved_params_per_gpu(const Plan& p, const ChunkFootprint* chunks, const E
 // One GPU's share of its host link: the GPUs behind one PCIe root copy alike.
 double host_link_per_gpu_Bps(const Cluster& c) { return c.node.pcie.bandwidth_Bps() / c.node.pcie.gpus_per_root; }
 
+// Where the most loaded stage's optimizer states and params sit, as fractions off the GPU (and
+// on NVMe): the plan's tiers, or for a chunked plan where estimate_memory placed its chunks
+// (place_chunked_states: the tiers a chunked plan names are where its chunks may go, and the
+// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does).
+struct OffGpuShares {
+  double optimizer = 0, optimizer_nvme = 0, params = 0;
+};
+OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e, double gpus_per_node) {
+  OffGpuShares s;
+  if (!p.chunked()) {
+    s.optimizer = p.offload.optimizer == Tier::gpu ? 0 : 1;
+    s.optimizer_nvme = p.offload.optimizer == Tier::nvme ? 1 : 0;
+    s.params = p.offload.params == Tier::gpu ? 0 : 1;
+    return s;
+  }
+  const double opt = e.gpu.optimizer_bytes + (e.cpu.optimizer_bytes + e.nvme.optimizer_bytes) / gpus_per_node;
+  if (opt > 0) {
+    s.optimizer = 1 - e.gpu.optimizer_bytes / opt;
+    s.optimizer_nvme = e.nvme.optimizer_bytes / gpus_per_node / opt;
+  }
+  const double params = e.gpu.params_bytes + (e.cpu.params_bytes + e.nvme.params_bytes) / gpus_per_node;
+  if (params > 0) s.params = 1 - e.gpu.params_bytes / params;
+  return s;
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
@@ -212,8 +237,9 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     const double layer_params = comm_params / layers;
     // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
-    const double fetch =
-        p.offload.params == Tier::gpu ? 0.0 : layer_params / dp * offloaded_param_fetch_bytes(t, p) / host_link_per_gpu_Bps(c);
+    // (A chunked plan's, where its placement left them off the GPU: off_gpu_shares.)
+    const double fetch = off_gpu_shares(p, e, c.node.gpus).params * layer_params / dp * offloaded_param_fetch_bytes(t, p) /
+                         host_link_per_gpu_Bps(c);
     // The framework's assembly of the gathered params runs on the gather's stream behind it.
     const double assembly = memory_bound_time_s(c.node.gpu, layer_params * zero3_gather_assembly_bytes_per_param(t, p));
     const double gather = fetch + assembly +
@@ -230,31 +256,6 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   return total + dp_time;
 }
 
-// Where the most loaded stage's optimizer states and params sit, as fractions off the GPU (and
-// on NVMe): the plan's tiers, or for a chunked plan where estimate_memory placed its chunks
-// (place_chunked_states: the tiers a chunked plan names are where its chunks may go, and the
-// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does).
-struct OffGpuShares {
-  double optimizer = 0, optimizer_nvme = 0, params = 0;
-};
-OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e, double gpus_per_node) {
-  OffGpuShares s;
-  if (!p.chunked()) {
-    s.optimizer = p.offload.optimizer == Tier::gpu ? 0 : 1;
-    s.optimizer_nvme = p.offload.optimizer == Tier::nvme ? 1 : 0;
-    s.params = p.offload.params == Tier::gpu ? 0 : 1;
-    return s;
-  }
-  const double opt = e.gpu.optimizer_bytes + (e.cpu.optimizer_bytes + e.nvme.optimizer_bytes) / gpus_per_node;
-  if (opt > 0) {
-    s.optimizer = 1 - e.gpu.optimizer_bytes / opt;
-    s.optimizer_nvme = e.nvme.optimizer_bytes / gpus_per_node / opt;
-  }
-  const double params = e.gpu.params_bytes + (e.cpu.params_bytes + e.nvme.params_bytes) / gpus_per_node;
-  if (params > 0) s.params = 1 - e.gpu.params_bytes / params;
-  return s;
-}
-
 // The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
 // the PCIe copies offloading adds (gradients out and params back; offloaded params in).
 void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p,
@@ -264,7 +265,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));
   const double pcie = host_link_per_gpu_Bps(c);
   const OffGpuShares off = off_gpu_shares(p, e, g);
-  if (off.optimizer < 1) e.time.optimizer_s = gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params * (1 - off.optimizer));
+  if (off.optimizer < 1) e.time.optimizer_s += gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params * (1 - off.optimizer));
   if (off.optimizer > 0) {
     const double host_params = opt_params * off.optimizer;
     e.time.optimizer_s += cpu_adam_time_s(c.node.host, host_params * g);

@@ -104,6 +104,32 @@ TEST(ChunkedIteration, TheEstimateStepsWhereTheRuntimePlacedTheStates) {
   EXPECT_GT(et.time.optimizer_s, 0.5 * cpu_adam_time_s(tight.cluster.node.host, et.params_per_gpu));
 }
 
+TEST(ChunkedIteration, TheEstimateFetchesOnlyParamsPlacedOffTheGpu) {
+  // ZeRO-3 over two ranks with every chunk placed on an 80 GB GPU: naming the host as the
+  // params' tier moves nothing, so the gathers cost the same as with the GPU named.
+  Cluster c = one_gpu(80LL << 30);
+  c.node.gpus = 2;
+  Training t;
+  t.global_batch = 8;
+  t.dtype = DType::fp16;
+  Plan p;
+  p.dp = 2;
+  p.micro_batch = 4;
+  p.chunk_elements = 32LL << 20;
+  p.framework = Framework::starfish;
+  p.zero_stage = 3;
+  p.recompute = Recompute::full;
+  const Estimate on_gpu = estimate(make_job(gpt(24, 2048), c, t, p));
+  p.offload.params = Tier::cpu;
+  p.offload.grads = Tier::cpu;
+  p.offload.optimizer = Tier::cpu;
+  const Estimate named_host = estimate(make_job(gpt(24, 2048), c, t, p));
+  ASSERT_EQ(named_host.cpu.params_bytes, 0);
+  EXPECT_GT(on_gpu.time.dp_comm_s, 0);
+  EXPECT_DOUBLE_EQ(named_host.time.dp_comm_s, on_gpu.time.dp_comm_s);
+  EXPECT_DOUBLE_EQ(named_host.time.offload_s, 0);
+}
+
 TEST(ChunkedIteration, SimulatedCopiesAreTheRuntimesDecisions) {
   // Given the simulator's non-model memory per step, the runtime on the counting backend moves
   // exactly the bytes the simulated iteration's copy tasks carry, in both directions.
