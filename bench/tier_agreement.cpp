@@ -43,8 +43,11 @@ void compare(const search::Candidate& k, const Job& job, Tally& t) {
   try {
     sim = schedule::simulate(job);
   } catch (const std::exception& e) {
+    // A plan the simulator refuses does not fit: a verdict that differs when the estimate says it does.
     ++t.refused;
-    std::printf("  refused  %-58s %s\n", search::short_label(k).c_str(), e.what());
+    t.verdict_differs += est.fits;
+    std::printf("  refused  %-58s (estimate: %s) %s\n", search::short_label(k).c_str(), est.fits ? "FITS" : "does not fit",
+                e.what());
     return;
   }
   ++t.plans;

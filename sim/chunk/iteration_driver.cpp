@@ -1,7 +1,5 @@
 #include "sim/chunk/iteration_driver.h"
 
-#include <map>
-
 namespace starfish {
 namespace {
 
@@ -21,30 +19,13 @@ void mark_last_uses(std::vector<Step>& steps, size_t begin, size_t end, TensorSt
 
 std::vector<Step> iteration_steps(const ChunkLayout& layout, bool tied, const std::vector<int>& optimizer_chunks) {
   const auto& tensors = layout.tensors();
-  // Layers in order of first appearance (the tensors are in order of first use).
-  std::vector<int> order;
-  std::map<int, std::vector<int>> by_layer;
-  int word_embedding = -1, last_layer = INT32_MIN;
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const int l = tensors[t].layer;
-    if (!by_layer.count(l)) order.push_back(l);
-    by_layer[l].push_back(static_cast<int>(t));
-    if (tensors[t].role == ParamRole::word_embedding) word_embedding = static_cast<int>(t);
-    if (tensors[t].role == ParamRole::output_head) tied = false;  // the shard has its own head matrix
-    last_layer = std::max(last_layer, l);
-  }
-  // A tied head on the stage that holds the embedding reuses it after the final norm.
-  const bool head_reuses_embedding = tied && word_embedding >= 0 && last_layer > tensors[word_embedding].layer &&
-                                     tensors[by_layer[last_layer].front()].role == ParamRole::norm;
-  if (head_reuses_embedding) by_layer[last_layer].push_back(word_embedding);
-
+  const std::vector<LayerStep> forward = forward_steps(layout, tied);
   std::vector<Step> steps;
-  for (int l : order) steps.push_back(Step{Phase::forward, l, by_layer[l], {}});
+  for (const LayerStep& f : forward) steps.push_back(Step{Phase::forward, f.layer, f.tensors, {}});
   const size_t forward_end = steps.size();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    std::vector<int> ts = by_layer[*it];
-    std::vector<int> reversed(ts.rbegin(), ts.rend());  // backward meets a layer's tensors last-first
-    steps.push_back(Step{Phase::backward, *it, reversed, {}});
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    std::vector<int> reversed(it->tensors.rbegin(), it->tensors.rend());  // backward meets a layer's tensors last-first
+    steps.push_back(Step{Phase::backward, it->layer, reversed, {}});
   }
   const size_t backward_end = steps.size();
   mark_last_uses(steps, 0, forward_end, TensorState::hold_after_fwd, tensors.size());

@@ -1,23 +1,16 @@
 #pragma once
-// Where each optimizer-state unit (the master, momentum and variance chunks mirroring one param
-// chunk) lives: on the GPU as far as the margin allows (hybrid Adam, PatrickStar), else on the
-// CPU, else on NVMe. The optimizer step of that unit then runs where it lives (NVMe units are
-// staged through the CPU). The margin is what the GPU has left after the peak non-model memory
-// and the param (and fp32 grad) chunks this rank keeps plus its ZeRO working set, so placing
-// states there never forces param chunks off the GPU.
+// The chunk runtime's side of the optimizer-state placement: the rule over units lives in
+// sim/cost/chunk_placement.h (the analytic tier uses it too); here it is mapped onto the
+// layout's param chunks, each unit being the master, momentum and variance chunks mirroring one
+// param chunk the rank keeps.
 #include <cstdint>
 #include <vector>
 
 #include "sim/cost/chunk_layout.h"
+#include "sim/cost/chunk_placement.h"
 #include "sim/spec/plan.h"
 
 namespace starfish {
-
-struct MemoryBudget {
-  int64_t gpu_bytes = 0;   // the GPU memory this rank may use: chunks + non-model
-  int64_t cpu_bytes = 0;   // host memory for chunks
-  int64_t nvme_bytes = 0;  // NVMe space for chunks
-};
 
 struct PlacementInput {
   int64_t peak_non_model_bytes = 0;
@@ -32,22 +25,12 @@ struct Placement {
   int64_t bytes_on[3] = {0, 0, 0};
 };
 
-// Throws SpecError naming the shortfall when the states fit nowhere.
+// place_state_units over `in.units`. Throws SpecError naming the shortfall when the states fit
+// nowhere.
 Placement place_optimizer_states(const ChunkLayout& layout, const MemoryBudget& budget, const PlacementInput& in);
 
-// The warm-up's placement, before any trace says what the GPU's margin is. PatrickStar starts
-// every chunk in host memory and puts one on the GPU when the CPU has no room for it: the
-// room-making target of a full CPU is the GPU (patrickstar/core/chunk_list.py, prepare_device
-// and make_room: `new_device = cpu if target is cuda else self.device`), and before training
-// starts the whole GPU is chunkable (memtracer.py, available_chunk_mem). So the states go to the
-// CPU (after the param chunks, which start there), then NVMe, and the units neither can hold to
-// the GPU, first units first (as the margin placement after the warm-up orders them), within
-// `budget.gpu_bytes` (the GPU room the caller leaves for states). Throws SpecError when even
-// that is too small.
+// place_state_units_for_warmup over `in.units`.
 Placement place_optimizer_states_for_warmup(const ChunkLayout& layout, const MemoryBudget& budget,
                                             const PlacementInput& in);
-
-// Bytes of the optimizer-state chunks mirroring one param chunk (grads excluded).
-int64_t state_unit_bytes(const ChunkLayout& layout, int param_chunk);
 
 }  // namespace starfish

@@ -280,7 +280,9 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
     // interleaving one, as the last stage runs each micro-batch's backward (its last virtual
     // stage's) right after its forward. The simulator holds them the same way.
     const double output_in_flight = plan.schedule == Schedule::gpipe ? in_flight : 1.0;
-    out.output_bytes = output_in_flight * output_layer_activation_bytes(m, plan, act_bytes);
+    const double output_layer = output_layer_activation_bytes(m, plan, act_bytes);
+    out.output_bytes = output_in_flight * output_layer;
+    out.output_held_in_backward_bytes = (output_in_flight - 1) * output_layer;
     const double logits = rank_logits(m, plan.micro_batch, plan.tp, plan.cp);
     out.metric_bytes = train_metric_kernel(act_bytes, plan).peak_bytes_per_logit * logits;
   }
@@ -294,6 +296,34 @@ double output_layer_activation_bytes(const Model& m, const Plan& plan, int64_t a
   const double sp = plan.sequence_parallel ? plan.tp : 1.0;
   const double logits = rank_logits(m, plan.micro_batch, plan.tp, plan.cp);
   return 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * logits;
+}
+
+ChunkedStepActivations chunked_step_activations(const Model& m, const Plan& p, int64_t act_bytes) {
+  const LayerActivations layer = plan_layer_activations(m, p, act_bytes);
+  return ChunkedStepActivations{m.layers,         p.recompute != Recompute::none,
+                                boundary_bytes(m, p, act_bytes), layer.kept, layer.full,
+                                output_layer_activation_bytes(m, p, act_bytes), layer.backward_transient};
+}
+
+double chunked_step_non_model_bytes(const ChunkedStepActivations& a, bool forward, int layer) {
+  const int L = a.layers;
+  double bytes = a.boundary_bytes;
+  if (forward) {
+    bytes += std::clamp(layer + 1, 0, L) * a.stored_bytes;
+    if (layer >= L) bytes += a.output_bytes;
+  } else if (layer >= L) {
+    bytes += L * a.stored_bytes + a.output_bytes;
+  } else if (layer >= 0) {
+    bytes += layer * a.stored_bytes + (a.recompute ? a.full_bytes : a.stored_bytes) + a.backward_transient_bytes;
+  }
+  return bytes;
+}
+
+double chunked_peak_non_model_bytes(const ChunkedStepActivations& a) {
+  double peak = 0;
+  for (int layer = -1; layer <= a.layers; ++layer)
+    for (bool forward : {true, false}) peak = std::max(peak, chunked_step_non_model_bytes(a, forward, layer));
+  return peak;
 }
 
 double boundary_bytes(const Model& m, const Plan& p, int64_t act_bytes) {

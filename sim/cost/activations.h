@@ -97,10 +97,18 @@ struct StageActivations {
   // train_metric_kernel), when the layers' activations are freed (data-parallel plans only:
   // job.cpp): a moment of their own, the peak when larger than the backward's.
   double metric_bytes = 0;
+  // Last stage: the output layers still held while a layer back-propagates. A micro-batch's
+  // output layer (its logits and loss at their most) is freed by its backward, which runs
+  // before its layers' (the simulator's op order): under 1F1B and interleaving no other
+  // micro-batch's is held then (0), under GPipe the others' forwards all are.
+  double output_held_in_backward_bytes = 0;
   double in_flight_micro_batches = 0;
+  // The stage's peak: its layers' and embedding's in-flight bytes, and the larger of two moments,
+  // the loss (its output layers) and a layer's backward (what recomputation rebuilds and the
+  // gradients, beside the output layers it leaves held), or the metrics' moment.
   double total() const {
-    return std::max(layers_bytes + embedding_bytes + output_bytes + recompute_working_bytes + backward_transient_bytes,
-                    metric_bytes);
+    const double loss = output_bytes, backward = output_held_in_backward_bytes + recompute_working_bytes + backward_transient_bytes;
+    return std::max(layers_bytes + embedding_bytes + std::max(loss, backward), metric_bytes);
   }
 };
 
@@ -120,6 +128,22 @@ double boundary_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 // GPU buffers a pipeline stage keeps for its boundary tensors: one received, one sent (none
 // without pipeline parallelism).
 double pipeline_buffer_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
+
+// The non-model bytes the chunk runtime's steps hold (sim/chunk/iteration_driver.h: one forward
+// step per layer, embeddings -1 .. output layer L, then backward in reverse), for a plan whose
+// micro-batch is the rank's whole batch (the runtime does not accumulate): the hidden states
+// flowing between layers at every step; in forward the layers done so far keep theirs, the
+// output layer its logits; in backward layer i holds the i below it, its own full activations
+// (rebuilt, under recomputation) and its gradients. The one home of the rule the simulator's
+// chunked iteration charges (sim/schedule/chunked_iteration.cpp) and the estimate's peak.
+struct ChunkedStepActivations {
+  int layers = 0;
+  bool recompute = false;
+  double boundary_bytes = 0, stored_bytes = 0, full_bytes = 0, output_bytes = 0, backward_transient_bytes = 0;
+};
+ChunkedStepActivations chunked_step_activations(const Model& model, const Plan& plan, int64_t act_bytes);
+double chunked_step_non_model_bytes(const ChunkedStepActivations& a, bool forward, int layer);
+double chunked_peak_non_model_bytes(const ChunkedStepActivations& a);
 
 // What one layer of the plan keeps, the same on every stage (computed once per plan, asked per
 // stage): its activations with the plan's recomputation (`kept`) and without (`full`), an MoE

@@ -117,6 +117,75 @@ double ChunkLayout::bytes_per_param() const {
   return b;
 }
 
+std::vector<LayerStep> forward_steps(const ChunkLayout& layout, bool tied) {
+  const auto& tensors = layout.tensors();
+  std::vector<LayerStep> steps;
+  std::map<int, size_t> step_of;  // layer -> its step
+  int word_embedding = -1, last_layer = INT32_MIN;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const int l = tensors[t].layer;
+    auto [it, fresh] = step_of.emplace(l, steps.size());
+    if (fresh) steps.push_back(LayerStep{l, {}});
+    steps[it->second].tensors.push_back(static_cast<int>(t));
+    if (tensors[t].role == ParamRole::word_embedding) word_embedding = static_cast<int>(t);
+    if (tensors[t].role == ParamRole::output_head) tied = false;  // the shard has its own head matrix
+    last_layer = std::max(last_layer, l);
+  }
+  // A tied head on the stage that holds the embedding reuses it after the final norm.
+  if (tied && word_embedding >= 0 && last_layer > tensors[word_embedding].layer) {
+    LayerStep& last = steps[step_of[last_layer]];
+    if (tensors[last.tensors.front()].role == ParamRole::norm) last.tensors.push_back(word_embedding);
+  }
+  return steps;
+}
+
+std::vector<StateUnit> state_units(const ChunkLayout& l, const std::vector<int>& param_chunks) {
+  std::vector<StateUnit> units;
+  units.reserve(param_chunks.size());
+  for (int c : param_chunks) {
+    StateUnit u;
+    for (ChunkKind k : l.mirror_kinds())
+      if (k != ChunkKind::grad) u.state_bytes += l.chunk(l.mirror(c, k)).bytes();
+    const int g = l.grad_chunk(c);
+    u.param_bytes = l.chunk(c).bytes() + (g != c ? l.chunk(g).bytes() : 0);
+    units.push_back(u);
+  }
+  return units;
+}
+
+ChunkWorkingSet chunk_working_set(const ChunkLayout& l, bool sharded, bool tied) {
+  const int world = sharded ? l.options().world : 1;
+  ChunkWorkingSet w;
+  for (const LayerStep& step : forward_steps(l, tied)) {
+    for (bool backward : {false, true}) {
+      // The param chunks the step touches, as whole ZeRO groups (ChunkRuntime::gpu_need).
+      std::vector<int> params, grads;
+      for (int t : step.tensors) {
+        const int c = l.place(t).chunk;
+        for (int m = c / world * world; m < (c / world + 1) * world; ++m) params.push_back(m);
+        if (backward && l.grad_chunk(c) != c) grads.push_back(l.grad_chunk(c));
+      }
+      for (auto* v : {&params, &grads}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+      }
+      int64_t all = 0, remote = 0;
+      for (int c : params) all += l.chunk(c).bytes();
+      for (int c : grads) all += l.chunk(c).bytes();
+      // Each group has one chunk of the rank's own; in backward, the rank whose own chunks the
+      // step does not touch holds every touched grad chunk remotely.
+      if (world > 1) {
+        int64_t own = 0;
+        for (size_t i = 0; i < params.size(); i += world) own += l.chunk(params[i]).bytes();
+        remote = all - own;
+      }
+      w.working_bytes = std::max(w.working_bytes, remote);
+      w.step_bytes = std::max(w.step_bytes, all);
+    }
+  }
+  return w;
+}
+
 ChunkFootprint chunk_footprint(const ChunkLayout& l, bool sharded) {
   const int P = l.param_chunks(), world = sharded ? l.options().world : 1;
   ChunkFootprint f;
@@ -128,6 +197,9 @@ ChunkFootprint chunk_footprint(const ChunkLayout& l, bool sharded) {
     if (c % world == 0) f.kept_param_elements += l.chunk(c).elements;
   }
   f.moment_bytes = std::max(P > 1 ? largest + second : largest, world > 1 ? world * largest : 0);
+  std::vector<int> kept;
+  for (int c = 0; c < P; c += world) kept.push_back(c);  // rank 0's: every rank's are alike
+  f.units = state_units(l, kept);
   return f;
 }
 
@@ -146,7 +218,12 @@ ChunkLayout plan_chunk_layout(const Model& m, const Training& t, const Plan& p) 
 }
 
 ChunkFootprint plan_chunk_footprint(const Model& m, const Training& t, const Plan& p) {
-  ChunkFootprint f = chunk_footprint(plan_chunk_layout(m, t, p), p.zero_stage >= 1 && p.dp > 1);
+  const ChunkLayout layout = plan_chunk_layout(m, t, p);
+  const bool sharded = p.zero_stage >= 1 && p.dp > 1;
+  ChunkFootprint f = chunk_footprint(layout, sharded);
+  const ChunkWorkingSet w = chunk_working_set(layout, sharded, m.tied_embeddings);
+  f.working_bytes = w.working_bytes;
+  f.step_bytes = w.step_bytes;
   f.cpu_embedding_elements = cpu_embedding_elements(m, p);
   f.cpu_embedding_host_bytes = cpu_embedding_host_bytes(m, t, p);
   return f;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/chunk_placement.h"
 #include "sim/cost/params.h"
 #include "sim/spec/dtype.h"
 #include "sim/spec/model.h"
@@ -89,6 +90,21 @@ class ChunkLayout {
   int64_t param_elements_ = 0, padding_elements_ = 0;
 };
 
+// The tensors each forward step of an iteration uses, in order (sim/chunk/iteration_driver.h
+// walks them forward, then backward in reverse): one step per layer (embeddings -1, the
+// transformer layers, final norm + head L) in order of first appearance, the tensors in order of
+// first use. A tied output head on the shard that holds the word embedding uses it again in the
+// last step. The one home of that grouping: the runtime's steps and the footprint's working set.
+struct LayerStep {
+  int layer = 0;
+  std::vector<int> tensors;
+};
+std::vector<LayerStep> forward_steps(const ChunkLayout& layout, bool tied_embeddings);
+
+// The optimizer-state units of `param_chunks` (sim/cost/chunk_placement.h): each one's master,
+// momentum and variance chunks, and its param chunk with its grad chunk in fp32 training.
+std::vector<StateUnit> state_units(const ChunkLayout& layout, const std::vector<int>& param_chunks);
+
 // What a layout puts on one data-parallel rank, by the chunk runtime's rules
 // (sim/chunk/chunk_runtime.cpp): the one home of the rule the runtime's warm-up and the analytic
 // tier's memory model (model_states) share.
@@ -98,15 +114,35 @@ class ChunkLayout {
 //    carries its mirrors (grad in fp32 training, master, momentum, variance).
 //  - moment_bytes: the most one moment's chunks take on the GPU: a gathered ZeRO group (world x
 //    the largest param chunk, with its grad chunk in fp32 training) or the two largest chunks.
+//  - units: the optimizer-state units the rank keeps, in the order the runtime places them
+//    (state_units of its kept param chunks; alike on every rank: a ZeRO group's chunks share
+//    one capacity).
+//  - working_bytes: the ZeRO working set, the most remote chunks one step needs on the GPU
+//    beside the rank's own: every chunk of each group a step's tensors touch (the runtime
+//    gathers whole groups), and in backward the grad chunks of fp32 training; a layer that
+//    straddles two groups gathers both. What the runtime traces in its warm-up iteration
+//    (ChunkRuntime::place_states_after_warmup); 0 when not sharded.
+//  - step_bytes: the most chunks, own and remote, one step needs on the GPU at once (the
+//    runtime's minimum beside the non-model memory).
 //  - cpu_embedding_*: the plan's CPU embedding, outside the chunks, on the host of every rank
 //    (sim/cost/cpu_embedding.h; set by plan_chunk_footprint).
 struct ChunkFootprint {
   int64_t kept_param_elements = 0;
   int64_t moment_bytes = 0;
+  std::vector<StateUnit> units;
+  int64_t working_bytes = 0;
+  int64_t step_bytes = 0;
   int64_t cpu_embedding_elements = 0;
   int64_t cpu_embedding_host_bytes = 0;
 };
 ChunkFootprint chunk_footprint(const ChunkLayout& layout, bool sharded);
+
+// The footprint's working_bytes and step_bytes, from the layout's steps (forward_steps).
+struct ChunkWorkingSet {
+  int64_t working_bytes = 0;
+  int64_t step_bytes = 0;
+};
+ChunkWorkingSet chunk_working_set(const ChunkLayout& layout, bool sharded, bool tied_embeddings);
 
 // Whether a chunked plan's chunks may spill to NVMe: only when the plan names NVMe for some
 // state (PatrickStar keeps chunks on the GPU and the host alone, patrickstar/core/chunk_list.py;

@@ -54,14 +54,19 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
     const double n = stage_n[stage];
     ModelStates ms = stage_model_states(m, t, p, stage, n, layer_params, chunks);
     const StageActivations act = peak_stage_activations(m, p, e.micro_batches, act_bytes, stage, layer_activations);
+    // The chunk runtime's steps also hold the hidden states flowing between layers
+    // (chunked_step_non_model_bytes, what the simulator charges): their peak, where higher.
+    const double activations =
+        p.chunked() ? std::max(act.total(), chunked_peak_non_model_bytes(chunked_step_activations(m, p, act_bytes)))
+                    : act.total();
     const double quantized_weights = quantized_weight_cache_bytes(m, p, stage);
     const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage, m.tied_embeddings);
     // NCCL's buffers take their share of the GPU before the chunk runtime places its chunks.
     if (p.chunked())
-      ms = place_chunked_states(ms, *chunks, act.total() + p2p + framework_buffers + quantized_weights,
+      ms = place_chunked_states(ms, *chunks, activations + p2p + framework_buffers + quantized_weights,
                                 TierBytes{capacity.gpu - communicators, capacity.cpu / g,
                                           chunks_may_use_nvme(p) ? capacity.nvme / g : 0});
-    const double allocated = ms.total_gpu() + act.total() + p2p + framework_buffers + quantized_weights;
+    const double allocated = ms.total_gpu() + activations + p2p + framework_buffers + quantized_weights;
     const double total = allocator_reserved_bytes(p, allocated) + communicators;
     if (total > worst_gpu) {
       worst_gpu = total;
@@ -71,9 +76,10 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
       e.peak_stage = stage;
       e.params_per_gpu = n;
       e.gpu.params_bytes = ms.params.gpu;
+      e.chunk_shares = ms.chunk_shares;
       e.gpu.grads_bytes = ms.grads.gpu;
       e.gpu.optimizer_bytes = ms.optimizer.gpu;
-      e.gpu.activations_bytes = act.total();
+      e.gpu.activations_bytes = activations;
       e.gpu.buffers_bytes = ms.gpu_working_bytes + p2p + framework_buffers + quantized_weights;
     }
   }
@@ -170,11 +176,13 @@ double host_link_per_gpu_Bps(const Cluster& c) { return c.node.pcie.bandwidth_Bp
 // Where the most loaded stage's optimizer states and params sit, as fractions off the GPU (and
 // on NVMe): the plan's tiers, or for a chunked plan where estimate_memory placed its chunks
 // (place_chunked_states: the tiers a chunked plan names are where its chunks may go, and the
-// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does).
+// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does); its
+// params off the GPU are those that spill (a unit stepped on the host copies its param chunk
+// there and back once: optimizer_offload_copies).
 struct OffGpuShares {
   double optimizer = 0, optimizer_nvme = 0, params = 0;
 };
-OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e, double gpus_per_node) {
+OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e) {
   OffGpuShares s;
   if (!p.chunked()) {
     s.optimizer = p.offload.optimizer == Tier::gpu ? 0 : 1;
@@ -182,13 +190,9 @@ OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e, double gpus_per_no
     s.params = p.offload.params == Tier::gpu ? 0 : 1;
     return s;
   }
-  const double opt = e.gpu.optimizer_bytes + (e.cpu.optimizer_bytes + e.nvme.optimizer_bytes) / gpus_per_node;
-  if (opt > 0) {
-    s.optimizer = 1 - e.gpu.optimizer_bytes / opt;
-    s.optimizer_nvme = e.nvme.optimizer_bytes / gpus_per_node / opt;
-  }
-  const double params = e.gpu.params_bytes + (e.cpu.params_bytes + e.nvme.params_bytes) / gpus_per_node;
-  if (params > 0) s.params = 1 - e.gpu.params_bytes / params;
+  s.optimizer = e.chunk_shares.optimizer_off_gpu;
+  s.optimizer_nvme = e.chunk_shares.optimizer_nvme;
+  s.params = e.chunk_shares.params_spilled;
   return s;
 }
 
@@ -238,7 +242,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
     // (A chunked plan's, where its placement left them off the GPU: off_gpu_shares.)
-    const double fetch = off_gpu_shares(p, e, c.node.gpus).params * layer_params / dp * offloaded_param_fetch_bytes(t, p) /
+    const double fetch = off_gpu_shares(p, e).params * layer_params / dp * offloaded_param_fetch_bytes(t, p) /
                          host_link_per_gpu_Bps(c);
     // The framework's assembly of the gathered params runs on the gather's stream behind it.
     const double assembly = memory_bound_time_s(c.node.gpu, layer_params * zero3_gather_assembly_bytes_per_param(t, p));
@@ -264,7 +268,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));
   const double pcie = host_link_per_gpu_Bps(c);
-  const OffGpuShares off = off_gpu_shares(p, e, g);
+  const OffGpuShares off = off_gpu_shares(p, e);
   if (off.optimizer < 1) e.time.optimizer_s += gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params * (1 - off.optimizer));
   if (off.optimizer > 0) {
     const double host_params = opt_params * off.optimizer;

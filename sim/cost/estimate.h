@@ -42,6 +42,7 @@ struct Estimate {
   ParamCount params;
   double params_per_gpu = 0;          // of the most loaded stage
   int peak_stage = 0;                 // the stage with the most GPU memory
+  ModelStates::ChunkShares chunk_shares;  // a chunked plan's placement of the most loaded stage
   double model_flops = 0;             // per iteration, no recompute
   double hardware_flops = 0;          // per iteration, with recompute
   int64_t micro_batches = 0;          // per pipeline per iteration

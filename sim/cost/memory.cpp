@@ -1,9 +1,11 @@
 #include "sim/cost/memory.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/cost/chunk_layout.h"
+#include "sim/cost/chunk_placement.h"
 #include "sim/cost/framework.h"
 #include "sim/spec/dtype.h"
 
@@ -29,9 +31,9 @@ StateBytes state_bytes_per_param(const Training& t, bool chunked) {
 
 namespace {
 
-// The chunk runtime's states on one rank: each kept param chunk with its grad (fp32 training)
-// and optimizer mirrors, in the plan's tiers; the GPU keeps room for one moment's chunks (a
-// gathered ZeRO group, or the two largest) unless every chunk is resident there unsharded.
+// The chunk runtime's states on one rank, before placement (place_chunked_states): each kept
+// param chunk with its grad (fp32 training) and optimizer mirrors, in the plan's tiers, and the
+// GPU room for its ZeRO working set.
 ModelStates chunked_model_states(const Training& t, const Plan& plan, const ChunkFootprint& chunks) {
   const StateBytes b = state_bytes_per_param(t, true);
   const double kept = static_cast<double>(chunks.kept_param_elements);
@@ -39,8 +41,7 @@ ModelStates chunked_model_states(const Training& t, const Plan& plan, const Chun
   s.params.at(plan.offload.params) = kept * b.params;
   s.grads.at(plan.offload.params) = kept * b.grads;
   s.optimizer.at(plan.offload.optimizer) = kept * b.optimizer;
-  const bool all_resident = plan.offload.params == Tier::gpu && (plan.zero_stage == 0 || plan.dp == 1);
-  if (!all_resident) s.gpu_working_bytes = static_cast<double>(chunks.moment_bytes);
+  s.gpu_working_bytes = static_cast<double>(chunks.working_bytes);
   // A CPU embedding's fp32 param, grad and moments, on the host (sim/cost/cpu_embedding.h).
   const double embedding = static_cast<double>(chunks.cpu_embedding_elements);
   s.params.cpu += 4 * embedding;
@@ -83,30 +84,38 @@ ModelStates model_states(const Training& t, const Plan& plan, int dp, double n, 
 
 ModelStates place_chunked_states(const ModelStates& in, const ChunkFootprint& chunks, double gpu_other_bytes,
                                  const TierBytes& capacity) {
-  ModelStates out;
-  out.gpu_working_bytes = in.gpu_working_bytes;
   // A CPU embedding stays on the host, outside the chunks the runtime places.
   const double embedding = static_cast<double>(chunks.cpu_embedding_elements);
   const double embedding_host = static_cast<double>(chunks.cpu_embedding_host_bytes);
-  double room[3] = {std::max(0.0, capacity.gpu - gpu_other_bytes - in.gpu_working_bytes),
-                    std::max(0.0, capacity.cpu - static_cast<double>(chunks.moment_bytes) - embedding_host), capacity.nvme};
-  const Tier order[3] = {Tier::gpu, Tier::cpu, Tier::nvme};
-  auto place = [&](double bytes, TierBytes& where) {
-    for (int i = 0; i < 3 && bytes > 0; ++i) {
-      const double put = std::min(bytes, room[i]);
-      where.at(order[i]) += put;
-      room[i] -= put;
-      bytes -= put;
-    }
-    where.cpu += bytes;  // over every tier: reported on the host
-  };
+  // The budget the runtime gets (sim/chunk/runtime_config.cpp chunk_plan), and its placement.
+  const MemoryBudget budget{static_cast<int64_t>(capacity.gpu), static_cast<int64_t>(std::max(0.0, capacity.cpu - embedding_host)),
+                            static_cast<int64_t>(capacity.nvme)};
+  const UnitPlacement u =
+      place_state_units(chunks.units, budget, {static_cast<int64_t>(std::ceil(gpu_other_bytes)), chunks.working_bytes});
+  ModelStates out;
+  // Param chunks (with fp32 grads): on the GPU but what spills; the host keeps room for the
+  // spilled ones or those of units stepped there, whichever is more.
   auto total = [](const TierBytes& t) { return t.gpu + t.cpu + t.nvme; };
-  place(total(in.params) - 4 * embedding, out.params);
-  place(total(in.grads) - 4 * embedding, out.grads);
-  place(total(in.optimizer) - (embedding_host - 8 * embedding), out.optimizer);
-  out.params.cpu += 4 * embedding;
-  out.grads.cpu += 4 * embedding;
-  out.optimizer.cpu += embedding_host - 8 * embedding;
+  const double params = total(in.params) - 4 * embedding, grads = total(in.grads) - 4 * embedding;
+  const double param_share = params + grads > 0 ? params / (params + grads) : 1;
+  const double on_gpu = params + grads - static_cast<double>(u.spilled_param_bytes);
+  out.params.gpu = on_gpu * param_share;
+  out.grads.gpu = on_gpu * (1 - param_share);
+  out.params.cpu = static_cast<double>(u.cpu_param_bytes) * param_share + 4 * embedding;
+  out.grads.cpu = static_cast<double>(u.cpu_param_bytes) * (1 - param_share) + 4 * embedding;
+  out.chunk_shares.params_spilled = params + grads > 0 ? static_cast<double>(u.spilled_param_bytes) / (params + grads) : 0;
+  // The ZeRO working set beside them; and whatever the spill leaves, the GPU still holds each
+  // step's chunks at once.
+  out.gpu_working_bytes = std::max(static_cast<double>(chunks.working_bytes), static_cast<double>(chunks.step_bytes) - on_gpu);
+  double states = 0;
+  for (const StateUnit& unit : chunks.units) states += static_cast<double>(unit.state_bytes);
+  out.optimizer.gpu = std::min(states, static_cast<double>(u.gpu_margin_bytes));
+  out.optimizer.cpu = static_cast<double>(u.bytes_on[1]) + embedding_host - 8 * embedding;
+  out.optimizer.nvme = static_cast<double>(u.bytes_on[2]);
+  if (states > 0) {
+    out.chunk_shares.optimizer_off_gpu = 1 - static_cast<double>(u.bytes_on[0]) / states;
+    out.chunk_shares.optimizer_nvme = static_cast<double>(u.bytes_on[2]) / states;
+  }
   return out;
 }
 

@@ -28,6 +28,13 @@ struct TierBytes {
 struct ModelStates {
   TierBytes params, grads, optimizer;
   double gpu_working_bytes = 0;  // GPU space for offloaded/sharded params in use (see .cpp)
+  // A chunked plan's placement, as shares of its states (place_chunked_states): what the time
+  // model charges where it runs.
+  struct ChunkShares {
+    double optimizer_off_gpu = 0;  // optimizer states stepped on the host (CPU Adam)
+    double optimizer_nvme = 0;     // of them, those kept on NVMe
+    double params_spilled = 0;     // param chunks the GPU's chunk room cannot keep: fetched at each use
+  } chunk_shares;
   double total_gpu() const { return params.gpu + grads.gpu + optimizer.gpu + gpu_working_bytes; }
 };
 
@@ -42,13 +49,16 @@ ModelStates model_states(const Training& training, const Plan& plan, int dp, dou
                          double layer_params, const ChunkFootprint* chunks);
 
 // Where a chunked plan's kept states live: the chunk runtime decides, not the plan's offload
-// tiers (sim/chunk/placement.h, place_optimizer_states). Its param chunks take the GPU room
-// left beside `gpu_other_bytes` (activations and buffers) and the busiest moment's chunks, the
-// optimizer states what is left of it (the margin), then the host -- less room for one
-// moment's chunks: evicted ZeRO copies go there, and a CPU optimizer step brings its param chunk
-// beside its states -- then NVMe; what none holds
-// stays on the host (the tier then reported over). `capacity` is one GPU's share of each tier
-// (the node's host and NVMe divided by its GPUs).
+// tiers, by its one rule (sim/cost/chunk_placement.h place_state_units, over the footprint's
+// units). Its param chunks take the GPU room left beside `gpu_other_bytes` (activations and
+// buffers) and the ZeRO working set; whole optimizer-state units what is left of it (the
+// margin), then the host -- beside room for the param chunks that spill there or come with a
+// unit stepped there -- then NVMe; what none holds stays on the host (the tier then reported
+// over). `capacity` is one GPU's share of each tier (the node's host and NVMe divided by its
+// GPUs), the GPU's less NCCL's buffers. The runtime fills the GPU's margin with whole units by
+// its traced non-model peak, which `gpu_other_bytes` bounds from above: so the GPU figure counts
+// the margin as filled (never below the runtime's), the host and NVMe figures and the shares the
+// units the rule places with the estimate's margin (never below the runtime's either).
 ModelStates place_chunked_states(const ModelStates& states, const ChunkFootprint& chunks, double gpu_other_bytes,
                                  const TierBytes& capacity);
 

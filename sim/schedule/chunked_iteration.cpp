@@ -16,32 +16,30 @@ namespace starfish::schedule {
 namespace {
 
 // The whole per-rank batch in one pass (see the header).
-LayerCosts whole_batch_costs(const Job& job) {
+Job whole_batch(const Job& job) {
   Job whole = job;
   whole.plan.micro_batch = static_cast<int>(job.training.global_batch / job.dp());
-  return layer_costs(whole);
+  return whole;
 }
 
-int64_t step_non_model_bytes(const Job& job, const LayerCosts& c, const Step& s) {
-  const int L = job.model.layers;
-  double bytes = c.boundary_bytes;  // the hidden states flowing between layers
-  if (s.phase == Phase::forward) {
-    bytes += std::clamp(s.index + 1, 0, L) * c.stored_bytes;
-    if (s.index >= L) bytes += c.output_bytes;
-  } else if (s.phase == Phase::backward) {
-    if (s.index >= L) bytes += L * c.stored_bytes + c.output_bytes;
-    else if (s.index >= 0)
-      bytes += s.index * c.stored_bytes + (job.plan.recompute != Recompute::none ? c.full_bytes : c.stored_bytes) +
-               c.backward_transient_bytes;
-  }
-  return static_cast<int64_t>(bytes);
+LayerCosts whole_batch_costs(const Job& job) { return layer_costs(whole_batch(job)); }
+
+ChunkedStepActivations whole_batch_steps(const Job& job) {
+  const Job whole = whole_batch(job);
+  return chunked_step_activations(whole.model, whole.plan, bytes_of(job.training.dtype));
+}
+
+int64_t step_non_model_bytes(const ChunkedStepActivations& a, const Step& s) {
+  if (s.phase == Phase::optimizer) return static_cast<int64_t>(a.boundary_bytes);
+  return static_cast<int64_t>(chunked_step_non_model_bytes(a, s.phase == Phase::forward, s.index));
 }
 
 class SimHooks final : public StepHooks {
  public:
   SimHooks(const Job& job, des::Engine& eng, SimBackend& backend, BuiltIteration& out, const LayerCosts& costs,
            int64_t fixed_non_model)
-      : job_(job), eng_(eng), backend_(backend), out_(out), c_(costs), stage_(out.stages.front()), fixed_(fixed_non_model) {
+      : job_(job), eng_(eng), backend_(backend), out_(out), c_(costs), steps_(whole_batch_steps(job)),
+        stage_(out.stages.front()), fixed_(fixed_non_model) {
     tp_group_ = eng_.group(stage_.tp_group);
     embedding_ = cpu_embedding_costs(job.model, job.cluster, job.training, job.plan);
   }
@@ -51,7 +49,7 @@ class SimHooks final : public StepHooks {
   }
 
   int64_t non_model_bytes(const Step& s, int) override {
-    non_model_ = fixed_ >= 0 ? fixed_ : step_non_model_bytes(job_, c_, s);
+    non_model_ = fixed_ >= 0 ? fixed_ : step_non_model_bytes(steps_, s);
     return non_model_;
   }
 
@@ -173,6 +171,7 @@ class SimHooks final : public StepHooks {
   SimBackend& backend_;
   BuiltIteration& out_;
   const LayerCosts& c_;
+  const ChunkedStepActivations steps_;
   StageInfo& stage_;
   des::GroupId tp_group_ = 0;
   des::ResourceId cpu_stream_ = des::kNone;
@@ -219,9 +218,9 @@ BuiltIteration build_chunked_iteration(const Job& job, des::Engine& eng, const B
 }
 
 std::vector<int64_t> chunked_non_model_bytes(const Job& job, const std::vector<Step>& steps) {
-  const LayerCosts costs = whole_batch_costs(job);
+  const ChunkedStepActivations a = whole_batch_steps(job);
   std::vector<int64_t> out;
-  for (const Step& s : steps) out.push_back(step_non_model_bytes(job, costs, s));
+  for (const Step& s : steps) out.push_back(step_non_model_bytes(a, s));
   return out;
 }
 

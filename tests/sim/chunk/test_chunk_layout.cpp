@@ -73,6 +73,30 @@ TEST(ChunkFootprint, ARankKeepsOneChunkPerGroupAndGathersAWholeGroup) {
   EXPECT_EQ(chunk_footprint(f, false).moment_bytes, (150 + 100) * 4 * 2);
 }
 
+TEST(ChunkFootprint, TheWorkingSetIsTheRemoteChunksOfTheBusiestStepsGroups) {
+  // Tensors of 60 elements: layer 0 (t0), layer 1 (t1, t2), layer 2 (t3); chunks of 100 hold
+  // one each (c0..c3), ZeRO groups of W = 2: {c0, c1}, {c2, c3}. Layer 1 straddles both groups:
+  // its step gathers all four chunks, two of them the rank's own.
+  std::vector<ParamTensor> ts;
+  const int layer_of[] = {0, 1, 1, 2};
+  for (int i = 0; i < 4; ++i) ts.push_back({"t" + std::to_string(i), 60, layer_of[i]});
+  const ChunkLayout l = ChunkLayout::build(ts, LayoutOptions{100, DType::bf16, Optimizer::adam, 2});
+  ASSERT_EQ(l.param_chunks(), 4);
+  const ChunkWorkingSet w = chunk_working_set(l, true, false);
+  EXPECT_EQ(w.step_bytes, 4 * 100 * 2);
+  EXPECT_EQ(w.working_bytes, 2 * 100 * 2);  // a single group would leave one remote chunk
+  EXPECT_EQ(chunk_working_set(l, false, false).working_bytes, 0) << "unsharded: every chunk is the rank's";
+  // fp32 training: the backward brings the grad chunks of the two chunks the step touches.
+  const ChunkLayout f = ChunkLayout::build(ts, LayoutOptions{100, DType::fp32, Optimizer::adam, 2});
+  const ChunkWorkingSet wf = chunk_working_set(f, true, false);
+  EXPECT_EQ(wf.step_bytes, (4 + 2) * 100 * 4);
+  EXPECT_EQ(wf.working_bytes, (2 + 2) * 100 * 4);
+  // Each rank keeps one unit per group: its master, momentum, variance (12 bytes an element)
+  // and its param chunk.
+  const ChunkFootprint fp = chunk_footprint(l, true);
+  EXPECT_EQ(fp.units, (std::vector<StateUnit>{{1200, 200}, {1200, 200}}));
+}
+
 TEST(ChunkLayout, GptLayoutHoldsEveryParameterOnce) {
   Model m;
   m.hidden = 1024, m.layers = 4, m.heads = m.kv_heads = 16, m.ffn_hidden = 4096, m.seq_len = 1024, m.vocab = 50257;

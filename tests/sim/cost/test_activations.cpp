@@ -109,6 +109,31 @@ TEST(Activations, GpipeLastStageHoldsEveryMicroBatchsOutputLayer) {
   EXPECT_DOUBLE_EQ(peak_stage_activations(m, p, 8, 2, 1).output_bytes, one);
 }
 
+TEST(Activations, TheLossAndALayersBackwardAreTwoMomentsNeverHeldTogether) {
+  // A micro-batch's output layer is freed by its backward before its layers' backward begins
+  // (the simulator's op order): the last stage peaks at the larger of the two moments. Under
+  // GPipe the other micro-batches' output layers stay held through a layer's backward.
+  const Model m = testing::gpt(8, 256, 4, 512, 50000);
+  Plan p;
+  p.pp = 2;
+  p.recompute = Recompute::full;
+  const double one = output_layer_activation_bytes(m, p, 2);
+  for (const Schedule s : {Schedule::one_f_one_b, Schedule::gpipe}) {
+    p.schedule = s;
+    const StageActivations a = peak_stage_activations(m, p, 8, 2, 1);
+    const double held = s == Schedule::gpipe ? 7 * one : 0;
+    EXPECT_DOUBLE_EQ(a.output_held_in_backward_bytes, held);
+    const double backward = held + a.recompute_working_bytes + a.backward_transient_bytes;
+    ASSERT_GT(a.recompute_working_bytes + a.backward_transient_bytes, 0);
+    EXPECT_DOUBLE_EQ(a.total(), a.layers_bytes + std::max(a.output_bytes, backward)) << to_string(s);
+    EXPECT_LT(a.total(), a.layers_bytes + a.output_bytes + a.recompute_working_bytes + a.backward_transient_bytes);
+  }
+  // The first stage has no loss: its layer's backward is its moment.
+  const StageActivations first = peak_stage_activations(m, p, 8, 2, 0);
+  EXPECT_DOUBLE_EQ(first.total(), first.layers_bytes + first.embedding_bytes + first.recompute_working_bytes +
+                                      first.backward_transient_bytes);
+}
+
 TEST(Activations, LastStageHoldsTheLossLogitsAtTheirMost) {
   const Model m = testing::gpt(2, 64, 4, 128, 50000);
   Plan p;

@@ -60,10 +60,10 @@ TEST(Memory, ChunkedGradsLiveInTheParamChunks) {
   p.offload.params = Tier::cpu;
   p.offload.optimizer = Tier::cpu;
   // The layout's kept chunks (padding included), not the shard's parameter count, are what the
-  // rank holds; the GPU keeps room for the busiest moment's chunks.
+  // rank holds; the GPU keeps room for the ZeRO working set.
   ChunkFootprint chunks;
   chunks.kept_param_elements = 16 * (64LL << 20);
-  chunks.moment_bytes = 2 * 2 * (64LL << 20);
+  chunks.working_bytes = 2 * 2 * (64LL << 20);
   const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, &chunks);
   EXPECT_DOUBLE_EQ(s.params.cpu, 2.0 * 16 * (64LL << 20));
   EXPECT_DOUBLE_EQ(s.optimizer.cpu, 12.0 * 16 * (64LL << 20));
@@ -72,25 +72,66 @@ TEST(Memory, ChunkedGradsLiveInTheParamChunks) {
   EXPECT_THROW(model_states(mixed_adam(), p, 1, 1e9, 1e7, nullptr), std::logic_error);
 }
 
-TEST(Memory, ChunkedStatesPoolTheGpuMarginTheHostAndNvme) {
-  // 100 B of params and 600 B of optimizer states on a GPU of 1000 with 700 taken by activations
-  // and 100 by the busiest moment's chunks: params fill 100 of the 200 left, states the other
-  // 100; the host (450, less room for one moment's chunks, 50) takes 400, NVMe the last 100.
+// Four optimizer-state units of 150 B, each with 25 B of param chunks, on a GPU of 1000 with
+// 650 taken by activations and buffers and 100 by the ZeRO working set: the params take 100 of
+// the 350 left, one whole unit the 150 margin. The three stepped off the GPU keep their param
+// chunks' 75 B on the host (450), which, unable to hold them all, keeps one unit's 150 free for
+// staging: one unit there, two on NVMe.
+ChunkFootprint four_units(int64_t working_bytes) {
+  ChunkFootprint chunks;
+  chunks.units.assign(4, StateUnit{150, 25});
+  chunks.working_bytes = working_bytes;
+  return chunks;
+}
+
+ModelStates four_units_states() {
   ModelStates in;
   in.params.gpu = 100;
   in.optimizer.cpu = 600;
-  in.gpu_working_bytes = 100;  // the caller's copy of chunks.moment_bytes; here they differ
-  ChunkFootprint chunks;
-  chunks.moment_bytes = 50;
-  const ModelStates s = place_chunked_states(in, chunks, 700, TierBytes{1000, 450, 1000});
+  in.gpu_working_bytes = 100;
+  return in;
+}
+
+TEST(Memory, ChunkedStatesTakeTheGpuMarginInWholeUnitsThenTheHostAndNvme) {
+  const ModelStates s = place_chunked_states(four_units_states(), four_units(100), 650, TierBytes{1000, 450, 1000});
   EXPECT_DOUBLE_EQ(s.params.gpu, 100);
-  EXPECT_DOUBLE_EQ(s.optimizer.gpu, 100);
-  EXPECT_DOUBLE_EQ(s.optimizer.cpu, 400);
-  EXPECT_DOUBLE_EQ(s.optimizer.nvme, 100);
-  EXPECT_DOUBLE_EQ(s.total_gpu(), 1000 - 700);
+  EXPECT_DOUBLE_EQ(s.params.cpu, 75);
+  EXPECT_DOUBLE_EQ(s.optimizer.gpu, 150);
+  EXPECT_DOUBLE_EQ(s.optimizer.cpu, 150);
+  EXPECT_DOUBLE_EQ(s.optimizer.nvme, 300);
+  EXPECT_DOUBLE_EQ(s.total_gpu(), 1000 - 650);
+  EXPECT_DOUBLE_EQ(s.chunk_shares.optimizer_off_gpu, 0.75);
+  EXPECT_DOUBLE_EQ(s.chunk_shares.optimizer_nvme, 0.5);
+  EXPECT_DOUBLE_EQ(s.chunk_shares.params_spilled, 0);
   // Nowhere to go: the rest is reported on the host, over its capacity.
-  const ModelStates over = place_chunked_states(in, chunks, 700, TierBytes{1000, 450, 0});
-  EXPECT_DOUBLE_EQ(over.optimizer.cpu, 400 + 100);
+  const ModelStates over = place_chunked_states(four_units_states(), four_units(100), 650, TierBytes{1000, 450, 0});
+  EXPECT_DOUBLE_EQ(over.optimizer.cpu, 150 + 300);
+  EXPECT_GT(over.params.cpu + over.optimizer.cpu, 450);
+}
+
+// A margin short of a whole unit holds none (the time model steps every unit on the host), but
+// the GPU figure counts the margin as filled: the runtime's trace may leave it a unit's room.
+TEST(Memory, AMarginShortOfAUnitStepsEveryUnitOnTheHostButCountsTheMarginFilled) {
+  const ModelStates s = place_chunked_states(four_units_states(), four_units(100), 660, TierBytes{1000, 1000, 0});
+  EXPECT_DOUBLE_EQ(s.optimizer.gpu, 140);
+  EXPECT_DOUBLE_EQ(s.optimizer.cpu, 600);
+  EXPECT_DOUBLE_EQ(s.params.cpu, 100);  // every unit's param chunk comes to the host for its step
+  EXPECT_DOUBLE_EQ(s.chunk_shares.optimizer_off_gpu, 1);
+  EXPECT_DOUBLE_EQ(s.total_gpu(), 1000 - 660);
+}
+
+// Param chunks and the working set beyond the GPU's chunk room spill to the host and are fetched
+// at each use; the GPU still holds each step's chunks.
+TEST(Memory, ParamChunksBeyondTheGpuRoomSpillToTheHost) {
+  ChunkFootprint chunks = four_units(100);
+  chunks.step_bytes = 200;
+  const ModelStates s = place_chunked_states(four_units_states(), chunks, 820, TierBytes{1000, 1000, 0});
+  // 180 for chunks: the working set's 100 leaves 80 of the 100 B of params; 20 spill.
+  EXPECT_DOUBLE_EQ(s.params.gpu, 80);
+  EXPECT_DOUBLE_EQ(s.chunk_shares.params_spilled, 0.2);
+  EXPECT_DOUBLE_EQ(s.params.cpu, 100);  // the spilled 20, or every unit's 25 stepped there: more
+  EXPECT_DOUBLE_EQ(s.gpu_working_bytes, 120);  // a step's 200 of chunks, 80 of them kept
+  EXPECT_GT(s.total_gpu() + 820, 1000.0);  // so the plan does not fit
 }
 
 // A CPU embedding (sim/cost/cpu_embedding.h) stays on the host beside the chunks: its fp32 param,
@@ -101,7 +142,7 @@ TEST(Memory, ACpuEmbeddingStaysOnTheHostAndTakesItsRoomFirst) {
   p.offload.optimizer = Tier::cpu;
   ChunkFootprint chunks;
   chunks.kept_param_elements = 100;
-  chunks.moment_bytes = 50;
+  chunks.units.assign(4, StateUnit{300, 50});
   chunks.cpu_embedding_elements = 10;
   chunks.cpu_embedding_host_bytes = 160;
   const ModelStates s = model_states(mixed_adam(), p, 1, 1e9, 1e7, &chunks);
@@ -109,19 +150,19 @@ TEST(Memory, ACpuEmbeddingStaysOnTheHostAndTakesItsRoomFirst) {
   EXPECT_DOUBLE_EQ(s.params.cpu, 4.0 * 10);
   EXPECT_DOUBLE_EQ(s.grads.cpu, 4.0 * 10);
   EXPECT_DOUBLE_EQ(s.optimizer.cpu, 12.0 * 100 + 8 * 10);
-  // GPU 1000 with 700 taken (every chunk resident, one rank: no room kept for a moment): the 200 B
-  // of param chunks and 100 of the states fill the 300 left; the host (1500, less 50 for a
-  // moment's chunks and the embedding's 160) takes the other 1100 of the chunks' states.
-  const ModelStates placed = place_chunked_states(s, chunks, 700, TierBytes{1000, 1500, 0});
+  // GPU 1000 with 700 taken (every chunk resident, one rank: no working set): the 200 B of param
+  // chunks leave a margin of 100, short of a unit: all four step on the host, which (1700, less
+  // the embedding's 160 and the stepped units' 200 of param chunks) holds their 1200.
+  const ModelStates placed = place_chunked_states(s, chunks, 700, TierBytes{1000, 1700, 0});
   EXPECT_DOUBLE_EQ(placed.params.gpu, 200);
-  EXPECT_DOUBLE_EQ(placed.params.cpu, 40);
+  EXPECT_DOUBLE_EQ(placed.params.cpu, 200 + 40);
   EXPECT_DOUBLE_EQ(placed.grads.cpu, 40);
   EXPECT_DOUBLE_EQ(placed.optimizer.gpu, 100);
-  EXPECT_DOUBLE_EQ(placed.optimizer.cpu, 1100 + 80);
-  // A host of 1000: the embedding's 160 first, then 790 of the states; the rest is reported on the
-  // host, over its capacity.
+  EXPECT_DOUBLE_EQ(placed.optimizer.cpu, 1200 + 80);
+  // A host of 1000: the embedding's 160 and the param chunks' 200 first, then one unit and its
+  // staging room; the rest is reported on the host, over its capacity.
   const ModelStates over = place_chunked_states(s, chunks, 700, TierBytes{1000, 1000, 0});
-  EXPECT_DOUBLE_EQ(over.optimizer.cpu, 1100 + 80);
+  EXPECT_DOUBLE_EQ(over.optimizer.cpu, 1200 + 80);
   EXPECT_GT(over.params.cpu + over.grads.cpu + over.optimizer.cpu, 1000.0);
 }
 

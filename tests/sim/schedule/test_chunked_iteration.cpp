@@ -10,6 +10,7 @@
 #include "sim/schedule/chunked_iteration.h"
 #include "sim/schedule/layer_costs.h"
 #include "sim/schedule/simulate.h"
+#include "sim/spec/error.h"
 #include "support/models.h"
 
 namespace starfish::schedule {
@@ -128,6 +129,51 @@ TEST(ChunkedIteration, TheEstimateFetchesOnlyParamsPlacedOffTheGpu) {
   EXPECT_GT(on_gpu.time.dp_comm_s, 0);
   EXPECT_DOUBLE_EQ(named_host.time.dp_comm_s, on_gpu.time.dp_comm_s);
   EXPECT_DOUBLE_EQ(named_host.time.offload_s, 0);
+}
+
+// One truth for chunk placement: whatever the GPU's size, the estimate steps on the GPU exactly
+// the optimizer-state units the runtime places there after its warm-up (the one rule,
+// sim/cost/chunk_placement.h, given the same non-model peak and ZeRO working set: the layers of
+// this model straddle ZeRO groups of 4 x 32Mi-element chunks, so some steps gather two groups:
+// 6 remote chunks, where one group's 4 chunks were the estimate's room before).
+TEST(ChunkedIteration, TheEstimatePlacesTheUnitsTheRuntimePlaces) {
+  int partly_placed = 0;
+  for (int64_t gib = 4; gib <= 12; ++gib) {
+    Cluster c = one_gpu(gib << 30);
+    c.node.gpus = 4;
+    Training t;
+    t.global_batch = 16;
+    t.dtype = DType::fp16;
+    Plan p;
+    p.dp = 4;
+    p.micro_batch = 4;
+    p.chunk_elements = 32LL << 20;
+    p.framework = Framework::starfish;
+    p.zero_stage = 1;
+    p.recompute = Recompute::full;
+    const Job job = make_job(gpt(24, 2048), c, t, p);
+    const Estimate e = estimate(job);
+    const ChunkPlan cp = chunk_plan(job, 0);
+    ReferenceBackend backend;
+    ChunkRuntime rt(cp.layout, cp.options, backend);
+    IterationDriver driver(rt, cp.tied_embeddings);
+    FixedNonModel hooks(chunked_non_model_bytes(job, driver.steps()));
+    try {
+      driver.run_iteration(hooks);
+    } catch (const SpecError&) {
+      EXPECT_FALSE(e.fits) << gib << " GiB: the runtime refuses what the estimate says fits";
+      continue;
+    }
+    double on_gpu = 0, all = 0;
+    const std::vector<StateUnit> units = state_units(cp.layout, rt.optimizer_chunks());
+    for (size_t i = 0; i < units.size(); ++i) {
+      all += static_cast<double>(units[i].state_bytes);
+      if (rt.placement().tier[rt.optimizer_chunks()[i]] == Tier::gpu) on_gpu += static_cast<double>(units[i].state_bytes);
+    }
+    EXPECT_DOUBLE_EQ(e.chunk_shares.optimizer_off_gpu, 1 - on_gpu / all) << gib << " GiB";
+    partly_placed += on_gpu > 0 && on_gpu < all;
+  }
+  EXPECT_GT(partly_placed, 0) << "no GPU size splits the units: the check above proves little";
 }
 
 TEST(ChunkedIteration, SimulatedCopiesAreTheRuntimesDecisions) {
