@@ -400,11 +400,15 @@ class StaticIterationBuilder {
   }
 
   // GPUs whose host copies share one PCIe root (a switch or root port): every rank offloads
-  // alike, and only the lead's copies are simulated, so each carries its siblings' bytes too --
-  // the analytic tier's PCIe rate divided by gpus_per_root.
+  // alike, and only each stage's lead is simulated, so its copies carry the bytes of the
+  // stage's other GPUs behind its root (TP, CP and DP ranks: global_rank puts a stage's GPUs
+  // side by side) -- the analytic tier's PCIe rate divided by gpus_per_root. Where a root holds
+  // GPUs of several stages (fewer GPUs a stage than a root has), their leads are all simulated
+  // and share its link in the simulation itself: each stands for its own stage's GPUs only.
   double pcie_sharers() const {
     const Cluster& c = job_.cluster;
-    return std::clamp(c.node.pcie.gpus_per_root, 1, c.node.gpus);
+    const int stage_gpus = job_.plan.tp * job_.plan.cp * job_.dp();
+    return std::clamp(std::min(c.node.pcie.gpus_per_root, stage_gpus), 1, c.node.gpus);
   }
 
   // GPUs whose inter-node sends share one NIC when a stage's TP ranks all send at once.
