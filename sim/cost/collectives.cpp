@@ -52,7 +52,7 @@ double all_to_all_time_s(const Cluster& c, int ranks, int stride, double bytes) 
   const double local_s = bytes * (members_per_node - 1.0) / n / c.intra_node_group_bandwidth_Bps(members_per_node);
   if (members_per_node >= ranks) return (n - 1) * c.intra_node_latency_s() + local_s;
   const double remote_s = bytes * (n - members_per_node) / n / c.inter_node_bandwidth_per_gpu_Bps();
-  return (n - 1) * c.inter_node_latency_s() + std::max(local_s, remote_s);
+  return (n - 1) * c.inter_node_message_latency_s() + std::max(local_s, remote_s);
 }
 
 LinkParams link_for_group(const Cluster& c, int ranks, int stride) {

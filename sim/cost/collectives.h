@@ -39,7 +39,8 @@ LinkParams link_for_send(const Cluster& cluster, int ranks, int stride);
 // sends 1/ranks to every member (MoE token dispatch and combine). Unlike a ring, every byte
 // travels once, directly: the share for members on the same node over the intra-node link, the
 // share for other nodes through this GPU's share of the NICs, both at once (on a mesh each local
-// peer over its own link); one latency per peer (NCCL's all-to-all posts a send/receive pair per peer).
+// peer over its own link); one latency per peer (NCCL's all-to-all posts a send/receive pair per
+// peer), a direct message's across nodes (Cluster::inter_node_message_latency_s).
 double all_to_all_time_s(const Cluster& cluster, int ranks, int stride, double bytes);
 
 

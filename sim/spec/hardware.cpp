@@ -70,4 +70,8 @@ int Cluster::nvlink_domain_gpus() const {
 
 double Cluster::inter_node_latency_s() const { return node.nic ? node.nic->latency_s : 0; }
 
+double Cluster::inter_node_message_latency_s() const {
+  return node.nic ? node.nic->latency_s + 2 * node.pcie.latency_s : 0;
+}
+
 }  // namespace starfish

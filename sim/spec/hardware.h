@@ -223,7 +223,13 @@ struct Cluster {
   double intra_node_latency_s() const;
   // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
   double inter_node_bandwidth_per_gpu_Bps() const;
+  // Per step of a collective across nodes (a ring's step: NCCL's small-message latency).
   double inter_node_latency_s() const;
+  // One direct message between GPUs on two nodes: the NIC's latency and, on both ends, the PCIe
+  // path from the GPU through its switch to the NIC (GPUDirect RDMA), the route the event-driven
+  // tier's topology gives it (sim/des/topology.cpp; fabric tiers add their own hops there). An
+  // all-to-all's peers exchange so.
+  double inter_node_message_latency_s() const;
   bool operator==(const Cluster&) const = default;
 };
 
