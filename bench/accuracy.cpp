@@ -425,13 +425,6 @@ Plan bridge_plan(const Table& t, const std::vector<std::string>& r, int gpus) {
   // The Llama and Qwen3 providers/recipes set cross_entropy_loss_fusion with
   // cross_entropy_fusion_impl "te" (models/llama/llama_provider.py, recipes/qwen/qwen3_moe.py).
   p.loss = Loss::te;
-  // The Llama 3 8B H100 FP8-CS preset sets recompute_num_layers=5 (workload_base_configs.py,
-  // LLAMA3_8B_H100_FP8_CS_BASE_CONFIG, r0.2.0 and r0.2.1), which set_recompute_overrides
-  // (utils/helpers.py) turns into full recomputation, method block, of the first 5 layers.
-  if (t.at(r, "model") == "LLAMA3_8B") {
-    p.recompute = Recompute::full;
-    p.recompute_layers = 5;
-  }
   return p;
 }
 
@@ -475,8 +468,8 @@ void megatron_bridge(const std::string& dir, Summary& sum) {
     sum.all_time.add(published / simulated, 1.0);
     if (!rep.memory_verdict.fits) ++sum.fit_missed;
     char layout[64];
-    std::snprintf(layout, sizeof layout, "TP%d PP%d VP%d EP%d mb%d %s%s", p.tp, p.pp, p.virtual_stages, p.ep, p.micro_batch,
-                  p.zero_stage == 3 ? "FSDP" : "DO", p.recompute_layers > 0 ? " rc" : "");
+    std::snprintf(layout, sizeof layout, "TP%d PP%d VP%d EP%d mb%d %s", p.tp, p.pp, p.virtual_stages, p.ep, p.micro_batch,
+                  p.zero_stage == 3 ? "FSDP" : "DO");
     std::printf("%-14s %4d %-22s | %9.0f %9.0f %9.0f | %+6.1f%% %+6.1f%% | %9s %9.0f | %8.1f %s\n", models.at(name).c_str(),
                 gpus, layout, published, analytic, simulated, pct(analytic / published - 1), pct(simulated / published - 1),
                 t.at(r, "model_tflops_per_gpu").c_str(), flops_per_token * published / 1e12, rep.peak_gpu_bytes / 1073741824.0,
