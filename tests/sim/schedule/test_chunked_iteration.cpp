@@ -105,26 +105,31 @@ TEST(ChunkedIteration, TheEstimateStepsWhereTheRuntimePlacedTheStates) {
   EXPECT_GT(et.time.optimizer_s, 0.5 * cpu_adam_time_s(tight.cluster.node.host, et.params_per_gpu));
 }
 
-TEST(ChunkedIteration, TheEstimateFetchesOnlyParamsPlacedOffTheGpu) {
-  // ZeRO-3 over two ranks with every chunk placed on an 80 GB GPU: naming the host as the
-  // params' tier moves nothing, so the gathers cost the same as with the GPU named.
-  Cluster c = one_gpu(80LL << 30);
-  c.node.gpus = 2;
+// A ZeRO-sharded chunked plan of the 24-layer GPT over `dp` GPUs of `gpu_bytes` each, 4
+// sequences a rank, 32Mi-element chunks, full recomputation; every state on the GPU's tier
+// unless `named_tier` says otherwise.
+Job zero_chunked_job(int64_t gpu_bytes, int dp, int zero_stage, Tier named_tier = Tier::gpu) {
+  Cluster c = one_gpu(gpu_bytes);
+  c.node.gpus = dp;
   Training t;
-  t.global_batch = 8;
+  t.global_batch = 4 * dp;
   t.dtype = DType::fp16;
   Plan p;
-  p.dp = 2;
+  p.dp = dp;
   p.micro_batch = 4;
   p.chunk_elements = 32LL << 20;
   p.framework = Framework::starfish;
-  p.zero_stage = 3;
+  p.zero_stage = zero_stage;
   p.recompute = Recompute::full;
-  const Estimate on_gpu = estimate(make_job(gpt(24, 2048), c, t, p));
-  p.offload.params = Tier::cpu;
-  p.offload.grads = Tier::cpu;
-  p.offload.optimizer = Tier::cpu;
-  const Estimate named_host = estimate(make_job(gpt(24, 2048), c, t, p));
+  p.offload = {named_tier, named_tier, named_tier};
+  return make_job(gpt(24, 2048), c, t, p);
+}
+
+TEST(ChunkedIteration, TheEstimateFetchesOnlyParamsPlacedOffTheGpu) {
+  // ZeRO-3 over two ranks with every chunk placed on an 80 GB GPU: naming the host as the
+  // params' tier moves nothing, so the gathers cost the same as with the GPU named.
+  const Estimate on_gpu = estimate(zero_chunked_job(80LL << 30, 2, 3));
+  const Estimate named_host = estimate(zero_chunked_job(80LL << 30, 2, 3, Tier::cpu));
   ASSERT_EQ(named_host.cpu.params_bytes, 0);
   EXPECT_GT(on_gpu.time.dp_comm_s, 0);
   EXPECT_DOUBLE_EQ(named_host.time.dp_comm_s, on_gpu.time.dp_comm_s);
@@ -139,19 +144,7 @@ TEST(ChunkedIteration, TheEstimateFetchesOnlyParamsPlacedOffTheGpu) {
 TEST(ChunkedIteration, TheEstimatePlacesTheUnitsTheRuntimePlaces) {
   int partly_placed = 0;
   for (int64_t gib = 4; gib <= 12; ++gib) {
-    Cluster c = one_gpu(gib << 30);
-    c.node.gpus = 4;
-    Training t;
-    t.global_batch = 16;
-    t.dtype = DType::fp16;
-    Plan p;
-    p.dp = 4;
-    p.micro_batch = 4;
-    p.chunk_elements = 32LL << 20;
-    p.framework = Framework::starfish;
-    p.zero_stage = 1;
-    p.recompute = Recompute::full;
-    const Job job = make_job(gpt(24, 2048), c, t, p);
+    const Job job = zero_chunked_job(gib << 30, 4, 1);
     const Estimate e = estimate(job);
     const ChunkPlan cp = chunk_plan(job, 0);
     ReferenceBackend backend;
