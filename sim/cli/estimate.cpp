@@ -141,6 +141,13 @@ std::string json(const Job& job, const Estimate& e, const BlockHint& hint, bool 
   write_tier(w, "cpu_per_node", e.cpu);
   write_tier(w, "nvme_per_node", e.nvme);
   w.end_object();
+  if (job.plan.chunked())
+    w.key("chunk_placement")
+        .begin_object()
+        .field("optimizer_on_gpu", 1 - e.chunk_shares.optimizer_off_gpu)
+        .field("optimizer_on_nvme", e.chunk_shares.optimizer_nvme)
+        .field("params_fetched_at_each_use", e.chunk_shares.params_spilled)
+        .end_object();
   w.field("fits", e.fits).field("within_allocator_reserve", e.memory.within_allocator_reserve);
   if (!e.fits) w.field("why_not", e.why_not);
   if (hint.layers > 0) {  // what recomputes less and still fits: no layer, or the first recompute_layers
@@ -189,6 +196,15 @@ void table(const Job& job, const Estimate& e, const BlockHint& hint) {
   row("total", e.gpu.total(), e.cpu.total(), e.nvme.total());
   row("capacity", e.gpu.capacity_bytes, e.cpu.capacity_bytes, e.nvme.capacity_bytes);
   fmt::print("  (GPU column: pipeline stage {}, the most loaded)\n", e.peak_stage);
+  if (job.plan.chunked()) {
+    // The chunk runtime's placement, which the time model charges (sim/cost/chunk_placement.h):
+    // the GPU row above counts its margin as filled, the host and NVMe rows the units placed.
+    const auto& s = e.chunk_shares;
+    fmt::print("chunks       optimizer states stepped on the GPU {:.0f}%, on the host {:.0f}% ({:.0f}% kept on NVMe); "
+               "param chunks fetched at each use {:.0f}%\n",
+               100 * (1 - s.optimizer_off_gpu), 100 * (s.optimizer_off_gpu - s.optimizer_nvme), 100 * s.optimizer_nvme,
+               100 * s.params_spilled);
+  }
   if (e.fits) fmt::print("fits         yes\n");
   else fmt::print("fits         NO: {}\n", e.why_not);
   if (hint.without)

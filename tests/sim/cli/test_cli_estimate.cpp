@@ -80,6 +80,29 @@ TEST(CliEstimate, SaysTheFewestRecomputingLayersThatFitAndTheyDo) {
 }
 
 // A plan with Composer's training metrics says so in its plan line and its JSON, in both verbs.
+// A chunked plan's estimate says where the chunk runtime steps its optimizer states, the shares
+// its time model charges: GPT-2 XL over 8 GPUs of a DGX A100 in 2^27-element chunks, ZeRO-1,
+// 8 sequences a GPU. Each rank keeps two units (1.5 GiB of master, momentum and variance each);
+// the margin beside 71.5 GiB of activations and 3.5 GiB of gathered chunks holds one.
+TEST(CliEstimate, AChunkedPlanSaysWhereItsStatesAreStepped) {
+  const std::string path = "/tmp/starfish_cli_chunks_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << "model: " << kRoot << "/configs/models/gpt2-xl.yaml\nhardware: " << kRoot
+                      << "/hwprofiles/dgx-a100-80gb.yaml\ntraining: {global_batch: 64}\n"
+                      << "plan: {framework: starfish, micro_batch: 8, zero_stage: 1, chunk_size: 128Mi}\n";
+  const auto r = run_command(kCli + " estimate --plan " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("chunks       optimizer states stepped on the GPU 50%, on the host 50% (0% kept on NVMe); "
+                       "param chunks fetched at each use 0%"),
+            std::string::npos)
+      << r.out;
+  const auto j = run_command(kCli + " estimate --plan " + path + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"optimizer_on_gpu\": 0.5"), std::string::npos) << j.out;
+  const auto dense = run_command(kCli + " estimate --model gpt2-xl --hw dgx-a100-80gb");
+  EXPECT_EQ(dense.out.find("chunks "), std::string::npos) << "only a chunked plan has the line";
+  std::remove(path.c_str());
+}
+
 TEST(CliEstimate, TrainingMetricsShowInThePlan) {
   const std::string path = "/tmp/starfish_cli_metrics_" + std::to_string(::getpid()) + ".yaml";
   std::ofstream(path) << "model: " << kRoot << "/configs/models/gpt2-small.yaml\nhardware: " << kRoot
