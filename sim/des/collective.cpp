@@ -277,11 +277,13 @@ bool node_uniform(const Topology& topo, const std::vector<std::vector<int>>& per
   return true;
 }
 
-// NCCL runs these as rings over all N x L ranks, its channels spread over the members' NICs: the
-// bytes cross the nodes as the rails carry them, but every chunk passes all the ring's hops, L of
-// them (one inter-node) for each step across the nodes. Each inter-node step therefore waits L
-// hop latencies, so the collective's latency is the ring's (n - 1 steps, as the analytic tier's
-// ring over the group), not a two-level tree's.
+// NCCL runs these as one ring over all N x L ranks in L channels spread over the rails: in each
+// channel a node's GPUs pass the chunk on over NVLink and one of them sends it to the next node
+// over its own NIC, each GPU the node's exit in one channel. So at every step of the ring each GPU
+// sends a chunk over NVLink in L - 1 channels and one to the next node's GPU of its rail, all at
+// once: per GPU (L - 1) / L of the ring's bytes cross NVLink and 1 / L its NIC, concurrently
+// (the analytic tier's link_for_group: the slower of the two). One phase, the ring's n - 1 steps
+// (2 (n - 1) for an all-reduce), each paying the slowest member route's latency.
 std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const CollectivePlanRequest& req) {
   // Nodes in order of first appearance; each node's GPUs in group order.
   std::vector<int> node_order;
@@ -304,59 +306,40 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
                       ": the group must have the same number of GPUs on each node (node " +
                       std::to_string(node_order[0]) + " has " + std::to_string(L) + ", node " +
                       std::to_string(node_order[k]) + " has " + std::to_string(per_node[k].size()) + ")");
-  const double inter_fraction = 1.0 / (static_cast<double>(L) * N);
-  const uint32_t inter_steps = req.kind == CollectiveKind::all_reduce ? 2 * (N - 1) : N - 1;
-  CollectivePhase intra, inter;
-  // Inside each node, its rings (ring_shifts), when every node's run has the same.
+  if (req.kind != CollectiveKind::all_reduce && req.kind != CollectiveKind::reduce_scatter &&
+      req.kind != CollectiveKind::all_gather)
+    throw SpecError(std::string("the hierarchical algorithm supports all-reduce, reduce-scatter and all-gather, not ") +
+                    to_string(req.kind) + "; use the ring");
+  const int n = N * L;
+  const uint32_t steps = req.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
+  const double fraction = 1.0 / (static_cast<double>(n) * L);  // a channel's chunk of one step
+  // Each GPU's L - 1 NVLink sends over the node's rings (ring_shifts: on a mesh each to another
+  // peer, on a switch or ring to its successor), when every node's run has the same.
   std::vector<int> shifts = ring_shifts(topo, per_node[0]);
   for (const auto& gpus : per_node)
     if (ring_shifts(topo, gpus) != shifts) shifts = {1};
-  const double intra_fraction = 1.0 / (static_cast<double>(L) * static_cast<double>(shifts.size()));
+  auto intra_peer = [&](const std::vector<int>& gpus, int j, int t) { return gpus[(j + shifts[t % shifts.size()]) % L]; };
+  CollectivePhase phase;
   if (node_uniform(topo, per_node) && N >= 2) {
-    // Every node the same: one node's intra rings and its sends and receives on each rail.
+    // Every node the same: one node's sends and the rail sends to the next node (folded).
     NodeFootprint f(topo);
     const std::vector<int>& a = per_node[0];
-    for (int s : shifts)
-      for (int j = 0; j < L && L >= 2; ++j) f.member(a[j], a[(j + s) % L]);
-    intra = f.phase(node_order, L - 1, intra_fraction);
     for (int j = 0; j < L; ++j) {
+      for (int t = 0; t + 1 < L; ++t) f.member(a[j], intra_peer(a, j, t));
       f.member(a[j], per_node[1][j]);
       for (int k = 1; k < N; ++k) f.shared_member(per_node[k][j], per_node[(k + 1) % N][j]);
     }
-    inter = f.phase(node_order, inter_steps, inter_fraction);
+    phase = f.phase(node_order, steps, fraction);
   } else {
     StepBuilder b(topo);
-    for (const auto& ring : per_node) ring_members(b, ring, shifts);
-    intra = b.phase(L - 1, intra_fraction);
-    std::vector<int> rail(N);
-    const int one_ring[] = {1};
-    for (int j = 0; j < L; ++j) {
-      for (int k = 0; k < N; ++k) rail[k] = per_node[k][j];
-      ring_members(b, rail, one_ring);
-    }
-    inter = b.phase(inter_steps, inter_fraction);
+    for (int k = 0; k < N; ++k)
+      for (int j = 0; j < L; ++j) {
+        for (int t = 0; t + 1 < L; ++t) b.member(per_node[k][j], intra_peer(per_node[k], j, t));
+        b.member(per_node[k][j], per_node[(k + 1) % N][j]);
+      }
+    phase = b.phase(steps, fraction);
   }
-  inter.latency_s *= L;  // the ring's hops (above)
-  std::vector<CollectivePhase> out;
-  switch (req.kind) {
-    case CollectiveKind::all_reduce:
-      out.push_back(intra);
-      out.push_back(inter);
-      out.push_back(intra);
-      break;
-    case CollectiveKind::reduce_scatter:
-      out.push_back(intra);
-      out.push_back(inter);
-      break;
-    case CollectiveKind::all_gather:
-      out.push_back(inter);
-      out.push_back(intra);
-      break;
-    default:
-      throw SpecError(std::string("the hierarchical algorithm supports all-reduce, reduce-scatter and all-gather, not ") +
-                      to_string(req.kind) + "; use the ring");
-  }
-  return out;
+  return {phase};
 }
 
 }  // namespace
