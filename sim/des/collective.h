@@ -15,9 +15,11 @@
 // link, so each member drives its n-1 links; on a ring of direct links holding the whole node,
 // the ring both ways round. Cluster::intra_node_group_bandwidth_Bps is the analytic tier's twin.
 // Hierarchical (all-reduce, reduce-scatter, all-gather; the group must have the same number L of
-// GPUs on each of its N nodes): reduce-scatter inside each node over rings of its L GPUs, then
-// the collective across nodes over L concurrent rings of N GPUs (the j-th GPU of each node: the
-// NIC rails), then all-gather inside each node. With N == 1 or L == 1 it is the ring.
+// GPUs on each of its N nodes): NCCL's ring over all n = N L ranks in L channels, one per NIC
+// rail (the j-th GPU of each node). One phase of the ring's steps, in each of which every GPU
+// sends a channel's chunk (bytes / (n L)) to L - 1 GPUs of its node (over the node's rings, as
+// above) and one to the next node's GPU of its rail, all at once. With N == 1 or L == 1 it is
+// the ring.
 //
 // A step is one flow bundle (see flow_network.h): every member moves the same bytes, all at the
 // rate of the most contended member, and the step ends when the slowest member route's latency
