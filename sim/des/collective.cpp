@@ -284,7 +284,8 @@ bool node_uniform(const Topology& topo, const std::vector<std::vector<int>>& per
 // once: per GPU (L - 1) / L of the ring's bytes cross NVLink and 1 / L its NIC, concurrently
 // (the analytic tier's link_for_group: the slower of the two). One phase, the ring's n - 1 steps
 // (2 (n - 1) for an all-reduce), each paying the slowest member route's latency.
-std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const CollectivePlanRequest& req) {
+std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const CollectivePlanRequest& req,
+                                               const LinkCapacity& capacity_Bps) {
   // Nodes in order of first appearance; each node's GPUs in group order.
   std::vector<int> node_order;
   std::vector<std::vector<int>> per_node;
@@ -310,6 +311,7 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
       req.kind != CollectiveKind::all_gather)
     throw SpecError(std::string("the hierarchical algorithm supports all-reduce, reduce-scatter and all-gather, not ") +
                     to_string(req.kind) + "; use the ring");
+  if (N == 1 || L == 1) return ring_plan(topo, req, capacity_Bps);  // no rails to spread over
   const int n = N * L;
   const uint32_t steps = req.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
   const double fraction = 1.0 / (static_cast<double>(n) * L);  // a channel's chunk of one step
@@ -320,7 +322,7 @@ std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const Colle
     if (ring_shifts(topo, gpus) != shifts) shifts = {1};
   auto intra_peer = [&](const std::vector<int>& gpus, int j, int t) { return gpus[(j + shifts[t % shifts.size()]) % L]; };
   CollectivePhase phase;
-  if (node_uniform(topo, per_node) && N >= 2) {
+  if (node_uniform(topo, per_node)) {
     // Every node the same: one node's sends and the rail sends to the next node (folded).
     NodeFootprint f(topo);
     const std::vector<int>& a = per_node[0];
@@ -360,9 +362,7 @@ std::vector<CollectivePhase> plan_collective(const Topology& topo, const Collect
 
   std::vector<CollectivePhase> phases;
   if (req.algo == CollectiveAlgo::Hierarchical && req.gpus.size() > 1) {
-    phases = hierarchical_plan(topo, req);
-    // Degenerate shapes (one node, or one GPU per node) leave phases without steps.
-    std::erase_if(phases, [](const CollectivePhase& p) { return p.steps == 0 || p.members == 0; });
+    phases = hierarchical_plan(topo, req, capacity_Bps);
   } else {
     phases = ring_plan(topo, req, capacity_Bps);
   }

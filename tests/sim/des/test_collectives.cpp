@@ -157,6 +157,17 @@ TEST(Collectives, HierarchicalAllReduceUsesEveryRail) {
   EXPECT_NEAR(rs, (n - 1) * step, 1e-9 * rs);
 }
 
+TEST(Collectives, HierarchicalOverOneNodeOrOneGpuANodeIsTheRing) {
+  // No rails to spread over: a group on one node, or of one GPU on each of several nodes.
+  const Cluster c = dgx_a100(4);
+  const Topology topo(c);
+  CollectiveOptions h;
+  h.algo = CollectiveAlgo::Hierarchical;
+  for (const std::vector<int>& g : {iota(0, 8), std::vector<int>{0, 8, 16, 24}})
+    for (CollectiveKind k : {CollectiveKind::all_reduce, CollectiveKind::reduce_scatter, CollectiveKind::all_gather})
+      EXPECT_DOUBLE_EQ(run_one(topo, k, g, 1e9, h), run_one(topo, k, g, 1e9)) << g.size() << " " << to_string(k);
+}
+
 TEST(Collectives, ConcurrentCollectivesShareLinks) {
   const Cluster c = dgx_a100();
   const Topology topo(c);
