@@ -196,12 +196,36 @@ OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e) {
   return s;
 }
 
+// A chunked plan's data-parallel collectives, as the chunk runtime runs them (PatrickStar's
+// way, sim/chunk/chunk_runtime.cpp): sharded (ZeRO >= 1), it all-gathers a ZeRO group of chunks
+// when a step first touches it, in the forward and again in the backward (remote chunks are
+// dropped after their last forward use), and reduce-scatters each group's gradients after its
+// last backward use; unsharded, it all-reduces each chunk's. Each collective is issued on the
+// compute stream and waited for there (ChunkRuntime::gather, ::reduce): in series with the
+// compute, nothing hidden. Own chunks that the GPU's chunk room cannot keep come in from the host
+// at each use, forward and backward (place_chunked_states: the spilled share).
+double chunked_dp_comm_time_s(const Cluster& c, const Training& t, const Plan& p, const ChunkFootprint& chunks,
+                              const Estimate& e) {
+  const StateBytes b = state_bytes_per_param(t, true);
+  const double grad_bytes_per_param = b.grads > 0 ? b.grads : b.params;  // mixed precision: grads in the param chunks
+  const double kept = static_cast<double>(chunks.kept_param_elements);
+  double time_s = 2 * kept * e.chunk_shares.params_spilled * b.params / host_link_per_gpu_Bps(c);
+  const int dp = p.dp_cp();
+  if (dp <= 1) return time_s;
+  const LinkParams link = link_for_group(c, dp, p.tp);
+  auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, bytes, link); };
+  if (p.zero_stage == 0) return time_s + ring(CollectiveKind::all_reduce, kept * grad_bytes_per_param);
+  const double all = kept * dp;  // every group's chunks, the rank's and the others'
+  return time_s + 2 * ring(CollectiveKind::all_gather, all * b.params) + ring(CollectiveKind::reduce_scatter, all * grad_bytes_per_param);
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
                       const Estimate& e) {
+  if (chunks) return chunked_dp_comm_time_s(c, t, p, *chunks, e);
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
   const int64_t act_bytes = bytes_of(t.dtype);
   const double mb = static_cast<double>(e.micro_batches);
@@ -241,7 +265,6 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     const double layer_params = comm_params / layers;
     // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
     // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
-    // (A chunked plan's, where its placement left them off the GPU: off_gpu_shares.)
     const double fetch = off_gpu_shares(p, e).params * layer_params / dp * offloaded_param_fetch_bytes(t, p) /
                          host_link_per_gpu_Bps(c);
     // The framework's assembly of the gathered params runs on the gather's stream behind it.
@@ -285,7 +308,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
   // Offloaded params come in for every micro-batch's forward and backward, as the simulator
   // fetches them (ZeRO-3 over DP: per layer, in dp_comm_time_s).
-  if (off.params > 0 && !(p.zero_stage >= 3 && p.dp_cp() > 1))
+  if (off.params > 0 && !chunks && !(p.zero_stage >= 3 && p.dp_cp() > 1))
     e.time.offload_s +=
         2.0 * static_cast<double>(e.micro_batches) * comm_params * off.params * offloaded_param_fetch_bytes(t, p) / pcie;
 }
