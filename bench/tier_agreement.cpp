@@ -82,6 +82,14 @@ int main(int argc, char** argv) {
       {"llama3-405b", "dgx-h100", 16, 512, Framework::megatron_core},
       {"gpt-oss-120b", "dgx-h200", 4, 256, Framework::megatron_core},
       {"mixtral-8x22b", "dgx-b200", 8, 512, Framework::megatron_core},
+      // Session 23's wider sweep: a PCIe box with PatrickStar's chunks, a consumer GPU, FSDP at
+      // 70B, an NVL72 domain, an xGMI mesh, GPT-3 under DeepSpeed.
+      {"patrickstar-gpt3-12b", "v100-pcie-8x-240gb", 1, 64, Framework::deepspeed},
+      {"gpt2-xl", "consumer-pc", 1, 32, Framework::deepspeed},
+      {"llama2-70b", "dgx-a100-40gb", 8, 512, Framework::fsdp},
+      {"llama3-8b", "gb200-nvl72", 2, 256, Framework::megatron_core},
+      {"mixtral-8x7b", "amd-mi300x", 2, 256, Framework::megatron_core},
+      {"gpt3-175b", "dgx-a100-80gb", 16, 512, Framework::deepspeed},
   };
   std::mt19937 rng(7);  // the same sample every run
   Tally all;
@@ -93,7 +101,7 @@ int main(int argc, char** argv) {
     c.nodes = cs.nodes;
     Training t;
     t.global_batch = cs.global_batch;
-    t.dtype = DType::bf16;
+    t.dtype = c.node.gpu.peak_flops.count(DType::bf16) ? DType::bf16 : DType::fp16;  // V100: fp16
     search::SearchSpace space;
     space.framework = cs.framework;
     std::vector<search::Candidate> plans = search::enumerate_plans(m, c, t, space);
