@@ -42,10 +42,7 @@ ChunkRuntime::ChunkRuntime(const ChunkLayout& layout, RuntimeOptions options, Ba
   // analytic tier's memory model shares).
   const int64_t moment_chunks_bytes = chunk_footprint(layout, zero_.sharded()).moment_bytes;
   PlacementInput in;
-  for (int c : kept_) {
-    in.param_bytes += bytes(c) + (layout.grad_chunk(c) != c ? bytes(layout.grad_chunk(c)) : 0);
-    in.units.push_back(c);
-  }
+  in.units = kept_;
   placement_ = place_optimizer_states_for_warmup(
       layout, MemoryBudget{options_.budget.gpu_bytes - moment_chunks_bytes, options_.budget.cpu_bytes, options_.budget.nvme_bytes},
       in);
@@ -453,10 +450,7 @@ void ChunkRuntime::place_states_after_warmup() {
   placed_ = true;
   PlacementInput in;
   in.peak_non_model_bytes = tracer_.peak_non_model_bytes();
-  for (int c : kept_) {
-    in.param_bytes += bytes(c) + (layout_->grad_chunk(c) != c ? bytes(layout_->grad_chunk(c)) : 0);
-    in.units.push_back(c);
-  }
+  in.units = kept_;
   if (zero_.sharded())
     for (Moment t = 0; t < tracer_.moments(); ++t) {
       int64_t remote = 0;

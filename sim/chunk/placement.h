@@ -14,7 +14,6 @@ namespace starfish {
 
 struct PlacementInput {
   int64_t peak_non_model_bytes = 0;
-  int64_t param_bytes = 0;    // param and grad chunks this rank keeps
   int64_t working_bytes = 0;  // extra GPU bytes for remote (ZeRO-gathered) chunks at the busiest moment
   std::vector<int> units;     // param chunks whose states this rank keeps, in placement order
 };

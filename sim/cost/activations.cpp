@@ -298,8 +298,8 @@ double output_layer_activation_bytes(const Model& m, const Plan& plan, int64_t a
   return 2.0 * act_bytes * sbh / sp + loss_kernel(plan).peak_bytes_per_logit * logits;
 }
 
-ChunkedStepActivations chunked_step_activations(const Model& m, const Plan& p, int64_t act_bytes) {
-  const LayerActivations layer = plan_layer_activations(m, p, act_bytes);
+ChunkedStepActivations chunked_step_activations(const Model& m, const Plan& p, int64_t act_bytes,
+                                                const LayerActivations& layer) {
   return ChunkedStepActivations{m.layers,         p.recompute != Recompute::none,
                                 boundary_bytes(m, p, act_bytes), layer.kept, layer.full,
                                 output_layer_activation_bytes(m, p, act_bytes), layer.backward_transient};

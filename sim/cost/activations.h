@@ -129,6 +129,15 @@ double boundary_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 // without pipeline parallelism).
 double pipeline_buffer_bytes(const Model& model, const Plan& plan, int64_t act_bytes);
 
+// What one layer of the plan keeps, the same on every stage (computed once per plan, asked per
+// stage): its activations with the plan's recomputation (`kept`) and without (`full`), an MoE
+// layer's likewise, and the gradients each holds at their most in its backward.
+struct LayerActivations {
+  double kept = 0, full = 0, backward_transient = 0;
+  double moe_kept = 0, moe_full = 0, moe_backward_transient = 0;
+};
+LayerActivations plan_layer_activations(const Model& model, const Plan& plan, int64_t act_bytes);
+
 // The non-model bytes the chunk runtime's steps hold (sim/chunk/iteration_driver.h: one forward
 // step per layer, embeddings -1 .. output layer L, then backward in reverse), for a plan whose
 // micro-batch is the rank's whole batch (the runtime does not accumulate): the hidden states
@@ -141,18 +150,11 @@ struct ChunkedStepActivations {
   bool recompute = false;
   double boundary_bytes = 0, stored_bytes = 0, full_bytes = 0, output_bytes = 0, backward_transient_bytes = 0;
 };
-ChunkedStepActivations chunked_step_activations(const Model& model, const Plan& plan, int64_t act_bytes);
+// `layer`: plan_layer_activations of the same plan (which the caller has computed already).
+ChunkedStepActivations chunked_step_activations(const Model& model, const Plan& plan, int64_t act_bytes,
+                                                const LayerActivations& layer);
 double chunked_step_non_model_bytes(const ChunkedStepActivations& a, bool forward, int layer);
 double chunked_peak_non_model_bytes(const ChunkedStepActivations& a);
-
-// What one layer of the plan keeps, the same on every stage (computed once per plan, asked per
-// stage): its activations with the plan's recomputation (`kept`) and without (`full`), an MoE
-// layer's likewise, and the gradients each holds at their most in its backward.
-struct LayerActivations {
-  double kept = 0, full = 0, backward_transient = 0;
-  double moe_kept = 0, moe_full = 0, moe_backward_transient = 0;
-};
-LayerActivations plan_layer_activations(const Model& model, const Plan& plan, int64_t act_bytes);
 
 // `micro_batches` = micro-batches per pipeline per iteration; `layer`: plan_layer_activations
 // of the same plan (the estimate's loop over stages computes it once).

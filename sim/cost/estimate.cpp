@@ -57,7 +57,7 @@ bool estimate_memory(const Model& m, const Cluster& c, const Training& t, const 
     // The chunk runtime's steps also hold the hidden states flowing between layers
     // (chunked_step_non_model_bytes, what the simulator charges): their peak, where higher.
     const double activations =
-        p.chunked() ? std::max(act.total(), chunked_peak_non_model_bytes(chunked_step_activations(m, p, act_bytes)))
+        p.chunked() ? std::max(act.total(), chunked_peak_non_model_bytes(chunked_step_activations(m, p, act_bytes, layer_activations)))
                     : act.total();
     const double quantized_weights = quantized_weight_cache_bytes(m, p, stage);
     const double communicators = communicator_buffer_bytes(p, c.node.gpu, stage, m.tied_embeddings);

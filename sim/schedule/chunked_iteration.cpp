@@ -26,7 +26,8 @@ LayerCosts whole_batch_costs(const Job& job) { return layer_costs(whole_batch(jo
 
 ChunkedStepActivations whole_batch_steps(const Job& job) {
   const Job whole = whole_batch(job);
-  return chunked_step_activations(whole.model, whole.plan, bytes_of(job.training.dtype));
+  const int64_t act_bytes = bytes_of(job.training.dtype);
+  return chunked_step_activations(whole.model, whole.plan, act_bytes, plan_layer_activations(whole.model, whole.plan, act_bytes));
 }
 
 int64_t step_non_model_bytes(const ChunkedStepActivations& a, const Step& s) {
