@@ -176,9 +176,9 @@ double host_link_per_gpu_Bps(const Cluster& c) { return c.node.pcie.bandwidth_Bp
 // Where the most loaded stage's optimizer states and params sit, as fractions off the GPU (and
 // on NVMe): the plan's tiers, or for a chunked plan where estimate_memory placed its chunks
 // (place_chunked_states: the tiers a chunked plan names are where its chunks may go, and the
-// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does); its
-// params off the GPU are those that spill (a unit stepped on the host copies its param chunk
-// there and back once: optimizer_offload_copies).
+// runtime keeps them on the GPU while they fit, as the simulator's chunk runtime does). A
+// chunked plan's params that spill come in with its collectives (chunked_dp_comm_time_s); a
+// unit stepped on the host copies its param chunk there and back once (optimizer_offload_copies).
 struct OffGpuShares {
   double optimizer = 0, optimizer_nvme = 0, params = 0;
 };
@@ -192,7 +192,6 @@ OffGpuShares off_gpu_shares(const Plan& p, const Estimate& e) {
   }
   s.optimizer = e.chunk_shares.optimizer_off_gpu;
   s.optimizer_nvme = e.chunk_shares.optimizer_nvme;
-  s.params = e.chunk_shares.params_spilled;
   return s;
 }
 
@@ -308,7 +307,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
   // Offloaded params come in for every micro-batch's forward and backward, as the simulator
   // fetches them (ZeRO-3 over DP: per layer, in dp_comm_time_s).
-  if (off.params > 0 && !chunks && !(p.zero_stage >= 3 && p.dp_cp() > 1))
+  if (off.params > 0 && !(p.zero_stage >= 3 && p.dp_cp() > 1))
     e.time.offload_s +=
         2.0 * static_cast<double>(e.micro_batches) * comm_params * off.params * offloaded_param_fetch_bytes(t, p) / pcie;
 }
