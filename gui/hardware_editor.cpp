@@ -181,9 +181,12 @@ void HardwareEditor::updateEnabled() {
 void HardwareEditor::updateSummary() {
   const Cluster c = cluster();
   auto rate = [](double Bps) { return QString::fromStdString(units::human_bytes(Bps)) + "/s"; };
-  QString gpu_gpu = rate(c.intra_node_bandwidth_Bps());
+  // What each GPU of a collective over the whole node gets (over PCIe: the ring's, each switch's
+  // uplink crossed once a direction, not the host-copy share of it).
+  const double node_ring_Bps = c.intra_node_group_bandwidth_Bps(c.node.gpus);
+  QString gpu_gpu = rate(node_ring_Bps);
   // A mesh's pair has one link of the GPU's several: say what a pair gets too.
-  if (c.intra_node_group_bandwidth_Bps(2) < c.intra_node_bandwidth_Bps()) gpu_gpu += ", a pair " + rate(c.intra_node_group_bandwidth_Bps(2));
+  if (c.intra_node_group_bandwidth_Bps(2) < node_ring_Bps) gpu_gpu += ", a pair " + rate(c.intra_node_group_bandwidth_Bps(2));
   summary_->setText(QString("%1 GPUs, %2 GPU memory each; GPU-GPU %3, per-GPU network %4")
                         .arg(c.total_gpus())
                         .arg(QString::fromStdString(units::human_bytes(static_cast<double>(c.node.gpu.memory_bytes))))

@@ -44,12 +44,30 @@ double collective_time_s(CollectiveKind kind, CollectiveAlgorithm algo, int n, d
   return 0;
 }
 
+namespace {
+
+// The exchange among one node's `members` of a group (`stride` apart), `share_bytes` a peer.
+// NVLink: each member's share of the node's links. PCIe: each member's own link carries its
+// members - 1 shares; a switch's uplink the shares leaving it, from every member behind it of
+// every concurrent group (the event-driven topology's links, sim/des/topology.cpp).
+double all_to_all_local_s(const Cluster& c, int members, int stride, double share_bytes) {
+  if (members <= 1) return 0;
+  if (c.node.nvlink) return share_bytes * (members - 1.0) / c.intra_node_group_bandwidth_Bps(members);
+  const int per_root = std::max(1, c.node.pcie.gpus_per_root);
+  const int members_per_root = std::clamp(per_root / std::max(1, stride), 1, members);
+  const double uplink_shares = members_per_root >= members ? 0.0
+                               : static_cast<double>(c.pcie_uplink_sharers(members, stride)) * members_per_root *
+                                     (members - members_per_root);
+  return share_bytes * std::max(members - 1.0, uplink_shares) / c.node.pcie.bandwidth_Bps();
+}
+
+}  // namespace
+
 double all_to_all_time_s(const Cluster& c, int ranks, int stride, double bytes) {
   if (ranks <= 1 || bytes <= 0) return 0;
   const int members_per_node = std::clamp(c.node.gpus / std::max(1, stride), 1, ranks);
   const double n = ranks;
-  // The members on this node each get their own link of a mesh: their share of the node's links.
-  const double local_s = bytes * (members_per_node - 1.0) / n / c.intra_node_group_bandwidth_Bps(members_per_node);
+  const double local_s = all_to_all_local_s(c, members_per_node, stride, bytes / n);
   if (members_per_node >= ranks) return (n - 1) * c.intra_node_latency_s() + local_s;
   const double remote_s = bytes * (n - members_per_node) / n / c.inter_node_bandwidth_per_gpu_Bps();
   return (n - 1) * c.inter_node_message_latency_s() + std::max(local_s, remote_s);
@@ -61,7 +79,7 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   const int members_per_node = std::clamp(per_node / std::max(1, stride), 1, ranks);
   LinkParams link;
   if (members_per_node >= ranks) {
-    link.bandwidth_Bps = c.intra_node_group_bandwidth_Bps(ranks);
+    link.bandwidth_Bps = c.intra_node_group_bandwidth_Bps(ranks, stride);
     link.latency_s = c.intra_node_latency_s();
     return link;
   }
@@ -73,7 +91,7 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   // once (sim/des/collective.cpp, hierarchical_plan: the event-driven tier's twin).
   const double L = members_per_node;
   const double intra_Bps = members_per_node > 1
-                               ? c.intra_node_group_bandwidth_Bps(members_per_node) * L / (L - 1)
+                               ? c.intra_node_group_bandwidth_Bps(members_per_node, stride) * L / (L - 1)
                                : c.intra_node_bandwidth_Bps();
   link.bandwidth_Bps = std::min(intra_Bps, c.inter_node_bandwidth_per_gpu_Bps() * members_per_node);
   link.latency_s = c.inter_node_latency_s();
@@ -82,7 +100,11 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
 
 LinkParams link_for_send(const Cluster& c, int ranks, int stride) {
   LinkParams link = link_for_group(c, ranks, stride);
-  if (!link.inter_node) link.bandwidth_Bps = c.intra_node_group_bandwidth_Bps(2);
+  // Every GPU of a stage (`stride` of them) sends to its peer at once: over PCIe, those behind
+  // one switch share its uplink when the pair crosses it (the worst pair paces the pipeline).
+  if (!link.inter_node)
+    link.bandwidth_Bps = c.node.nvlink ? c.intra_node_group_bandwidth_Bps(2)
+                                       : c.node.pcie.bandwidth_Bps() / std::clamp(stride, 1, std::max(1, c.node.pcie.gpus_per_root));
   return link;
 }
 

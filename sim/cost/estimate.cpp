@@ -218,6 +218,22 @@ double chunked_dp_comm_time_s(const Cluster& c, const Training& t, const Plan& p
   return time_s + 2 * ring(CollectiveKind::all_gather, all * b.params) + ring(CollectiveKind::reduce_scatter, all * grad_bytes_per_param);
 }
 
+// What a pass of one layer takes beyond its chain (`compute_s`, then `tp_s` of collectives) when
+// `link_s` of other streams' transfers (the next layer's gathers; the reduce-scatters) runs
+// beside it, `flows` of them on the link that paces the chain's collectives (0: links of their
+// own, where the chain covers them whole). The link is shared fairly (NCCL's kernels on several
+// streams, the event-driven tier's flows): compute covers the transfers at the link's full rate,
+// but while a collective of the chain runs it gets 1 / (flows + 1) of the link, stretching by
+// flows x its time, and the transfers progress flows / (flows + 1) as fast. Spread over the
+// chain, the transfers end after link_s / (compute_s + flows x tp_s) of it, and stretch that
+// part of its collectives; what the chain cannot hold at all is exposed after it.
+double prefetch_exposed_s(double compute_s, double tp_s, double link_s, int flows) {
+  const double k = flows, chain_s = compute_s + tp_s;
+  if (k <= 0 || tp_s <= 0) return std::max(0.0, link_s - chain_s);
+  const double held_s = compute_s + k * tp_s;  // the transfers' work the chain holds
+  return std::min(link_s, held_s) / held_s * k * tp_s + std::max(0.0, link_s - held_s);
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
@@ -274,10 +290,19 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     const double reduce =
         collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
     // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next
-    // layer proceeds on its own stream and links: they cover it as the compute does.
+    // layer proceeds on its own stream. Where the gather crosses links TP does not use (TP over
+    // NVLink, the gather across nodes through the NICs) TP covers it as the compute does; where
+    // it crosses TP's (NVLink within a node; PCIe, where every GPU's traffic crosses its one x16
+    // link) the two share them (prefetch_exposed_s): the GPU's own gather on its link, or, where
+    // TP's ring and the gathers all climb a PCIe switch's uplink, every group's behind it.
+    const int flows = c.node.nvlink && link.inter_node ? 0
+                      : !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp)
+                                                                             : 1;
     const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
-    const double fwd = lt.forward_s + tp_fwd, bwd = lt.backward_s + lt.recompute_s + tp_bwd;
-    dp_time = mb * layers * (std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - bwd)) + gather;
+    dp_time = mb * layers *
+                  (prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows) +
+                   prefetch_exposed_s(lt.backward_s + lt.recompute_s, tp_bwd, gather + reduce, flows)) +
+              gather;
   }
   return total + dp_time;
 }

@@ -31,6 +31,17 @@ struct BuildOptions {
   bool hierarchical_dp = true;
 };
 
+// Over PCIe without NVLink every group of one shape (the DP groups of a stage's TP ranks, the
+// stage's senders to the next) moves its bytes at once, but a builder simulates only the lead's:
+// its bytes are scaled so the PCIe switch uplink it crosses carries the others' crossings too,
+// the analytic tier's rate (Cluster::pcie_uplink_sharers; a ring's and an all-to-all's time
+// both follow the uplink's load then). 1 over NVLink, and for groups or pairs spanning nodes
+// (their NICs' sharing is the builders' nic_sharers).
+double lead_group_pcie_scale(const Cluster& cluster, const std::vector<int>& ranks);
+// A send from GPU `from` to GPU `to` beside `senders` GPUs of its stage sending alike: those
+// behind `from`'s switch share its uplink when the pair crosses it (link_for_send's rule).
+double lead_send_pcie_scale(const Cluster& cluster, int from, int to, int senders);
+
 // Category names used for tasks (and by the report and the trace).
 namespace category {
 inline constexpr const char* forward = "fwd";

@@ -179,9 +179,15 @@ class StaticIterationBuilder {
     for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t)
       dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / node_gpus, lead + t));
     fetch_params_ = p.offload.params != Tier::gpu && !gather_layers_;
-    zero_stream_ = kNone;
-    if (gather_layers_) zero_stream_ = eng_.add_stream("zero3 gather s" + std::to_string(s), lead / node_gpus, lead);
-    prev_gather_ = kNone;
+    // Over PCIe every TP rank's gathers are simulated: their DP groups share the switches'
+    // uplinks, and each GPU's one link with its TP ring. Elsewhere the lead's stand for them
+    // (their own NVLink ports and NIC rails; link_for_group's rule).
+    zero_streams_.clear();
+    const int gathering_ranks = gather_layers_ ? (job_.cluster.node.nvlink ? 1 : p.tp) : 0;
+    for (int t = 0; t < gathering_ranks; ++t)
+      zero_streams_.push_back(eng_.add_stream("zero3 gather s" + std::to_string(s) + (t > 0 ? " t" + std::to_string(t) : ""),
+                                              (lead + t) / node_gpus, lead + t));
+    prev_gathers_.assign(zero_streams_.size(), kNone);
     prev_fetch_ = kNone;
     recent_compute_.clear();
   }
@@ -377,7 +383,7 @@ class StaticIterationBuilder {
     const des::Topology& topo = eng_.topology();
     const int lead = st.lead_gpu, from = job_.global_rank(0, 0, o.stage, job_.plan.cp - 1);
     const bool across_nodes = from / job_.cluster.node.gpus != lead / job_.cluster.node.gpus;
-    const double sharers = across_nodes ? nic_sharers() : 1;
+    const double sharers = across_nodes ? nic_sharers() : lead_send_pcie_scale(job_.cluster, from, lead, job_.plan.tp);
     TaskId sent = kNone;
     for (size_t k = 0; k < pass.send_bytes.size(); ++k) {
       const TaskId before = chain_last_, before_sent = sent;
@@ -426,9 +432,10 @@ class StaticIterationBuilder {
     if (p.ep > 1) {
       std::vector<int> ep_members;
       for (int j = 0; j < p.ep; ++j) ep_members.push_back(base + j * etp);
+      const double bytes = costs_.dispatch_bytes * lead_group_pcie_scale(job_.cluster, ep_members);
       const des::GroupId ep = eng_.group(std::move(ep_members));
       for (const char* what : {"dispatch", "combine"})
-        chain(eng_.collective(CollectiveKind::all_to_all, ep, costs_.dispatch_bytes,
+        chain(eng_.collective(CollectiveKind::all_to_all, ep, bytes,
                               label(out_.ep, "{} s{} mb{} L{}", what, o.stage, o.mb, o.first_layer + l)));
     }
     if (etp > 1) {
@@ -502,19 +509,26 @@ class StaticIterationBuilder {
     // gathers run (a flat ring would cross each node on one GPU's NIC; the analytic tier's
     // link_for_group gives the group all its members' NICs).
     co.algo = dp_algo();
-    co.stream = zero_stream_;
-    const TaskId g = eng_.collective(CollectiveKind::all_gather, dp_group(0, o.stage), o.layer_params * act_bytes_,
-                                     label(out_.dp, "zero3 gather s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), co);
-    if (prev_gather_ != kNone) eng_.depends(g, prev_gather_);
-    if (fetch != kNone) eng_.depends(g, fetch);
-    if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
-    prev_gather_ = g;
+    TaskId lead_gather = kNone;
+    for (size_t t = 0; t < zero_streams_.size(); ++t) {
+      co.stream = zero_streams_[t];
+      const TaskId g =
+          eng_.collective(CollectiveKind::all_gather, dp_group(static_cast<int>(t), o.stage), o.layer_params * act_bytes_,
+                          t == 0 ? label(out_.dp, "zero3 gather s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l)
+                                 : label(out_.dp, "zero3 gather s{} c{} mb{} L{} t{}", o.stage, o.virtual_stage, o.mb, l, t),
+                          co);
+      if (prev_gathers_[t] != kNone) eng_.depends(g, prev_gathers_[t]);
+      if (fetch != kNone) eng_.depends(g, fetch);
+      if (recent_compute_.size() >= 2) eng_.depends(g, recent_compute_[recent_compute_.size() - 2]);
+      prev_gathers_[t] = g;
+      if (t == 0) lead_gather = g;
+    }
     // The framework's assembly of the gathered params, behind the gather on its stream.
-    if (assembly_bytes_ <= 0) return g;
+    if (assembly_bytes_ <= 0) return lead_gather;
     const TaskId a = eng_.delay(memory_bound_time_s(job_.cluster.node.gpu, o.layer_params * assembly_bytes_),
-                                label(out_.dp, "zero3 assemble s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), zero_stream_);
-    eng_.depends(a, g);
-    prev_gather_ = a;
+                                label(out_.dp, "zero3 assemble s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l), zero_streams_[0]);
+    eng_.depends(a, lead_gather);
+    prev_gathers_[0] = a;
     return a;
   }
 
@@ -656,7 +670,9 @@ class StaticIterationBuilder {
     const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
     const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
     const int node_gpus = job_.cluster.node.gpus;
-    const double bytes = send_.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers() : 1);
+    const int stage_gpus = p.tp * job_.dp_cp();
+    const double bytes = send_.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers()
+                                                                               : lead_send_pcie_scale(job_.cluster, a, b, stage_gpus));
     const des::Topology& topo = eng_.topology();
     const char* what = forward ? "act" : "grad";
     const TaskId transfer = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, "{} v{} mb{}", what, to, mb));
@@ -847,11 +863,11 @@ class StaticIterationBuilder {
   std::vector<des::ResourceId> cpu_adam_;
   TaskId chain_last_ = kNone, op_first_ = kNone;
   bool gather_layers_ = false;             // ZeRO-3 over DP: per-layer parameter gathers
-  des::ResourceId zero_stream_ = kNone;    // the stage's gather stream
+  std::vector<des::ResourceId> zero_streams_;  // the stage's gather streams: the lead's, then its TP peers'
   bool fetch_params_ = false;              // offloaded params are copied in before each op
   des::GroupId tp_group_ = 0;              // the stage's TP group
   std::vector<double> stage_params_, accumulated_params_;  // the stage's per virtual stage (on one GPU)
-  TaskId prev_gather_ = kNone;
+  std::vector<TaskId> prev_gathers_;  // each gather stream's last task
   TaskId prev_fetch_ = kNone;  // the stage's previous ZeRO-3 host fetch (offloaded params)
   std::vector<TaskId> recent_compute_;     // the stage's last two layer computations
   char name_[96] = {};

@@ -41,9 +41,23 @@ double Cluster::intra_node_bandwidth_Bps() const {
   return node.pcie.bandwidth_Bps() / std::max(1, node.pcie.gpus_per_root);
 }
 
-double Cluster::intra_node_group_bandwidth_Bps(int members) const {
+bool Cluster::pcie_group_leaves_switch(int members, int stride) const {
+  const int per_root = std::max(1, node.pcie.gpus_per_root);
+  return members > 1 && std::clamp(per_root / std::max(1, stride), 1, members) < members;
+}
+
+int Cluster::pcie_uplink_sharers(int members, int stride) const {
+  if (!pcie_group_leaves_switch(members, stride)) return 1;
+  return std::min(std::max(1, stride), std::max(1, node.pcie.gpus_per_root));
+}
+
+double Cluster::intra_node_group_bandwidth_Bps(int members, int stride) const {
+  // A GPU ring over PCIe crosses each switch's uplink once a direction (full duplex), so one
+  // group alone gets the whole link; host copies, where every GPU behind a root moves its own
+  // bytes, are what intra_node_bandwidth_Bps divides.
+  if (!node.nvlink) return node.pcie.bandwidth_Bps() / pcie_uplink_sharers(members, stride);
   const double whole_Bps = intra_node_bandwidth_Bps();
-  if (!node.nvlink || node.gpus <= 2) return whole_Bps;  // PCIe, or one link joins the pair
+  if (node.gpus <= 2) return whole_Bps;  // one link joins the pair
   const int k = std::clamp(members, 2, node.gpus);
   switch (node.nvlink->topology) {
     case NvlinkTopology::switched: return whole_Bps;

@@ -212,14 +212,26 @@ struct Cluster {
   // NVLink (over all its links, achieved), else PCIe through the host (shared by the GPUs behind
   // one root).
   double intra_node_bandwidth_Bps() const;
-  // Per direction, what each of `members` GPUs of one node gets for traffic among them: a
-  // collective's rings (NCCL and RCCL spread a collective over channels, rings over different
-  // links) or, with 2 members, a send to one peer. NVSwitch or PCIe: intra_node_bandwidth_Bps
-  // whatever the group. Mesh: the members - 1 links it has to the others, each bandwidth /
-  // (gpus - 1). Ring: both its links when the group is the whole ring (rings run both ways
-  // round), else one of them, half (2 GPUs: their one link, whole). des/collective.cpp runs
-  // the same rings on the event-driven topology.
-  double intra_node_group_bandwidth_Bps(int members) const;
+  // Per direction, what each of `members` GPUs of one node, `stride` apart, gets for traffic
+  // among them when every group of that shape runs at once: a collective's rings (NCCL and RCCL
+  // spread a collective over channels, rings over different links) or, with 2 members, a send
+  // to one peer. NVSwitch: intra_node_bandwidth_Bps whatever the group. Mesh: the members - 1
+  // links it has to the others, each bandwidth / (gpus - 1). Ring: both its links when the
+  // group is the whole ring (rings run both ways round), else one of them, half (2 GPUs: their
+  // one link, whole). PCIe: each GPU's own link, whole, unless the groups' rings leave the PCIe
+  // switch: then each crosses its uplink once a direction, shared by the concurrent groups
+  // behind it (pcie_uplink_sharers). des/collective.cpp runs the same rings on the event-driven
+  // topology.
+  double intra_node_group_bandwidth_Bps(int members, int stride = 1) const;
+  // PCIe without NVLink: how many concurrent groups of `members` GPUs `stride` apart (every
+  // group of that shape on the node, as a parallel dimension's groups run together) cross one
+  // PCIe switch's uplink, each once a direction in ring order; 1 when a group stays behind one
+  // switch (its ring never climbs). A switch holds min(gpus_per_root / stride, members) members
+  // of a group, so min(stride, gpus_per_root) groups share it.
+  int pcie_uplink_sharers(int members, int stride) const;
+  // PCIe without NVLink: whether a group of `members` GPUs `stride` apart has members behind
+  // more than one switch, so that its ring climbs the uplinks host copies and other groups use.
+  bool pcie_group_leaves_switch(int members, int stride) const;
   double intra_node_latency_s() const;
   // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
   double inter_node_bandwidth_per_gpu_Bps() const;
