@@ -6,6 +6,7 @@
 #include "sim/cost/low_precision.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/params.h"
+#include "sim/cost/pipeline_order.h"
 #include "sim/cost/pipeline_slots.h"
 #include "sim/spec/pipeline_layout.h"
 
@@ -247,15 +248,15 @@ StageActivations peak_stage_activations(const Model& m, const Plan& plan, int64_
   const double in_flight = peak_in_flight_micro_batches(plan.schedule, p, stage, micro_batches, v);
   out.in_flight_micro_batches = in_flight;
   // Those are v in_flight virtual stages' forwards; where the stage's virtual stages differ in
-  // size (the embedding and loss slots, explicit layouts) the held ones may be its larger ones
-  // (the last stage holds its lighter loss virtual stage once, the others twice): each counts as
-  // the largest, so that the bound is never below what the simulator's order holds.
+  // size (the embedding and loss slots, explicit layouts) which ones are held at the peak is the
+  // schedule's order (the last stage holds its lighter loss virtual stage once, the others
+  // twice): the layers the order holds at its most, over the even share.
   double held_layers_scale = 1;
-  if (v > 1 && !plan.stage_layers.even() && layers_per_stage > 0) {
-    int largest = 0;
-    for (int c = 0; c < v; ++c)
-      largest = std::max(largest, virtual_stage_layer_count(m.layers, p, v, plan.stage_layers, stage, c));
-    held_layers_scale = static_cast<double>(largest) * v / layers_per_stage;
+  if (v > 1 && !plan.stage_layers.even() && layers_per_stage > 0 && in_flight > 0) {
+    const double held = peak_held_layers(plan.schedule, p, stage, micro_batches, v, [&](int c) {
+      return virtual_stage_layer_count(m.layers, p, v, plan.stage_layers, stage, c);
+    });
+    held_layers_scale = held / (in_flight * layers_per_stage);
   }
   out.layers_bytes = in_flight * held_layers_scale * (layers_per_stage * per_layer + moe_layers * moe_extra + kept_extra);
   const Bf16StageBytes bf16 = bf16_stage_bytes(m, plan, act_bytes, stage, micro_batches);

@@ -24,7 +24,7 @@ namespace starfish {
 // backward, with m micro-batches of v virtual stages each: GPipe all m v; 1F1B p - s - 1;
 // interleaved (p - s - 1) 2 + (v - 1) p (Megatron-LM's forward_backward_pipelining_with_interleaving,
 // num_warmup_microbatches), each at most m v. The one home of the simulator's order
-// (sim/schedule/pipeline_order.h) and of the activations a stage holds at its peak.
+// (pipeline_order.h) and of the activations a stage holds at its peak.
 int64_t warmup_forwards(Schedule schedule, int p, int stage, int64_t micro_batches, int v);
 
 // The forwards whose activations a stage holds at once at its most, in micro-batches of its

@@ -10,13 +10,13 @@
 #include "sim/cost/activations.h"
 #include "sim/cost/context_parallel.h"
 #include "sim/cost/low_precision.h"
+#include "sim/cost/pipeline_order.h"
 #include "sim/cost/framework.h"
 #include "sim/cost/memory.h"
 #include "sim/cost/moe.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
 #include "sim/schedule/layer_costs.h"
-#include "sim/schedule/pipeline_order.h"
 #include "sim/spec/pipeline_layout.h"
 
 namespace starfish::schedule {

@@ -8,7 +8,7 @@
 // rank run over their DP groups (so they share NICs and switches as they really do). Where the
 // symmetry holds this gives the full cluster's timeline at a fraction of the tasks.
 //
-// Per stage, the ops of its schedule (pipeline_order.h) are chained in order on the lead's
+// Per stage, the ops of its schedule (sim/cost/pipeline_order.h) are chained in order on the lead's
 // compute stream; each op is its layers in order, each layer a compute task followed by its
 // TP collective (the layer's two all-reduces, or SP's all-gather/reduce-scatter pairs, of the
 // same volume). Forward ops wait for the previous virtual stage's activation (a PP transfer),

@@ -1,10 +1,10 @@
-#include "sim/schedule/pipeline_order.h"
+#include "sim/cost/pipeline_order.h"
 
 #include <algorithm>
 
 #include "sim/cost/pipeline_slots.h"
 
-namespace starfish::schedule {
+namespace starfish {
 namespace {
 
 // Megatron-LM's mapping of the k-th forward (or backward) of a stage to (micro-batch, virtual stage)
@@ -56,4 +56,19 @@ std::vector<PipelineOp> stage_order(Schedule schedule, int p, int s, int m, int 
   return ops;
 }
 
-}  // namespace starfish::schedule
+double peak_held_layers(Schedule schedule, int p, int s, int64_t m, int v, const std::function<int(int)>& layers_of) {
+  // Fewer micro-batches walk the same first ops while the warm-up is not cut short by them:
+  // p (v + 3) of them hold the warm-up (under (v + 1) p forwards) and a steady period of 2 p v.
+  const int64_t walked = std::min<int64_t>(m, static_cast<int64_t>(p) * (v + 3));
+  const int64_t period = static_cast<int64_t>(warmup_forwards(schedule, p, s, walked, v)) + 2LL * p * v;
+  const std::vector<PipelineOp> ops = stage_order(schedule, p, s, static_cast<int>(walked), v);
+  double held = 0, most = 0;
+  for (size_t i = 0; i < ops.size() && static_cast<int64_t>(i) < period; ++i) {
+    const int layers = layers_of(ops[i].virtual_stage);
+    held += ops[i].forward ? layers : -layers;
+    most = std::max(most, held);
+  }
+  return most;
+}
+
+}  // namespace starfish
