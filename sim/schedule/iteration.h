@@ -31,8 +31,8 @@ struct BuildOptions {
   bool hierarchical_dp = true;
 };
 
-// Over PCIe without NVLink every group of one shape (the DP groups of a stage's TP ranks, the
-// stage's senders to the next) moves its bytes at once, but a builder simulates only the lead's:
+// Over PCIe without NVLink every group of one shape (the EP groups of a stage's expert-TP ranks,
+// the stage's senders to the next) moves its bytes at once, but a builder simulates only the lead's:
 // its bytes are scaled so the PCIe switch uplink it crosses carries the others' crossings too,
 // the analytic tier's rate (Cluster::pcie_uplink_sharers; a ring's and an all-to-all's time
 // both follow the uplink's load then). 1 over NVLink, and for groups or pairs spanning nodes

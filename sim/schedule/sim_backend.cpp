@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "sim/schedule/iteration.h"
-
 namespace starfish::schedule {
 SimBackend::SimBackend(des::Engine& engine, int gpu, int node, SimBackendCategories categories)
     : engine_(engine), gpu_(gpu), node_(node), cat_(categories) {}
@@ -69,8 +67,6 @@ Completion SimBackend::collective(CollectiveKind kind, const Group& group, const
   if (kind == CollectiveKind::all_gather) for (const Buffer& b : outputs) bytes += static_cast<double>(b.bytes);
   else if (kind == CollectiveKind::reduce_scatter) for (const Buffer& b : inputs) bytes += static_cast<double>(b.bytes);
   else bytes = static_cast<double>(outputs.front().bytes);
-  // Only this rank's group is simulated; over PCIe its bytes carry the concurrent groups'.
-  bytes *= lead_group_pcie_scale(engine_.topology().cluster(), group.ranks);
   std::vector<int> gpus = group.ranks;
   if (group.root > 0) std::rotate(gpus.begin(), gpus.begin() + group.root, gpus.end());  // the engine's root is first
   const std::string name = std::string(to_string(kind)) + " chunk " + std::to_string(tag.chunk);

@@ -110,6 +110,17 @@ TEST(Simulate, TheTiersAgreeOnCollectivesOverPcieSwitches) {
   const double link_Bps = c.node.pcie.bandwidth_Bps();
   EXPECT_NEAR(collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, B, link_for_group(c, 8, 1)),
               14 * (2e-6 + B / 8 / link_Bps), 1e-12);
+  // Only the lead's group simulated (an MoE layer's EP all-to-all over ETP 2): its bytes carry the
+  // other group's crossings of the uplinks, the time of both groups run side by side.
+  for (const CollectiveKind kind : {CollectiveKind::all_to_all, CollectiveKind::all_gather}) {
+    des::Engine e(topo);
+    const std::vector<int> lead_group = {0, 2, 4, 6};
+    const des::TaskId t = e.collective(kind, e.group(lead_group), B * schedule::lead_group_pcie_scale(c, lead_group), {0, "ep"});
+    const double analytic = kind == CollectiveKind::all_to_all
+                                ? all_to_all_time_s(c, 4, 2, B)
+                                : collective_time_s(kind, CollectiveAlgorithm::ring, 4, B, link_for_group(c, 4, 2));
+    EXPECT_NEAR(e.run().end_s[t] / analytic, 1.0, 1e-4);
+  }
   // Pipeline sends between 2-GPU stages (TP 2): both GPUs of a switch send to the next switch at
   // once, so the simulated lead's send carries its peer's bytes over the uplink they share; a
   // send inside a switch (1-GPU stages) or to a GPU of the same switch has its link alone.
