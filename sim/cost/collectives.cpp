@@ -65,7 +65,8 @@ double all_to_all_local_s(const Cluster& c, int members, int stride, double shar
 
 double all_to_all_time_s(const Cluster& c, int ranks, int stride, double bytes) {
   if (ranks <= 1 || bytes <= 0) return 0;
-  const int members_per_node = std::clamp(c.node.gpus / std::max(1, stride), 1, ranks);
+  // The members on NVLink (or a PCIe node) with each other; the rest are across the NICs.
+  const int members_per_node = std::clamp(c.local_gpus() / std::max(1, stride), 1, ranks);
   const double n = ranks;
   const double local_s = all_to_all_local_s(c, members_per_node, stride, bytes / n);
   if (members_per_node >= ranks) return (n - 1) * c.intra_node_latency_s() + local_s;
@@ -74,8 +75,8 @@ double all_to_all_time_s(const Cluster& c, int ranks, int stride, double bytes) 
 }
 
 LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
-  const int per_node = c.node.gpus;
-  // Members of the group that share a node.
+  const int per_node = c.local_gpus();
+  // Members of the group that share a node (an NVLink domain: NVL72's trays talk over NVLink).
   const int members_per_node = std::clamp(per_node / std::max(1, stride), 1, ranks);
   LinkParams link;
   if (members_per_node >= ranks) {
@@ -94,7 +95,7 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
                                ? c.intra_node_group_bandwidth_Bps(members_per_node, stride) * L / (L - 1)
                                : c.intra_node_bandwidth_Bps();
   link.bandwidth_Bps = std::min(intra_Bps, c.inter_node_bandwidth_per_gpu_Bps() * members_per_node);
-  link.latency_s = c.inter_node_latency_s();
+  link.latency_s = c.inter_node_message_latency_s();  // each step a message between nodes, as simulated
   return link;
 }
 

@@ -289,6 +289,9 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
                                             layer_params * static_cast<double>(act_bytes), link);
     const double reduce =
         collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
+    // The backward's gather and the previous layer's reduce-scatter run on their own streams at
+    // once: their bytes share the link, their ring steps' latencies pass side by side.
+    const double gather_and_reduce = gather + reduce - std::min(reduce, (dp - 1) * link.latency_s);
     // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next
     // layer proceeds on its own stream. Where the gather crosses links TP does not use (TP over
     // NVLink, the gather across nodes through the NICs) TP covers it as the compute does; where
@@ -301,7 +304,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
     dp_time = mb * layers *
                   (prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows) +
-                   prefetch_exposed_s(lt.backward_s + lt.recompute_s, tp_bwd, gather + reduce, flows)) +
+                   prefetch_exposed_s(lt.backward_s + lt.recompute_s, tp_bwd, gather_and_reduce, flows)) +
               gather;
   }
   return total + dp_time;

@@ -139,8 +139,8 @@ double tied_embedding_reduce_time_s(const Cluster& cluster, const Model& model, 
   // TP rank t of stage 0 and of stage pp-1 are (pp-1)*tp*dp ranks apart: one node holds every
   // pair when the last one (t = tp-1) is still on it. Across nodes each GPU gets its share of
   // the node's NICs: its TP peers reduce at once.
-  const bool one_node = (plan.pp - 1) * plan.tp * plan.dp + plan.tp <= cluster.node.gpus;
-  const LinkParams link = link_for_group(cluster, 2, one_node ? 1 : cluster.node.gpus);
+  const bool one_node = (plan.pp - 1) * plan.tp * plan.dp + plan.tp <= cluster.local_gpus();
+  const LinkParams link = link_for_group(cluster, 2, one_node ? 1 : cluster.local_gpus());
   return collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 2, bytes, link);
 }
 

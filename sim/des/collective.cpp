@@ -172,6 +172,17 @@ std::optional<NodeRuns> node_runs(const Topology& topo, std::span<const int> rin
   return r;
 }
 
+// Whether every hop between consecutive nodes of the runs takes the same kind of route as the
+// first: not where the ring crosses from one NVLink domain to another (NVLink within, the NICs
+// between), whose hops the first node's footprint cannot stand for.
+bool one_route_between_nodes(const Topology& topo, const NodeRuns& r) {
+  const int per_domain_nodes = std::max(1, topo.cluster().local_gpus() / topo.gpus_per_node());
+  if (per_domain_nodes == 1) return true;
+  for (int node : r.nodes)
+    if (node / per_domain_nodes != r.nodes[0] / per_domain_nodes) return false;
+  return true;
+}
+
 // One ring step over node runs: each node's run in order, then its last GPU to the next node's
 // first (folded: the arrival on the next node is that node's share of the previous one's send).
 CollectivePhase ring_phase_by_node(const Topology& topo, const NodeRuns& r, uint32_t steps, double fraction) {
@@ -231,7 +242,7 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter: {
       const uint32_t steps = req.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
-      if (const std::optional<NodeRuns> runs = node_runs(topo, g)) {
+      if (const std::optional<NodeRuns> runs = node_runs(topo, g); runs && one_route_between_nodes(topo, *runs)) {
         out.push_back(ring_phase_by_node(topo, *runs, steps, 1.0 / n));
         break;
       }
@@ -270,6 +281,9 @@ std::vector<CollectivePhase> ring_plan(const Topology& topo, const CollectivePla
 
 // Whether every node of a hierarchical group holds the same local GPUs in the same order.
 bool node_uniform(const Topology& topo, const std::vector<std::vector<int>>& per_node) {
+  // A node's footprint stands for the others only when a node is the unit its runs are (not the
+  // trays of an NVLink domain, whose runs span several trays' links).
+  if (topo.cluster().local_gpus() != topo.gpus_per_node()) return false;
   const int pn = topo.gpus_per_node();
   for (const auto& gpus : per_node)
     for (size_t j = 0; j < gpus.size(); ++j)
@@ -286,12 +300,13 @@ bool node_uniform(const Topology& topo, const std::vector<std::vector<int>>& per
 // (2 (n - 1) for an all-reduce), each paying the slowest member route's latency.
 std::vector<CollectivePhase> hierarchical_plan(const Topology& topo, const CollectivePlanRequest& req,
                                                const LinkCapacity& capacity_Bps) {
-  // Nodes in order of first appearance; each node's GPUs in group order.
+  // Nodes in order of first appearance; each node's GPUs in group order. A node here is what
+  // its GPUs reach without a NIC: an NVLink domain of several trays (NVL72) counts as one.
   std::vector<int> node_order;
   std::vector<std::vector<int>> per_node;
   std::unordered_map<int, size_t> index_of_node;
   for (int gpu : req.gpus) {
-    const int node = gpu / topo.gpus_per_node();
+    const int node = gpu / topo.cluster().local_gpus();
     auto [it, added] = index_of_node.try_emplace(node, node_order.size());
     if (added) {
       node_order.push_back(node);

@@ -382,7 +382,7 @@ class StaticIterationBuilder {
     if (job_.plan.cp <= 1) return;
     const des::Topology& topo = eng_.topology();
     const int lead = st.lead_gpu, from = job_.global_rank(0, 0, o.stage, job_.plan.cp - 1);
-    const bool across_nodes = from / job_.cluster.node.gpus != lead / job_.cluster.node.gpus;
+    const bool across_nodes = job_.cluster.over_nics(from, lead);
     const double sharers = across_nodes ? nic_sharers() : lead_send_pcie_scale(job_.cluster, from, lead, job_.plan.tp);
     TaskId sent = kNone;
     for (size_t k = 0; k < pass.send_bytes.size(); ++k) {
@@ -623,10 +623,11 @@ class StaticIterationBuilder {
 
   // A gradient-reduction group of `members` ranks `stride` apart (DP: TP apart; expert DP: EP x
   // ETP apart): with several members per node and several nodes, hierarchical, over every
-  // member's NIC (link_for_group's rule in the analytic tier).
+  // member's NIC (link_for_group's rule in the analytic tier). Within an NVLink domain of several
+  // nodes (NVL72) a ring: every hop is on NVLink.
   des::CollectiveAlgo gradient_group_algo(int members, int stride) const {
     if (!opt_.hierarchical_dp) return des::CollectiveAlgo::Ring;
-    const int per_node = std::max(1, job_.cluster.node.gpus / std::max(1, stride));
+    const int per_node = std::max(1, job_.cluster.local_gpus() / std::max(1, stride));
     const bool several_per_node = per_node > 1 && members % per_node == 0;
     const bool several_nodes = members > per_node;
     return several_per_node && several_nodes ? des::CollectiveAlgo::Hierarchical : des::CollectiveAlgo::Ring;
@@ -669,10 +670,9 @@ class StaticIterationBuilder {
     }
     const int a = out_.stages[static_cast<size_t>(from_stage)].lead_gpu;
     const int b = out_.stages[static_cast<size_t>(to_stage)].lead_gpu;
-    const int node_gpus = job_.cluster.node.gpus;
     const int stage_gpus = p.tp * job_.dp_cp();
-    const double bytes = send_.bytes_per_rank * (a / node_gpus != b / node_gpus ? nic_sharers()
-                                                                               : lead_send_pcie_scale(job_.cluster, a, b, stage_gpus));
+    const double bytes = send_.bytes_per_rank * (job_.cluster.over_nics(a, b) ? nic_sharers()
+                                                                            : lead_send_pcie_scale(job_.cluster, a, b, stage_gpus));
     const des::Topology& topo = eng_.topology();
     const char* what = forward ? "act" : "grad";
     const TaskId transfer = eng_.transfer(topo.gpu(a), topo.gpu(b), bytes, label(out_.pp, "{} v{} mb{}", what, to, mb));

@@ -24,7 +24,9 @@ bool contains(const std::vector<T>& v, const T& x) {
 
 int tier_rank(Tier t) { return t == Tier::gpu ? 0 : t == Tier::cpu ? 1 : 2; }
 
-int max_tp_of(const Cluster& c, const SearchSpace& s) { return s.max_tp > 0 ? s.max_tp : c.node.gpus; }
+// By default TP stays on NVLink: a node's GPUs, or an NVLink domain's (GB200 NVL72: TP 8 over two
+// trays talks over NVLink as a DGX's does).
+int max_tp_of(const Cluster& c, const SearchSpace& s) { return s.max_tp > 0 ? s.max_tp : c.local_gpus(); }
 
 bool tier_usable(Tier t, const std::vector<Tier>& allowed, const Cluster& c) {
   return contains(allowed, t) && (t != Tier::nvme || c.node.nvme.has_value());

@@ -48,7 +48,7 @@ namespace starfish::search {
 
 struct SearchSpace {
   std::vector<int> tp;               // empty: every valid divisor up to max_tp
-  int max_tp = 0;                    // 0: the GPUs of one node (TP across nodes is never worth it)
+  int max_tp = 0;                    // 0: the GPUs on NVLink with each other (a node, or an NVLink domain)
   std::vector<int> pp;               // empty: every valid divisor of layers
   int max_virtual_stages = 8;        // interleaving beyond 8 chunks per stage only adds PP traffic
   std::vector<int> micro_batches;    // empty: every divisor of global / DP

@@ -82,7 +82,7 @@ int Cluster::nvlink_domain_gpus() const {
   return node.gpus * std::min(node.nvlink->domain_nodes, nodes);
 }
 
-double Cluster::inter_node_latency_s() const { return node.nic ? node.nic->latency_s : 0; }
+int Cluster::local_gpus() const { return node.nvlink ? nvlink_domain_gpus() : node.gpus; }
 
 double Cluster::inter_node_message_latency_s() const {
   return node.nic ? node.nic->latency_s + 2 * node.pcie.latency_s : 0;

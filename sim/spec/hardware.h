@@ -208,6 +208,11 @@ struct Cluster {
   // nodes (GB200 NVL72: 72). TP and EP groups of at most this many consecutive GPUs, aligned to
   // it, stay on NVLink. 1 without NVLink.
   int nvlink_domain_gpus() const;
+  // GPUs that reach each other without a NIC, aligned to it: the NVLink domain's (NVL72: 72), else
+  // the node's (NVLink, xGMI or PCIe). A group within it talks over those links in both tiers; a
+  // group across several pays the NICs between them.
+  int local_gpus() const;
+  bool over_nics(int gpu_a, int gpu_b) const { return gpu_a / local_gpus() != gpu_b / local_gpus(); }
   // The most one GPU sends to the other GPUs of its node at once, per direction: its whole
   // NVLink (over all its links, achieved), else PCIe through the host (shared by the GPUs behind
   // one root).
@@ -235,12 +240,10 @@ struct Cluster {
   double intra_node_latency_s() const;
   // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
   double inter_node_bandwidth_per_gpu_Bps() const;
-  // Per step of a collective across nodes (a ring's step: NCCL's small-message latency).
-  double inter_node_latency_s() const;
   // One direct message between GPUs on two nodes: the NIC's latency and, on both ends, the PCIe
   // path from the GPU through its switch to the NIC (GPUDirect RDMA), the route the event-driven
   // tier's topology gives it (sim/des/topology.cpp; fabric tiers add their own hops there). An
-  // all-to-all's peers exchange so.
+  // all-to-all's peers exchange so, and a ring across nodes pays it at every step.
   double inter_node_message_latency_s() const;
   bool operator==(const Cluster&) const = default;
 };

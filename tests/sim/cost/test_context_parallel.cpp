@@ -43,7 +43,8 @@ TEST(ContextParallel, KvBlockIsOneRanksKeysAndValuesOfItsHeads) {
 
 TEST(ContextParallel, RingExposesWhatEachStepsSendOutlastsItsBlock) {
   // TP8 x CP4 on 4 DGX nodes: CP ranks are 8 apart, one per node, so each send crosses the
-  // NICs at this GPU's share, 8 x 25 GB/s / 8 GPUs = 25 GB/s, after 5 us of latency.
+  // NICs at this GPU's share, 8 x 25 GB/s / 8 GPUs = 25 GB/s, after 7 us of latency (the NIC's 5
+  // and the PCIe hop between GPU and NIC on each end, 1 each).
   const Cluster c = testing::dgx(4);
   const Model m = long_context_model();
   const Plan p = cp_plan(8, 4);
@@ -52,11 +53,12 @@ TEST(ContextParallel, RingExposesWhatEachStepsSendOutlastsItsBlock) {
   const LinkParams link = cp_ring_link(c, p);
   EXPECT_TRUE(link.inter_node);
   EXPECT_DOUBLE_EQ(link.bandwidth_Bps, 25e9);
-  const double send1 = 5e-6 + kv / 25e9, send2 = 5e-6 + 2 * kv / 25e9;  // 172.8 us, 340.6 us
+  EXPECT_DOUBLE_EQ(link.latency_s, 7e-6);
+  const double send1 = 7e-6 + kv / 25e9, send2 = 7e-6 + 2 * kv / 25e9;  // 174.8 us, 342.6 us
 
   LayerTime lt;
-  lt.core_forward_s = 4 * 100e-6;   // blocks of 100 us: every forward send shows 72.8 us
-  lt.core_backward_s = 4 * 250e-6;  // blocks of 250 us: KV alone hides, KV + dKV shows 90.6 us
+  lt.core_forward_s = 4 * 100e-6;   // blocks of 100 us: every forward send shows 74.8 us
+  lt.core_backward_s = 4 * 250e-6;  // blocks of 250 us: KV alone hides, KV + dKV shows 92.6 us
   const CpRing ring = cp_ring(c, m, p, 2, lt);
   EXPECT_EQ(ring.forward.send_bytes, (std::vector<double>{kv, kv, kv, 0}));
   EXPECT_EQ(ring.backward.send_bytes, (std::vector<double>{kv, 2 * kv, 2 * kv, kv}));
