@@ -61,7 +61,7 @@ void compare(const search::Candidate& k, const Job& job, Tally& t) {
   t.worst_memory_over = std::max(t.worst_memory_over, memory);
   t.worst_time_fast = std::min(t.worst_time_fast, time);
   t.worst_time_slow = std::max(t.worst_time_slow, time);
-  if (under || verdict || slow || (std::getenv("TIER_FAST") && time < -0.4))
+  if (under || verdict || slow)
     std::printf("  %-67s GPU est %7.2f sim %7.2f GiB (%+6.1f%%) fits %d/%d  time est %8.3f sim %8.3f s (%+6.1f%%)\n",
                 search::short_label(k).c_str(), est.gpu.total() / 1073741824.0, sim.peak_gpu_bytes / 1073741824.0, 100 * memory,
                 est.fits, sim.memory_verdict.fits, est.time.iteration_s, sim.iteration_s, 100 * time);
