@@ -53,8 +53,7 @@ namespace {
 double all_to_all_local_s(const Cluster& c, int members, int stride, double share_bytes) {
   if (members <= 1) return 0;
   if (c.node.nvlink) return share_bytes * (members - 1.0) / c.intra_node_group_bandwidth_Bps(members);
-  const int per_root = std::max(1, c.node.pcie.gpus_per_root);
-  const int members_per_root = std::clamp(per_root / std::max(1, stride), 1, members);
+  const int members_per_root = c.pcie_members_per_switch(members, stride);
   const double uplink_shares = members_per_root >= members ? 0.0
                                : static_cast<double>(c.pcie_uplink_sharers(members, stride)) * members_per_root *
                                      (members - members_per_root);
@@ -104,8 +103,7 @@ LinkParams link_for_send(const Cluster& c, int ranks, int stride) {
   // Every GPU of a stage (`stride` of them) sends to its peer at once: over PCIe, those behind
   // one switch share its uplink when the pair crosses it (the worst pair paces the pipeline).
   if (!link.inter_node)
-    link.bandwidth_Bps = c.node.nvlink ? c.intra_node_group_bandwidth_Bps(2)
-                                       : c.node.pcie.bandwidth_Bps() / std::clamp(stride, 1, std::max(1, c.node.pcie.gpus_per_root));
+    link.bandwidth_Bps = c.node.nvlink ? c.intra_node_group_bandwidth_Bps(2) : c.node.pcie.bandwidth_Bps() / c.pcie_senders_per_switch(stride);
   return link;
 }
 

@@ -33,7 +33,7 @@ double lead_send_pcie_scale(const Cluster& c, int from, int to, int senders) {
   const int per_node = c.node.gpus, per_root = std::max(1, c.node.pcie.gpus_per_root);
   if (c.node.nvlink || from / per_node != to / per_node) return 1;
   if ((from % per_node) / per_root == (to % per_node) / per_root) return 1;
-  return std::clamp(senders, 1, per_root);
+  return c.pcie_senders_per_switch(senders);
 }
 
 IterationBuilder iteration_builder_for(const Plan& plan) {

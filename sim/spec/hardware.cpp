@@ -41,9 +41,13 @@ double Cluster::intra_node_bandwidth_Bps() const {
   return node.pcie.bandwidth_Bps() / std::max(1, node.pcie.gpus_per_root);
 }
 
-bool Cluster::pcie_group_leaves_switch(int members, int stride) const {
+int Cluster::pcie_members_per_switch(int members, int stride) const {
   const int per_root = std::max(1, node.pcie.gpus_per_root);
-  return members > 1 && std::clamp(per_root / std::max(1, stride), 1, members) < members;
+  return std::clamp(per_root / std::max(1, stride), 1, std::max(1, members));
+}
+
+int Cluster::pcie_senders_per_switch(int stage_gpus) const {
+  return std::clamp(stage_gpus, 1, std::max(1, node.pcie.gpus_per_root));
 }
 
 int Cluster::pcie_uplink_sharers(int members, int stride) const {

@@ -234,9 +234,14 @@ struct Cluster {
   // switch (its ring never climbs). A switch holds min(gpus_per_root / stride, members) members
   // of a group, so min(stride, gpus_per_root) groups share it.
   int pcie_uplink_sharers(int members, int stride) const;
-  // PCIe without NVLink: whether a group of `members` GPUs `stride` apart has members behind
-  // more than one switch, so that its ring climbs the uplinks host copies and other groups use.
-  bool pcie_group_leaves_switch(int members, int stride) const;
+  // PCIe without NVLink: how many members of a group of `members` GPUs `stride` apart one switch
+  // holds, and whether the group has members behind more than one switch, so that its ring
+  // climbs the uplinks host copies and other groups use.
+  int pcie_members_per_switch(int members, int stride) const;
+  bool pcie_group_leaves_switch(int members, int stride) const { return pcie_members_per_switch(members, stride) < members; }
+  // PCIe without NVLink: the GPUs of a stage (`stage_gpus`) behind one switch, which all send to
+  // their peers of the next stage at once, sharing its uplink when the pair crosses it.
+  int pcie_senders_per_switch(int stage_gpus) const;
   double intra_node_latency_s() const;
   // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
   double inter_node_bandwidth_per_gpu_Bps() const;
