@@ -310,6 +310,21 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   return total + dp_time;
 }
 
+// ZeRO-2 without overlapped reduction reduce-scatters each micro-batch's gradients in the stage's
+// chain after its backward, its dense and expert ones side by side (the simulator's
+// reduce_micro_batch): they lengthen the stage's time per micro-batch, so the pipeline's fill and
+// drain carry them too, (p - 1) / v of them beyond the m that dp_comm_time_s charges.
+double in_chain_reduction_per_micro_batch_s(const Model& m, const Cluster& c, const Training& t, const Plan& p,
+                                            const Estimate& e) {
+  const int dp = p.dp_cp();
+  if (p.zero_stage != 2 || p.overlap_grad_reduce || p.pp <= 1 || dp <= 1) return 0;
+  const double expert_params = stage_expert_params(m, p, e.peak_stage);
+  const double reduce_bytes = grad_buffers(t, p).reduce_bytes;
+  const double dense_bytes = (moved_params_per_gpu(p, nullptr, e) - expert_params) * reduce_bytes;
+  return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, dense_bytes, link_for_group(c, dp, p.tp)) +
+         moe_expert_reduce_time_s(c, p, expert_params * reduce_bytes, 0, 1);
+}
+
 // The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
 // the PCIe copies offloading adds (gradients out and params back; offloaded params in).
 void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p,
@@ -392,6 +407,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.cp_comm_s = mb * slow.cp_comm_s;
   e.time.pp_comm_s = mb * costs.pp_comm_s;
   e.time.bubble_s = slots.bubble_s;
+  if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * in_chain_reduction_per_micro_batch_s(m, c, t, p, e);
   // (ZeRO-3's gathers hide behind a layer's compute: under block recomputation, behind that of a
   // layer without recompute, the shorter one, so that less is said hidden, never more.)
   e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, block ? kept_times.layer : times.layer, block ? kept : costs,

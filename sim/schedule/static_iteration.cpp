@@ -577,8 +577,17 @@ class StaticIterationBuilder {
     const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), before, "expert grads", ch, mb);
     if (experts != kNone) expert_reductions_[s].push_back(experts);
     if (!job_.plan.overlap_grad_reduce) {
+      // Not overlapped, the next compute waits for the micro-batch's expert reductions as for its
+      // dense one (DeepSpeed reduces both in its backward's buckets, overlap_comm off): the two
+      // run side by side, sharing the links they share.
+      TaskId reduced = lead_reduction;
+      if (experts != kNone) {
+        reduced = eng_.delay(0, label(out_.dp, "grads reduced s{} c{} mb{}", s, ch, mb));
+        eng_.depends(reduced, lead_reduction);
+        eng_.depends(reduced, experts);
+      }
       if (op_first_ == kNone) op_first_ = lead_reduction;
-      chain_last_ = lead_reduction;
+      chain_last_ = reduced;
     }
     last_reduction_[{s, ch}] = lead_reduction;
   }
