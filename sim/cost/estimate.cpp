@@ -348,11 +348,35 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
   // forward (low_precision.h).
   e.time.optimizer_s += quantized_weight_cast_time_s(c.node.gpu, m, p, e.peak_stage);
-  // Offloaded params come in for every micro-batch's forward and backward, as the simulator
-  // fetches them (ZeRO-3 over DP: per layer, in dp_comm_time_s).
-  if (off.params > 0 && !(p.zero_stage >= 3 && p.dp_cp() > 1))
-    e.time.offload_s +=
-        2.0 * static_cast<double>(e.micro_batches) * comm_params * off.params * offloaded_param_fetch_bytes(t, p) / pcie;
+  // Offloaded params come in for every micro-batch's forward and backward (ZeRO-3 over DP: per
+  // layer, in dp_comm_time_s; otherwise per op, offloaded_param_fetch_exposed_s).
+}
+
+// Offloaded params without ZeRO-3's per-layer gathers come in for every op of the stage (a
+// virtual stage of a micro-batch, forward or backward), as the simulator fetches them: on the
+// copy engine, one op ahead, under the op before (static_iteration.cpp prefetch_params; in the
+// steady state a forward's under the backward before it and a backward's under the forward). What
+// shows is what a fetch outlasts that op, and the first fetch, which has nothing before it. Over
+// PCIe without NVLink the op's TP collectives cross the links the fetches cross (the GPU's own;
+// the switch's uplink, with every GPU behind it fetching, where the TP ring climbs it): they share
+// them (prefetch_exposed_s).
+double offloaded_param_fetch_exposed_s(const Cluster& c, const Training& t, const Plan& p, const ChunkFootprint* chunks,
+                                       const Estimate& e, const LayerTime& lt, const StageCosts& costs,
+                                       double layers_per_stage) {
+  const OffGpuShares off = off_gpu_shares(p, e);
+  if (off.params <= 0 || (p.zero_stage >= 3 && p.dp_cp() > 1)) return 0;
+  const double v = p.virtual_stages, ops_per_pass = static_cast<double>(e.micro_batches) * v;
+  const double fetch_s = moved_params_per_gpu(p, chunks, e) / v * off.params * offloaded_param_fetch_bytes(t, p) /
+                         host_link_per_gpu_Bps(c);
+  const double layers = layers_per_stage / v, tp_forward_s = layers * costs.tp_forward_per_layer_s;
+  const double tp_backward_s = layers * costs.tp_per_layer_s - tp_forward_s;
+  const int flows = c.node.nvlink || p.tp <= 1                 ? 0
+                    : c.pcie_group_leaves_switch(p.tp, 1) ? std::max(1, c.node.pcie.gpus_per_root)
+                                                          : 1;
+  // m v forwards' fetches run under a backward (the first, under nothing), m v backwards' under
+  // a forward.
+  return fetch_s + (ops_per_pass - 1) * prefetch_exposed_s(layers * (lt.backward_s + lt.recompute_s), tp_backward_s, fetch_s, flows) +
+         ops_per_pass * prefetch_exposed_s(layers * lt.forward_s, tp_forward_s, fetch_s, flows);
 }
 
 }  // namespace
@@ -414,6 +438,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
                                     slow.layers, chunks, e) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, chunks, e);
+  e.time.offload_s += offloaded_param_fetch_exposed_s(c, t, p, chunks, e, block ? kept_times.layer : times.layer,
+                                                      block ? kept : costs, slow.layers);
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
     const CpuEmbeddingCosts ce = cpu_embedding_costs(m, c, t, p);
     e.time.compute_s += ce.lookup_s + ce.backward_s;
