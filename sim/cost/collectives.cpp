@@ -54,9 +54,10 @@ double all_to_all_local_s(const Cluster& c, int members, int stride, double shar
   if (members <= 1) return 0;
   if (c.node.nvlink) return share_bytes * (members - 1.0) / c.intra_node_group_bandwidth_Bps(members);
   const int members_per_root = c.pcie_members_per_switch(members, stride);
-  const double uplink_shares = members_per_root >= members ? 0.0
-                               : static_cast<double>(c.pcie_uplink_sharers(members, stride)) * members_per_root *
-                                     (members - members_per_root);
+  const double uplink_shares = c.pcie_group_leaves_switch(members, stride)
+                                   ? static_cast<double>(c.pcie_uplink_sharers(members, stride)) * members_per_root *
+                                         (members - members_per_root)
+                                   : 0.0;
   return share_bytes * std::max(members - 1.0, uplink_shares) / c.node.pcie.bandwidth_Bps();
 }
 

@@ -234,6 +234,18 @@ double prefetch_exposed_s(double compute_s, double tp_s, double link_s, int flow
   return std::min(link_s, held_s) / held_s * k * tp_s + std::max(0.0, link_s - held_s);
 }
 
+// The bytes the most loaded stage's GPU reduces per iteration (ZeRO-2 and -3: per micro-batch),
+// in the gradient buffer's dtype: its dense gradients over DP x CP, its routed experts' over the
+// expert-data-parallel group (sim/cost/moe.h).
+struct StageGradBytes {
+  double dense = 0, expert = 0;
+};
+StageGradBytes stage_grad_reduce_bytes(const Model& m, const Training& t, const Plan& p, const ChunkFootprint* chunks,
+                                       const Estimate& e) {
+  const double expert_params = stage_expert_params(m, p, e.peak_stage), reduce_bytes = grad_buffers(t, p).reduce_bytes;
+  return {(moved_params_per_gpu(p, chunks, e) - expert_params) * reduce_bytes, expert_params * reduce_bytes};
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
@@ -244,14 +256,12 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
   const int64_t act_bytes = bytes_of(t.dtype);
   const double mb = static_cast<double>(e.micro_batches);
-  // Routed-expert gradients are reduced over the expert-data-parallel group (sim/cost/moe.h).
-  const double expert_params = stage_expert_params(m, p, e.peak_stage);
   const double comm_params = moved_params_per_gpu(p, chunks, e);
-  const double grad_bytes = (comm_params - expert_params) * grad_buffers(t, p).reduce_bytes;
+  const StageGradBytes reduced = stage_grad_reduce_bytes(m, t, p, chunks, e);
+  const double grad_bytes = reduced.dense;
   // What ZeRO-1/2 all-gather after the step: the params in their dtype (fp8 params: 1 byte).
   const ParamGatherBytes gathered = zero_param_gather_bytes(m, t, p, e.peak_stage, comm_params);
-  double total = moe_expert_reduce_time_s(c, p, expert_params * grad_buffers(t, p).reduce_bytes, gathered.expert_bytes,
-                                          e.micro_batches);
+  double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
   if (dp <= 1) return total;
   const LinkParams link = link_for_group(c, dp, p.tp);
   auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, bytes, link); };
@@ -318,11 +328,9 @@ double in_chain_reduction_per_micro_batch_s(const Model& m, const Cluster& c, co
                                             const Estimate& e) {
   const int dp = p.dp_cp();
   if (p.zero_stage != 2 || p.overlap_grad_reduce || p.pp <= 1 || dp <= 1) return 0;
-  const double expert_params = stage_expert_params(m, p, e.peak_stage);
-  const double reduce_bytes = grad_buffers(t, p).reduce_bytes;
-  const double dense_bytes = (moved_params_per_gpu(p, nullptr, e) - expert_params) * reduce_bytes;
-  return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, dense_bytes, link_for_group(c, dp, p.tp)) +
-         moe_expert_reduce_time_s(c, p, expert_params * reduce_bytes, 0, 1);
+  const StageGradBytes reduced = stage_grad_reduce_bytes(m, t, p, nullptr, e);
+  return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, reduced.dense, link_for_group(c, dp, p.tp)) +
+         moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
 }
 
 // The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
@@ -432,14 +440,15 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.pp_comm_s = mb * costs.pp_comm_s;
   e.time.bubble_s = slots.bubble_s;
   if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * in_chain_reduction_per_micro_batch_s(m, c, t, p, e);
-  // (ZeRO-3's gathers hide behind a layer's compute: under block recomputation, behind that of a
-  // layer without recompute, the shorter one, so that less is said hidden, never more.)
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, block ? kept_times.layer : times.layer, block ? kept : costs,
-                                    slow.layers, chunks, e) +
+  // (ZeRO-3's gathers and offloaded params' fetches hide behind a layer's compute: under block
+  // recomputation, behind that of a layer without recompute, the shorter one, so that less is
+  // said hidden, never more.)
+  const LayerTime& covering_layer = block ? kept_times.layer : times.layer;
+  const StageCosts& covering_costs = block ? kept : costs;
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, chunks, e);
-  e.time.offload_s += offloaded_param_fetch_exposed_s(c, t, p, chunks, e, block ? kept_times.layer : times.layer,
-                                                      block ? kept : costs, slow.layers);
+  e.time.offload_s += offloaded_param_fetch_exposed_s(c, t, p, chunks, e, covering_layer, covering_costs, slow.layers);
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
     const CpuEmbeddingCosts ce = cpu_embedding_costs(m, c, t, p);
     e.time.compute_s += ce.lookup_s + ce.backward_s;

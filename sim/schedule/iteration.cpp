@@ -22,16 +22,15 @@ void intern_categories(des::Engine& eng, BuiltIteration& out) {
 
 double lead_group_pcie_scale(const Cluster& c, const std::vector<int>& ranks) {
   if (c.node.nvlink || ranks.size() < 2) return 1;
-  const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
-  if (*lo / c.node.gpus != *hi / c.node.gpus) return 1;
   std::vector<int> sorted = ranks;
   std::sort(sorted.begin(), sorted.end());
+  if (c.over_nics(sorted.front(), sorted.back())) return 1;
   return c.pcie_uplink_sharers(static_cast<int>(sorted.size()), sorted[1] - sorted[0]);
 }
 
 double lead_send_pcie_scale(const Cluster& c, int from, int to, int senders) {
+  if (c.node.nvlink || c.over_nics(from, to)) return 1;
   const int per_node = c.node.gpus, per_root = std::max(1, c.node.pcie.gpus_per_root);
-  if (c.node.nvlink || from / per_node != to / per_node) return 1;
   if ((from % per_node) / per_root == (to % per_node) / per_root) return 1;
   return c.pcie_senders_per_switch(senders);
 }
