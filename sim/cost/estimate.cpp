@@ -246,15 +246,102 @@ StageGradBytes stage_grad_reduce_bytes(const Model& m, const Training& t, const 
   return {(moved_params_per_gpu(p, chunks, e) - expert_params) * reduce_bytes, expert_params * reduce_bytes};
 }
 
+// The gradient copies after each backward op (a virtual stage of a micro-batch): out to the
+// host, and from the second micro-batch on the running sum back before it (framework.h
+// optimizer_offload_copies: FSDP's CPUOffload, DeepSpeed's ZeRO-2 offload), as the simulator
+// issues them (static_iteration.cpp accumulate_on_host), behind the op's backward.
+struct AccumulateCopies {
+  double out_per_op_s = 0, in_per_op_s = 0;  // one op's, each way
+  double ops = 0;                            // backward ops of the stage: m x v
+  bool in_chain = true;                      // without overlapped reduction the next op waits
+  double out_s() const { return ops * out_per_op_s; }
+  double in_s(double micro_batches) const { return ops * (micro_batches - 1) / micro_batches * in_per_op_s; }
+};
+AccumulateCopies accumulate_copies(const Model& m, const Cluster& c, const Training& t, const Plan& p,
+                                   const ChunkFootprint* chunks, const Estimate& e) {
+  AccumulateCopies a;
+  const OffGpuShares off = off_gpu_shares(p, e);
+  const OptimizerOffloadCopies copies = optimizer_offload_copies(t, p, e.micro_batches);
+  if (off.optimizer <= 0 || (copies.accumulate_to_host <= 0 && copies.accumulate_to_gpu <= 0)) return a;
+  const double op_params = optimizer_params_per_gpu(p, moved_params_per_gpu(p, chunks, e), stage_expert_params(m, p, e.peak_stage)) *
+                           off.optimizer / p.virtual_stages;
+  a.out_per_op_s = op_params * copies.accumulate_to_host / host_link_per_gpu_Bps(c);
+  a.in_per_op_s = op_params * copies.accumulate_to_gpu / host_link_per_gpu_Bps(c);
+  a.ops = static_cast<double>(e.micro_batches) * p.virtual_stages;
+  a.in_chain = !p.overlap_grad_reduce;
+  return a;
+}
+
+// What the accumulation copies add to the iteration. In the chain, all of them. Overlapped,
+// they run on the copy engines (one per direction, PCIe being full duplex) beside the ops that
+// follow (`chain_s` of them): what shows is the last op's, which the step waits for, or the
+// excess of a direction's copies over the chain they run beside, whichever is more.
+double accumulate_copies_exposed_s(const AccumulateCopies& a, double micro_batches, double chain_s) {
+  if (a.ops <= 0) return 0;
+  const double in_s = a.in_s(micro_batches);
+  if (a.in_chain) return a.out_s() + in_s;
+  const double last_op_s = a.out_per_op_s + (micro_batches > 1 ? a.in_per_op_s : 0);
+  return std::max(last_op_s, std::max(a.out_s(), in_s) - chain_s);
+}
+
+// ZeRO-3 / FSDP gather each layer's params before its forward and again before its backward,
+// one layer ahead, and reduce-scatter its gradients after its backward, all overlapped with the
+// compute: what shows is, layer by layer, what the layer's compute cannot cover, plus the
+// iteration's first gather, which has nothing before it. The gathers run one chain over passes
+// and micro-batches, as the event-driven tier's do: the backward's first gather under the
+// forward's last layers, the next micro-batch's first under the backward's last (FSDP's backward
+// prefetch and the forward's gather of the next unit; DeepSpeed's coordinator prefetching along
+// its recorded trace) and, where the gradients' copies to the host are in the chain
+// (`backward_copy_s` an op, accumulate_copies), under them too. Each layer's collective pays its
+// own ring latency ((n-1) steps), which dominates at tens of thousands of ranks: a whole-stage
+// gather divided by the layers would pay it once.
+double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
+                               const StageCosts& costs, double layers_per_stage, double comm_params, double grad_bytes,
+                               const Estimate& e, double backward_copy_s) {
+  const int dp = p.dp_cp();
+  const double mb = static_cast<double>(e.micro_batches);
+  const LinkParams link = link_for_group(c, dp, p.tp);
+  const double layers = std::max(1.0, layers_per_stage);
+  const double layer_params = comm_params / layers;
+  // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
+  // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
+  const double fetch = off_gpu_shares(p, e).params * layer_params / dp * offloaded_param_fetch_bytes(t, p) /
+                       host_link_per_gpu_Bps(c);
+  // The framework's assembly of the gathered params runs on the gather's stream behind it.
+  const double assembly = memory_bound_time_s(c.node.gpu, layer_params * zero3_gather_assembly_bytes_per_param(t, p));
+  const double gather = fetch + assembly +
+                        collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
+                                          layer_params * static_cast<double>(bytes_of(t.dtype)), link);
+  const double reduce = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
+  // The backward's gather and the previous layer's reduce-scatter run on their own streams at
+  // once: their bytes share the link, their ring steps' latencies pass side by side.
+  const double gather_and_reduce = gather + reduce - std::min(reduce, (dp - 1) * link.latency_s);
+  // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next
+  // layer proceeds on its own stream. Where the gather crosses links TP does not use (TP over
+  // NVLink, the gather across nodes through the NICs) TP covers it as the compute does; where
+  // it crosses TP's (NVLink within a node; PCIe, where every GPU's traffic crosses its one x16
+  // link) the two share them (prefetch_exposed_s): the GPU's own gather on its link, or, where
+  // TP's ring and the gathers all climb a PCIe switch's uplink, every group's behind it.
+  const int flows = c.node.nvlink && link.inter_node ? 0
+                    : !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp)
+                                                                           : 1;
+  const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
+  const double forward = prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows);
+  // The m v ops' first forward gathers, under an in-chain copy as well (only the offloaded
+  // params' fetch crosses the copy's link, the other way).
+  const double after_copy = prefetch_exposed_s(lt.forward_s + backward_copy_s, tp_fwd, gather, flows);
+  return mb * layers * (forward + prefetch_exposed_s(lt.backward_s + lt.recompute_s, tp_bwd, gather_and_reduce, flows)) -
+         mb * p.virtual_stages * (forward - after_copy) + gather;
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
-                      const Estimate& e) {
+                      const Estimate& e, double backward_copy_s) {
   if (chunks) return chunked_dp_comm_time_s(c, t, p, *chunks, e);
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
-  const int64_t act_bytes = bytes_of(t.dtype);
   const double mb = static_cast<double>(e.micro_batches);
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const StageGradBytes reduced = stage_grad_reduce_bytes(m, t, p, chunks, e);
@@ -274,49 +361,8 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
                    : p.zero_stage == 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes)
                                        : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
   if (p.zero_stage == 1 || p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather, gathered.dense_bytes);
-  if (p.zero_stage == 3) {
-    // ZeRO-3 / FSDP gather each layer's params before its forward and again before its
-    // backward, one layer ahead, and reduce-scatter its gradients after its backward, all
-    // overlapped with the compute: what shows is, layer by layer, what the layer's compute
-    // cannot cover, plus the iteration's first gather, which has nothing before it. The
-    // gathers run one chain over passes and micro-batches, as the event-driven tier's do: the
-    // backward's first gather under the forward's last layers, the next micro-batch's first
-    // under the backward's last (FSDP's backward prefetch and the forward's gather of the next
-    // unit; DeepSpeed's coordinator prefetching along its recorded trace).
-    // Each layer's collective pays its own ring latency ((n-1) steps), which
-    // dominates at tens of thousands of ranks: a whole-stage gather divided by the layers
-    // would pay it once.
-    const double layers = std::max(1.0, layers_per_stage);
-    const double layer_params = comm_params / layers;
-    // Offloaded params (ZeRO-Infinity's offload_param): each rank copies its shard of the layer
-    // in from the host before every gather, in the same prefetch chain (static_iteration.cpp).
-    const double fetch = off_gpu_shares(p, e).params * layer_params / dp * offloaded_param_fetch_bytes(t, p) /
-                         host_link_per_gpu_Bps(c);
-    // The framework's assembly of the gathered params runs on the gather's stream behind it.
-    const double assembly = memory_bound_time_s(c.node.gpu, layer_params * zero3_gather_assembly_bytes_per_param(t, p));
-    const double gather = fetch + assembly +
-                          collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp,
-                                            layer_params * static_cast<double>(act_bytes), link);
-    const double reduce =
-        collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, grad_bytes / layers, link);
-    // The backward's gather and the previous layer's reduce-scatter run on their own streams at
-    // once: their bytes share the link, their ring steps' latencies pass side by side.
-    const double gather_and_reduce = gather + reduce - std::min(reduce, (dp - 1) * link.latency_s);
-    // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next
-    // layer proceeds on its own stream. Where the gather crosses links TP does not use (TP over
-    // NVLink, the gather across nodes through the NICs) TP covers it as the compute does; where
-    // it crosses TP's (NVLink within a node; PCIe, where every GPU's traffic crosses its one x16
-    // link) the two share them (prefetch_exposed_s): the GPU's own gather on its link, or, where
-    // TP's ring and the gathers all climb a PCIe switch's uplink, every group's behind it.
-    const int flows = c.node.nvlink && link.inter_node ? 0
-                      : !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp)
-                                                                             : 1;
-    const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
-    dp_time = mb * layers *
-                  (prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows) +
-                   prefetch_exposed_s(lt.backward_s + lt.recompute_s, tp_bwd, gather_and_reduce, flows)) +
-              gather;
-  }
+  if (p.zero_stage == 3)
+    dp_time = zero3_gathers_exposed_s(c, t, p, lt, costs, layers_per_stage, comm_params, grad_bytes, e, backward_copy_s);
   return total + dp_time;
 }
 
@@ -335,8 +381,40 @@ double in_chain_reduction_per_micro_batch_s(const Model& m, const Cluster& c, co
 
 // The optimizer step where its states live (GPU; or CPU Adam, with NVMe reads and writes), and
 // the PCIe copies offloading adds (gradients out and params back; offloaded params in).
+// The host's time after the pipeline's flush ends (the first stage's last backward) until the
+// last of a node's stages is stepped, when stage s gives the host `step_s[s]` of work (CPU Adam,
+// with the NVMe reads and writes) and the host takes them one at a time in the order they arrive
+// (the simulator's one CPU Adam stream per node). 1F1B's flush ends stage s's last backward s x
+// `stagger_s` (a backward op each, the shortest stage's at the least) before the first stage's,
+// so the host steps later stages while earlier ones drain; but with tied embeddings the last
+// stage waits for the first, whose embedding gradient it all-reduces
+// (tied_embedding_reduce_time_s), and arrives with it. Stages are the outermost rank dimension
+// (TP, then DP x CP, then PP: Megatron's and DeepSpeed's order), so a node serves consecutive
+// stages, tp x dp x cp GPUs each.
+int pipeline_stages_on_node(const Cluster& c, const Plan& p) {
+  const int per_stage = p.tp * p.dp_cp();
+  return per_stage >= c.node.gpus ? 1 : std::min(p.pp, c.node.gpus / per_stage);
+}
+double host_steps_tail_s(const Cluster& c, const Plan& p, bool tied_embeddings, const std::vector<double>& step_s,
+                         double stagger_s) {
+  const int stages_on_node = pipeline_stages_on_node(c, p);
+  double tail_s = 0;
+  std::vector<std::pair<double, double>> arrivals;  // (when, relative to the flush's end; work)
+  for (int first = 0; first < p.pp; first += stages_on_node) {
+    arrivals.clear();
+    for (int s = first; s < std::min(p.pp, first + stages_on_node); ++s)
+      arrivals.emplace_back(tied_embeddings && p.pp > 1 && s == p.pp - 1 ? 0.0 : -s * stagger_s, step_s[static_cast<size_t>(s)]);
+    std::sort(arrivals.begin(), arrivals.end());
+    double free_s = arrivals.front().first;
+    for (const auto& [when_s, work_s] : arrivals) free_s = std::max(free_s, when_s) + work_s;
+    tail_s = std::max(tail_s, free_s);
+  }
+  return tail_s;
+}
+
 void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training& t, const Plan& p,
-                                const ChunkFootprint* chunks, Estimate& e) {
+                                const std::vector<double>& stage_n, const ChunkFootprint* chunks, double stagger_s,
+                                Estimate& e) {
   const double g = c.node.gpus;
   const double comm_params = moved_params_per_gpu(p, chunks, e);
   const double opt_params = optimizer_params_per_gpu(p, comm_params, stage_expert_params(m, p, e.peak_stage));
@@ -345,13 +423,29 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
   if (off.optimizer < 1) e.time.optimizer_s += gpu_optimizer_step_time_s(c.node.gpu, t, p, opt_params * (1 - off.optimizer));
   if (off.optimizer > 0) {
     const double host_params = opt_params * off.optimizer;
-    e.time.optimizer_s += cpu_adam_time_s(c.node.host, host_params * g);
-    if (off.optimizer_nvme > 0 && c.node.nvme) {
-      const double node_bytes = opt_params * off.optimizer_nvme * g * state_bytes_per_param(t, p.chunked()).optimizer;
-      e.time.optimizer_s += node_bytes / c.node.nvme->read_Bps + node_bytes / c.node.nvme->write_Bps;
+    // The host's work for `gpus` GPUs' optimizer params `gpu_params` each.
+    auto host_step_s = [&](double gpu_params, double gpus) {
+      double step_s = cpu_adam_time_s(c.node.host, gpu_params * off.optimizer * gpus);
+      if (off.optimizer_nvme > 0 && c.node.nvme) {
+        const double bytes = gpu_params * off.optimizer_nvme * gpus * state_bytes_per_param(t, p.chunked()).optimizer;
+        step_s += bytes / c.node.nvme->read_Bps + bytes / c.node.nvme->write_Bps;
+      }
+      return step_s;
+    };
+    if (chunks) {
+      e.time.optimizer_s += host_step_s(opt_params, g);
+    } else {  // each stage of the node steps its GPUs' params
+      const double gpus_per_stage = std::min(g, static_cast<double>(p.tp * p.dp_cp()));
+      std::vector<double> step_s;
+      for (int s = 0; s < p.pp; ++s)
+        step_s.push_back(host_step_s(optimizer_params_per_gpu(p, stage_n[static_cast<size_t>(s)], stage_expert_params(m, p, s)),
+                                     gpus_per_stage));
+      e.time.optimizer_s += host_steps_tail_s(c, p, m.tied_embeddings, step_s, stagger_s);
     }
-    // Gradients out and params back, each copy exposed (framework.h optimizer_offload_copies).
-    e.time.offload_s += host_params * optimizer_offload_copies(t, p, e.micro_batches).iteration_bytes_per_param(e.micro_batches) / pcie;
+    // Gradients out and params back at the step, each copy exposed (framework.h
+    // optimizer_offload_copies); the copies after each backward are accumulate_copies'.
+    const OptimizerOffloadCopies copies = optimizer_offload_copies(t, p, e.micro_batches);
+    e.time.offload_s += host_params * (copies.step_to_host + copies.step_to_gpu) / pcie;
   }
   // Quantized GEMMs: the weights' casts once per iteration, before the first micro-batch's
   // forward (low_precision.h).
@@ -370,7 +464,7 @@ void optimizer_and_offload_time(const Model& m, const Cluster& c, const Training
 // them (prefetch_exposed_s).
 double offloaded_param_fetch_exposed_s(const Cluster& c, const Training& t, const Plan& p, const ChunkFootprint* chunks,
                                        const Estimate& e, const LayerTime& lt, const StageCosts& costs,
-                                       double layers_per_stage) {
+                                       double layers_per_stage, double backward_copy_s) {
   const OffGpuShares off = off_gpu_shares(p, e);
   if (off.params <= 0 || (p.zero_stage >= 3 && p.dp_cp() > 1)) return 0;
   const double v = p.virtual_stages, ops_per_pass = static_cast<double>(e.micro_batches) * v;
@@ -381,10 +475,15 @@ double offloaded_param_fetch_exposed_s(const Cluster& c, const Training& t, cons
   const int flows = c.node.nvlink || p.tp <= 1                 ? 0
                     : c.pcie_group_leaves_switch(p.tp, 1) ? std::max(1, c.node.pcie.gpus_per_root)
                                                           : 1;
-  // m v forwards' fetches run under a backward (the first, under nothing), m v backwards' under
-  // a forward.
-  return fetch_s + (ops_per_pass - 1) * prefetch_exposed_s(layers * (lt.backward_s + lt.recompute_s), tp_backward_s, fetch_s, flows) +
-         ops_per_pass * prefetch_exposed_s(layers * lt.forward_s, tp_forward_s, fetch_s, flows);
+  // m v forwards' fetches run under a backward (the first, under nothing) and the gradient
+  // copies out in its chain (`backward_copy_s`: the other direction of the link), m v backwards'
+  // under a forward; each from the end of that op's first task (its first layer's recompute or
+  // backward; its first layer's forward), as the simulator issues them.
+  const double backward_compute_s =
+      layers * (lt.backward_s + lt.recompute_s) - (lt.recompute_s > 0 ? lt.recompute_s : lt.backward_s) + backward_copy_s;
+  const double forward_compute_s = (layers - 1) * lt.forward_s;
+  return fetch_s + (ops_per_pass - 1) * prefetch_exposed_s(backward_compute_s, tp_backward_s, fetch_s, flows) +
+         ops_per_pass * prefetch_exposed_s(forward_compute_s, tp_forward_s, fetch_s, flows);
 }
 
 }  // namespace
@@ -445,10 +544,19 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   // said hidden, never more.)
   const LayerTime& covering_layer = block ? kept_times.layer : times.layer;
   const StageCosts& covering_costs = block ? kept : costs;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e) +
+  const AccumulateCopies accumulated = accumulate_copies(m, c, t, p, chunks, e);
+  const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
-  optimizer_and_offload_time(m, c, t, p, chunks, e);
-  e.time.offload_s += offloaded_param_fetch_exposed_s(c, t, p, chunks, e, covering_layer, covering_costs, slow.layers);
+  optimizer_and_offload_time(m, c, t, p, stage_n, chunks, slots.shortest_backward_s / p.virtual_stages, e);
+  const double fetched_s =
+      offloaded_param_fetch_exposed_s(c, t, p, chunks, e, covering_layer, covering_costs, slow.layers, backward_copy_s);
+  const double chain_s = e.time.compute_s + e.time.tp_comm_s + e.time.cp_comm_s + e.time.pp_comm_s + e.time.bubble_s + fetched_s;
+  const double copied_s = accumulate_copies_exposed_s(accumulated, mb, chain_s);
+  e.time.offload_s += fetched_s + copied_s;
+  // The fetches' waits and the in-chain copies lengthen every op of the stage, so the pipeline's
+  // fill and drain carry them too: (p - 1) / v micro-batches' worth beyond the m charged.
+  if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * (fetched_s + (accumulated.in_chain ? copied_s : 0)) / mb;
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
     const CpuEmbeddingCosts ce = cpu_embedding_costs(m, c, t, p);
     e.time.compute_s += ce.lookup_s + ce.backward_s;

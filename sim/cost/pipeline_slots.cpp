@@ -118,6 +118,8 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
     out.slowest = first;
     if (middle.slot_s() > out.slowest.slot_s()) out.slowest = middle;
     if (last.slot_s() > out.slowest.slot_s()) out.slowest = last;
+    out.shortest_backward_s = std::min({first.slot_s() - first.forward_s, middle.slot_s() - middle.forward_s,
+                                        last.slot_s() - last.forward_s});
     total_slots = first.slot_s() + (p.pp - 2) * middle.slot_s() + last.slot_s();
     auto sum_before = [&](int k, double first_part, double middle_part) {
       return k == 0 ? 0.0 : first_part + (k - 1) * middle_part;
@@ -135,6 +137,8 @@ PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<do
       slots.push_back(slot_of(s));
       total_slots += slots.back().slot_s();
       if (s == 0 || slots.back().slot_s() > out.slowest.slot_s()) out.slowest = slots.back();
+      const double backward_s = slots.back().slot_s() - slots.back().forward_s;
+      out.shortest_backward_s = s == 0 ? backward_s : std::min(out.shortest_backward_s, backward_s);
     }
     double before_f = 0, before_b = 0, before_slots = 0;
     for (int k = 0; k < p.pp; ++k) {

@@ -80,6 +80,9 @@ struct StageSlot {
 struct PipelineSlots {
   StageSlot slowest;
   double bubble_s = 0;  // the fill and drain around the slowest stage's m slots
+  // The least backward part of a stage's slot (slot_s - forward_s): in 1F1B's flush the stages'
+  // last backwards end that far apart at the least (v virtual stages: that over v).
+  double shortest_backward_s = 0;
 };
 
 // `stage_params`: parameters one GPU of each stage holds; `micro_batches` per pipeline. `costs`
