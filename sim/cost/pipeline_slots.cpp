@@ -67,40 +67,46 @@ LayerCount stage_count(const Model& m, const Plan& p, int stage, bool block, Pre
   if (block) n.kept = n.all - stage_recomputing_layers_where(m.layers, p, stage, counts);
   return n;
 }
+
+// Stage s's time per micro-batch: its layers (dense, MoE, windowed, bf16 under fp8; under block
+// recomputation those that keep their activations at `kept`'s cost), the last stage's output
+// layer and metrics, gradient accumulation and the stage's sends.
+StageSlot stage_slot(const Model& m, const Plan& p, const std::vector<double>& stage_params, const StageCosts& c,
+                     const StageCosts* kept, int s) {
+  StageSlot x;
+  x.stage = s;
+  x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
+  const bool last = s == p.pp - 1;
+  const bool block = kept != nullptr;
+  LayerCount all{x.layers}, moe{m.is_moe() ? static_cast<double>(stage_moe_layers(m, p, s)) : 0},
+      window{c.window_extra_s != 0 ? static_cast<double>(stage_windowed_layers(m, p, s)) : 0}, bf16, moe_bf16;
+  if (block) {
+    all.kept = all.all - stage_recomputing_layers_where(m.layers, p, s, [](int) { return true; });
+    moe.kept = moe.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.moe_layer(l); });
+    window.kept = window.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.windowed_layer(l); });
+  }
+  if (p.has_bf16_layers()) {
+    bf16 = stage_count(m, p, s, block, [&](int l) { return bf16_layer_of_kind(m, p, l, false); });
+    moe_bf16 = stage_count(m, p, s, block, [&](int l) { return bf16_layer_of_kind(m, p, l, true); });
+  }
+  if (block) add_layers(x, *kept, {all.kept, moe.kept, window.kept, bf16.kept, moe_bf16.kept});
+  add_layers(x, c, {all.recomputing(), moe.recomputing(), window.recomputing(), bf16.recomputing(), moe_bf16.recomputing()});
+  x.compute_s += last ? c.output_s + c.metric_s : 0;
+  x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
+  x.pp_comm_s = c.pp_comm_s;
+  // The output layer's forward is a third of its work (one GEMM to backward's two); the
+  // sends split evenly between activations and gradients.
+  x.forward_s += last ? output_forward_s(c.output_s) : 0;
+  x.forward_s += c.pp_comm_s / 2;
+  return x;
+}
 }  // namespace
 
 PipelineSlots pipeline_slots(const Model& m, const Plan& p, const std::vector<double>& stage_params,
                              const StageCosts& c, int64_t micro_batches, const StageCosts* kept) {
   PipelineSlots out;
   double total_slots = 0;
-  auto slot_of = [&](int s) {
-    StageSlot x;
-    x.stage = s;
-    x.layers = stage_layer_count(m.layers, p.pp, p.virtual_stages, p.stage_layers, s);
-    const bool last = s == p.pp - 1;
-    const bool block = kept != nullptr;
-    LayerCount all{x.layers}, moe{m.is_moe() ? static_cast<double>(stage_moe_layers(m, p, s)) : 0},
-        window{c.window_extra_s != 0 ? static_cast<double>(stage_windowed_layers(m, p, s)) : 0}, bf16, moe_bf16;
-    if (block) {
-      all.kept = all.all - stage_recomputing_layers_where(m.layers, p, s, [](int) { return true; });
-      moe.kept = moe.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.moe_layer(l); });
-      window.kept = window.all - stage_recomputing_layers_where(m.layers, p, s, [&m](int l) { return m.windowed_layer(l); });
-    }
-    if (p.has_bf16_layers()) {
-      bf16 = stage_count(m, p, s, block, [&](int l) { return bf16_layer_of_kind(m, p, l, false); });
-      moe_bf16 = stage_count(m, p, s, block, [&](int l) { return bf16_layer_of_kind(m, p, l, true); });
-    }
-    if (block) add_layers(x, *kept, {all.kept, moe.kept, window.kept, bf16.kept, moe_bf16.kept});
-    add_layers(x, c, {all.recomputing(), moe.recomputing(), window.recomputing(), bf16.recomputing(), moe_bf16.recomputing()});
-    x.compute_s += last ? c.output_s + c.metric_s : 0;
-    x.accumulate_s = stage_params[static_cast<size_t>(s)] * c.accumulate_s_per_param;
-    x.pp_comm_s = c.pp_comm_s;
-    // The output layer's forward is a third of its work (one GEMM to backward's two); the
-    // sends split evenly between activations and gradients.
-    x.forward_s += last ? output_forward_s(c.output_s) : 0;
-    x.forward_s += c.pp_comm_s / 2;
-    return x;
-  };
+  auto slot_of = [&](int s) { return stage_slot(m, p, stage_params, c, kept, s); };
   const double mb = static_cast<double>(micro_batches);
   // Stage k's finish (pipeline_slots.h) from the sums over the stages before it.
   auto finish = [&](const StageSlot& x, int k, double before_f, double before_b, double before_slots) {
