@@ -246,6 +246,24 @@ StageGradBytes stage_grad_reduce_bytes(const Model& m, const Training& t, const 
   return {(moved_params_per_gpu(p, chunks, e) - expert_params) * reduce_bytes, expert_params * reduce_bytes};
 }
 
+// What a micro-batch's pipeline sends (`sends_s` of them, 2 v one-way transfers) add to the
+// slowest stage's chain. Blocking (pipeline_sends_block), all of them. Megatron-core's
+// interleaved schedule posts each send and goes on (overlap_p2p_comm): in its steady state a
+// forward's activations travel while the stage runs its next op, a backward, and a backward's
+// gradients while it runs a forward, so what shows is what a transfer outlasts that op. Its
+// warm-up and cool-down ops wait on the transfers that feed them: the share of the first
+// stage's ops outside the steady state (warmup_forwards of its m v) is charged whole.
+double pipeline_sends_per_micro_batch_s(const Plan& p, double sends_s, const StageSlot& slow, int64_t micro_batches) {
+  if (sends_s <= 0 || pipeline_sends_block(p)) return sends_s;
+  const double v = p.virtual_stages, one_way_s = sends_s / (2 * v);
+  const double forward_op_s = (slow.forward_s - sends_s / 2) / v;
+  const double backward_op_s = (slow.slot_s() - slow.forward_s - sends_s / 2) / v;
+  const double hidden_s = v * (std::max(0.0, one_way_s - backward_op_s) + std::max(0.0, one_way_s - forward_op_s));
+  const double ops = static_cast<double>(micro_batches) * v;
+  const double outside = static_cast<double>(warmup_forwards(p.schedule, p.pp, 0, micro_batches, p.virtual_stages)) / ops;
+  return outside * sends_s + (1 - outside) * hidden_s;
+}
+
 // The gradient copies after each backward op (a virtual stage of a micro-batch): out to the
 // host, and from the second micro-batch on the running sum back before it (framework.h
 // optimizer_offload_copies: FSDP's CPUOffload, DeepSpeed's ZeRO-2 offload), as the simulator
@@ -536,7 +554,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.compute_s = mb * slow.compute_s + (mb - 1) * slow.accumulate_s;
   e.time.tp_comm_s = mb * slow.tp_comm_s;
   e.time.cp_comm_s = mb * slow.cp_comm_s;
-  e.time.pp_comm_s = mb * costs.pp_comm_s;
+  e.time.pp_comm_s = mb * pipeline_sends_per_micro_batch_s(p, costs.pp_comm_s, slow, e.micro_batches);
   e.time.bubble_s = slots.bubble_s;
   if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * in_chain_reduction_per_micro_batch_s(m, c, t, p, e);
   // (ZeRO-3's gathers and offloaded params' fetches hide behind a layer's compute: under block

@@ -24,8 +24,8 @@ const FrameworkTraits& framework_traits(Framework f) {
     // (--attention-backend auto picks flash / cuDNN fused attention).
     t.attention = Attention::flash;
     t.fp32_grads_replace_low_precision = true;
-    // Megatron-core's schedules post their sends and receives and wait only where the data is
-    // needed (p2p_communication with overlap_p2p_comm for the interleaved schedule).
+    // Megatron-core's interleaved schedule posts its sends and receives and waits only where
+    // the data is needed (overlap_p2p_comm; pipeline_sends_block says when).
     t.blocking_p2p = false;
     t.pipeline_scatter_gather = false;
     // TransformerEngine's Linear / LayerNormLinear add the bias in the GEMM's epilogue and find
@@ -145,6 +145,10 @@ double tied_embedding_reduce_time_s(const Cluster& cluster, const Model& model, 
 }
 
 Framework running_framework(const Plan& plan) { return plan.chunked() ? Framework::starfish : plan.framework; }
+
+bool pipeline_sends_block(const Plan& plan) {
+  return framework_traits(plan.framework).blocking_p2p || plan.schedule != Schedule::interleaved || plan.virtual_stages <= 1;
+}
 
 Loss loss_kernel_of(const Plan& plan) {
   return plan.loss == Loss::framework_default ? framework_traits(running_framework(plan)).loss : plan.loss;

@@ -119,6 +119,14 @@ const FrameworkTraits& framework_traits(Framework f);
 // runtime), whatever framework it names; any other plan in the framework it names.
 Framework running_framework(const Plan& plan);
 
+// Whether a stage waits for its pipeline sends (FrameworkTraits::blocking_p2p) under the plan's
+// schedule. Megatron-core waits only where the data is needed in its interleaved schedule
+// (overlap_p2p_comm, on unless --no-overlap-p2p-communication); without interleaving its 1F1B
+// waits on every batched exchange like Megatron-LM's (core/pipeline_parallel/
+// p2p_communication.py: send_forward_recv_backward and the rest call _communicate with
+// wait_on_reqs=True).
+bool pipeline_sends_block(const Plan& plan);
+
 // The attention kernel a plan runs: its own choice, else its framework's default.
 Attention attention_kernel(const Plan& plan);
 

@@ -647,7 +647,7 @@ class StaticIterationBuilder {
     const int P = p.pp, V = p.virtual_stages, M = static_cast<int>(job_.micro_batches());
     for (const StageInfo& st : out_.stages) tp_group_ids_.push_back(eng_.group(st.tp_group));
     send_ = pipeline_send(p, boundary_bytes_);
-    blocking_p2p_ = framework_traits(p.framework).blocking_p2p;
+    blocking_p2p_ = pipeline_sends_block(p);
     for (int gv = 1; gv < P * V; ++gv)
       for (int mb = 0; mb < M; ++mb) link_stages(true, gv - 1, gv, mb);
     for (int gv = P * V - 2; gv >= 0; --gv)
@@ -862,7 +862,7 @@ class StaticIterationBuilder {
   std::vector<TaskId> before_f_, before_b_;    // last task of the op before, on the same stage
   std::vector<des::GroupId> tp_group_ids_;     // per stage
   PipelineSend send_;                          // how a stage boundary crosses (the plan's framework)
-  bool blocking_p2p_ = true;                   // the framework's sends block (FrameworkTraits)
+  bool blocking_p2p_ = true;                   // the stage waits for its sends (pipeline_sends_block)
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::map<std::pair<int, int>, TaskId> host_accumulation_;  // the last copy of accumulate_on_host
   OptimizerOffloadCopies offload_copies_;

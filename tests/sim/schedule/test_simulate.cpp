@@ -16,6 +16,7 @@
 #include "sim/cost/framework.h"
 #include "sim/cost/op_time.h"
 #include "sim/cost/params.h"
+#include "sim/cost/pipeline_slots.h"
 #include "sim/des/engine.h"
 #include "sim/schedule/iteration.h"
 #include "sim/schedule/simulate.h"
@@ -208,30 +209,71 @@ TEST(Simulate, TheTiersAgreeOnGradientReductionsAcrossNodes) {
 }
 
 TEST(Simulate, BlockingPipelineSendsHoldTheSenderBack) {
-  // Megatron-LM 2021 waits for each send before its next op; Megatron-core posts it and goes on.
-  // Over a link where a micro-batch's 2 MiB boundary takes ~0.5 ms (about a stage's forward),
-  // the warm-up's send holds stage 0 back before its second forward; in the steady state the
-  // stage waits for its gradient anyway, which hides the later sends (a wait the two share).
+  // Megatron-LM 2021 waits for each send before its next op; Megatron-core's interleaved schedule
+  // posts it and goes on (overlap_p2p_comm). Over a link where a micro-batch's 2 MiB boundary
+  // takes ~0.5 ms (about a virtual stage's forward), the blocking sends hold each stage back
+  // where the posted ones travel under the next op.
   const Model m = gpt(8, 1024, 16, 1024);
   Cluster c = ideal_node(2);
   c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
   Plan blocking;
   blocking.pp = 2;
+  blocking.virtual_stages = 2;
+  blocking.schedule = Schedule::interleaved;
   blocking.framework = Framework::megatron_lm;
   Plan posted = blocking;
   posted.framework = Framework::megatron_core;
   posted.attention = Attention::unfused;  // only the p2p behaviour differs
+  ASSERT_TRUE(pipeline_sends_block(blocking));
+  ASSERT_FALSE(pipeline_sends_block(posted));
   const SimReport b = simulate(job(m, c, 8, blocking));
   const SimReport n = simulate(job(m, c, 8, posted));
   const double send_s = 2.0 * 1024 * 1024 / 4e9;
   EXPECT_GT(b.iteration_s, n.iteration_s + 0.9 * send_s) << b.iteration_s << " vs " << n.iteration_s;
-  EXPECT_LT(b.iteration_s, n.iteration_s + 8 * send_s) << b.iteration_s << " vs " << n.iteration_s;
+  EXPECT_LT(b.iteration_s, n.iteration_s + 32 * send_s) << b.iteration_s << " vs " << n.iteration_s;  // its 32 sends
+  // Without interleaving Megatron-core waits on every exchange too (p2p_communication.py:
+  // send_forward_recv_backward and the rest call _communicate with wait_on_reqs=True).
+  Plan core_1f1b = posted;
+  core_1f1b.virtual_stages = 1;
+  core_1f1b.schedule = Schedule::one_f_one_b;
+  EXPECT_TRUE(pipeline_sends_block(core_1f1b));
+}
+
+// Megatron-core's interleaved schedule posts its sends and goes on: in the steady state a send
+// travels under the stage's next op, and only the warm-up's and cool-down's ops (warmup_forwards
+// of the first stage's m v: 4 of 16 here) wait on theirs. The estimate charged every send on
+// the chain, as for a blocking schedule (Llama 3 70B TP8 PP8 v5 on 8 DGX H100, micro-batch 8:
+// 53.8 s estimated, 48.3 s simulated; 48.9 s now).
+TEST(Simulate, PostedPipelineSendsShowOnlyOutsideTheSteadyState) {
+  const Model m = gpt(8, 1024, 16, 1024);
+  Cluster c = ideal_node(2);
+  Plan p;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::interleaved;
+  p.framework = Framework::megatron_core;
+  p.attention = Attention::unfused;
+  // A fast link: each 2 MiB transfer (5.2 us) is far shorter than the op it travels under.
+  c.node.nvlink = NvlinkSpec{400e9, 0, NvlinkTopology::switched};
+  const Job fast = job(m, c, 8, p);
+  ASSERT_EQ(fast.micro_batches(), 8);
+  const double one_way_s = 2.0 * 1024 * 1024 / 400e9;
+  const double outside = static_cast<double>(warmup_forwards(p.schedule, 2, 0, 8, 2)) / (8 * 2);
+  ASSERT_DOUBLE_EQ(outside, 0.25);
+  EXPECT_NEAR(estimate(fast).time.pp_comm_s, 8 * outside * (2 * 2 * one_way_s), 1e-9);
+  // A slow one (0.5 ms a transfer, longer than a forward op): the tiers agree within 6% (they
+  // were 35% apart).
+  c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
+  const Job slow = job(m, c, 8, p);
+  EXPECT_NEAR(simulate(slow).iteration_s / estimate(slow).time.iteration_s, 1.0, 0.06);
 }
 
 TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
-  // A blocking NCCL send completes only against the matching receive, which Megatron-LM's 1F1B
-  // posts on the last stage after the op before the forward that consumes it (B of the
-  // previous micro-batch). Megatron-core's posted sends flow as soon as the sender is done.
+  // A blocking NCCL send completes only against the matching receive, which a 1F1B schedule
+  // posts on the last stage after the op before the forward that consumes it (B of the previous
+  // micro-batch): Megatron-LM's, and Megatron-core's without interleaving, whose batched
+  // exchanges wait too. (The simulator once let Megatron-core's 1F1B sends flow as soon as the
+  // sender was done, as its interleaved schedule's do.)
   const Model m = gpt(8, 1024, 16, 1024);
   Cluster c = ideal_node(2);
   c.node.nvlink = NvlinkSpec{4e9, 0, NvlinkTopology::switched};
@@ -259,7 +301,7 @@ TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
     return slack;
   };
   EXPECT_GE(latest_backward_end_before_receive(Framework::megatron_lm), -1e-12);
-  EXPECT_LT(latest_backward_end_before_receive(Framework::megatron_core), 0);
+  EXPECT_GE(latest_backward_end_before_receive(Framework::megatron_core), -1e-12);
 }
 
 TEST(Simulate, OneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
