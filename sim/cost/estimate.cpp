@@ -1,6 +1,7 @@
 #include "sim/cost/estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "sim/cost/activations.h"
@@ -352,12 +353,41 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
          mb * p.virtual_stages * (forward - after_copy) + gather;
 }
 
+// ZeRO-0/1's gradient reduction (all-reduce; reduce-scatter with the distributed optimizer) of the
+// most loaded stage's `grad_bytes`, as it shows after the pipeline's flush. Not overlapped, the
+// whole of it. Overlapped (plan.overlap_grad_reduce), each virtual stage's runs once its last
+// backward is done, the later ones' under the backward ops still to come; the first stage's
+// first virtual stage (1/v of the stage) ends the backward, and of its reduction what shows is
+// what the backward still to run does not hide: in one piece, all of it; in Megatron-core's
+// buckets (dp_bucket_params), launched as the last micro-batch's backward produces them, a
+// queue on the DP stream (n buckets of d each, ready a bucket's backward t_b apart: d + (n - 1)
+// max(0, d - t_b)). The next stage's first virtual stage, reduced in one piece, ends
+// `stagger_s` (one backward op) before: what it outlasts that shows if more.
+double overlapped_reduction_exposed_s(const Cluster& c, const Plan& p, const LayerTime& lt, const StageCosts& costs,
+                                      double layers_per_stage, double comm_params, double grad_bytes, double stagger_s) {
+  const int dp = p.dp_cp();
+  const CollectiveKind kind = p.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+  auto ring = [&](double bytes) { return collective_time_s(kind, CollectiveAlgorithm::ring, dp, bytes, link_for_group(c, dp, p.tp)); };
+  if (!p.overlap_grad_reduce) return ring(grad_bytes);
+  const double v = p.virtual_stages, chunk_bytes = grad_bytes / v;
+  const double layers = std::max(1.0, layers_per_stage / v), layer_bytes = chunk_bytes / layers;
+  const double one_piece_s = ring(chunk_bytes);
+  const double next_stage_s = p.pp > 1 ? std::max(0.0, one_piece_s - stagger_s) : 0;
+  const double bucket_params = dp_bucket_params(p, 0, 0, dp);
+  if (bucket_params <= 0) return std::max(one_piece_s, next_stage_s);
+  const double bucket_layers = std::min(layers, std::ceil(bucket_params / (comm_params / v / layers)));
+  const double buckets = std::ceil(layers / bucket_layers);
+  const double bucket_s = ring(bucket_layers * layer_bytes);
+  const double bucket_backward_s = bucket_layers * (lt.backward_s + lt.recompute_s + costs.tp_per_layer_s - costs.tp_forward_per_layer_s);
+  return std::max(bucket_s + (buckets - 1) * std::max(0.0, bucket_s - bucket_backward_s), next_stage_s);
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
-                      const Estimate& e, double backward_copy_s) {
+                      const Estimate& e, double backward_copy_s, double stagger_s) {
   if (chunks) return chunked_dp_comm_time_s(c, t, p, *chunks, e);
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
   const double mb = static_cast<double>(e.micro_batches);
@@ -375,9 +405,9 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   // every micro-batch's gradients are reduce-scattered after its backward
   // (deepspeedai/DeepSpeed#2252); ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers
   // them where they are used.
-  double dp_time = p.zero_stage == 0 ? ring(CollectiveKind::all_reduce, grad_bytes)
-                   : p.zero_stage == 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes)
-                                       : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
+  double dp_time = p.zero_stage <= 1 ? overlapped_reduction_exposed_s(c, p, lt, costs, layers_per_stage, comm_params,
+                                                                     grad_bytes, stagger_s)
+                                      : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
   if (p.zero_stage == 1 || p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather, gathered.dense_bytes);
   if (p.zero_stage == 3)
     dp_time = zero3_gathers_exposed_s(c, t, p, lt, costs, layers_per_stage, comm_params, grad_bytes, e, backward_copy_s);
@@ -564,7 +594,8 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const StageCosts& covering_costs = block ? kept : costs;
   const AccumulateCopies accumulated = accumulate_copies(m, c, t, p, chunks, e);
   const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s) +
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s,
+                                    slots.shortest_backward_s / p.virtual_stages) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, stage_n, chunks, slots.shortest_backward_s / p.virtual_stages, e);
   const double fetched_s =

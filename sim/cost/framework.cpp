@@ -1,5 +1,6 @@
 #include "sim/cost/framework.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/cost/collectives.h"
@@ -145,6 +146,12 @@ double tied_embedding_reduce_time_s(const Cluster& cluster, const Model& model, 
 }
 
 Framework running_framework(const Plan& plan) { return plan.chunked() ? Framework::starfish : plan.framework; }
+
+double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp) {
+  if (running_framework(plan) != Framework::megatron_core || !plan.overlap_grad_reduce || plan.zero_stage > 1) return 0;
+  if (stage != 0 || virtual_stage != 0) return 0;
+  return std::max(40e6, 1e6 * dp);
+}
 
 bool pipeline_sends_block(const Plan& plan) {
   return framework_traits(plan.framework).blocking_p2p || plan.schedule != Schedule::interleaved || plan.virtual_stages <= 1;

@@ -127,6 +127,17 @@ Framework running_framework(const Plan& plan);
 // wait_on_reqs=True).
 bool pipeline_sends_block(const Plan& plan);
 
+// The parameters in each of the buckets whose gradients a data-parallel reduction launches as
+// soon as the backward has produced them, when a virtual stage's reduction overlaps the backward
+// (plan.overlap_grad_reduce, ZeRO-0/1); 0: one reduction once the virtual stage's last backward
+// is done. Megatron-core's DistributedDataParallel (core/distributed/distributed_data_parallel.py)
+// buckets max(40M, 1M x DP) parameters in backward order, on the first pipeline stage's first
+// model chunk only (pp_rank > 0 and, in Megatron's model setup, chunks after the first turn
+// bucketing off: their reduction is off the critical path); it launches a bucket's reduce-scatter
+// (all-reduce without the distributed optimizer) once its gradients are ready in the last
+// micro-batch's backward.
+double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp);
+
 // The attention kernel a plan runs: its own choice, else its framework's default.
 Attention attention_kernel(const Plan& plan);
 

@@ -353,6 +353,9 @@ class StaticIterationBuilder {
     if (first == kNone) first = b;
     if (g != kNone) eng_.depends(first, g);
     chain(b);
+    // The last micro-batch's layer gradients, in backward order, where the reduction buckets them.
+    if (o.mb + 1 == job_.micro_batches() && dp_bucket_params(p, o.stage, o.virtual_stage, job_.dp_cp()) > 0)
+      grads_ready_[{o.stage, o.virtual_stage}].push_back(b);
     computed(b);
     cp_ring_pass(st, o, l, ring_.backward, out_.bwd);
     const bool embedding = o.first_layer + l == 0;
@@ -743,18 +746,43 @@ class StaticIterationBuilder {
         reduced.push_back(after);
         continue;
       }
-      for (int t = 0; t < p.tp; ++t) {
-        des::CollectiveOptions o;
-        o.algo = dp_algo();
-        o.stream = streams[static_cast<size_t>(t)];
-        const TaskId x = eng_.collective(kind, dp_group(t, s),
-                                         (params[static_cast<size_t>(ch)] - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
-                                         label(out_.dp, "grads s{} c{} t{}", s, ch, t), o);
-        eng_.depends(x, after);
-        if (t == 0) reduced.push_back(x);
-      }
+      const double dense = params[static_cast<size_t>(ch)] - virtual_stage_expert_params(s, ch);
+      for (const auto& [bucket_params, ready] : reduction_buckets(s, ch, dense, after))
+        for (int t = 0; t < p.tp; ++t) {
+          des::CollectiveOptions o;
+          o.algo = dp_algo();
+          o.stream = streams[static_cast<size_t>(t)];
+          const TaskId x = eng_.collective(kind, dp_group(t, s), bucket_params * grad_reduce_bytes_,
+                                           label(out_.dp, "grads s{} c{} t{}", s, ch, t), o);
+          eng_.depends(x, ready);
+          if (t == 0) reduced.push_back(x);
+        }
     }
     return reduced;
+  }
+
+  // Virtual stage `ch` of stage `s`'s dense gradients as its reduction launches them, each bucket
+  // with the task it waits for: one, after `after` (the virtual stage's last backward, or the
+  // flush), or Megatron-core's buckets (dp_bucket_params) as the last micro-batch's backward
+  // produces them, layer by layer (`dense` spread evenly over the layers), the last bucket
+  // after `after`.
+  std::vector<std::pair<double, TaskId>> reduction_buckets(int s, int ch, double dense, TaskId after) const {
+    const double bucket = dp_bucket_params(job_.plan, s, ch, job_.dp_cp());
+    const auto it = grads_ready_.find({s, ch});
+    if (bucket <= 0 || it == grads_ready_.end() || it->second.empty()) return {{dense, after}};
+    const std::vector<TaskId>& layers = it->second;
+    const double layer_params = dense / static_cast<double>(layers.size());
+    std::vector<std::pair<double, TaskId>> buckets;
+    double filled = 0;
+    for (size_t l = 0; l + 1 < layers.size(); ++l) {
+      filled += layer_params;
+      if (filled >= bucket) {
+        buckets.emplace_back(filled, layers[l]);
+        filled = 0;
+      }
+    }
+    buckets.emplace_back(filled + layer_params, after);
+    return buckets;
   }
 
   // A tied word embedding's gradient all-reduce between the first and the last stage, after
@@ -865,6 +893,7 @@ class StaticIterationBuilder {
   bool blocking_p2p_ = true;                   // the stage waits for its sends (pipeline_sends_block)
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::map<std::pair<int, int>, TaskId> host_accumulation_;  // the last copy of accumulate_on_host
+  std::map<std::pair<int, int>, std::vector<TaskId>> grads_ready_;  // bucketed reductions' layer backwards
   OptimizerOffloadCopies offload_copies_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made

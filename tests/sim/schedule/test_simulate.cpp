@@ -268,6 +268,39 @@ TEST(Simulate, PostedPipelineSendsShowOnlyOutsideTheSteadyState) {
   EXPECT_NEAR(simulate(slow).iteration_s / estimate(slow).time.iteration_s, 1.0, 0.06);
 }
 
+// Megatron-core's DDP with --overlap-grad-reduce reduces the first stage's first model chunk in
+// buckets of max(40M, 1M x DP) parameters as the last micro-batch's backward produces them
+// (core/distributed/distributed_data_parallel.py), so at PP 1 all but the last bucket run under
+// the backward; both tiers reduced the whole stage after its backward (nothing overlapped at
+// PP 1). Here 8 layers of 12.7M parameters make two buckets of four layers: the first reduced
+// under the other four layers' backward, which outlast it; the second shows.
+TEST(Simulate, OverlappedGradientReductionRunsInBucketsUnderTheBackward) {
+  const Model m = gpt(8, 1024, 16, 1024);
+  Cluster c = ideal_node(8);
+  c.node.nvlink = NvlinkSpec{400e9, 0, NvlinkTopology::switched};
+  Plan p;
+  p.dp = 8;
+  p.framework = Framework::megatron_core;
+  p.attention = Attention::unfused;
+  p.zero_stage = 0;
+  p.overlap_grad_reduce = true;
+  EXPECT_DOUBLE_EQ(dp_bucket_params(p, 0, 0, 8), 40e6);
+  EXPECT_DOUBLE_EQ(dp_bucket_params(p, 1, 0, 8), 0);  // later stages and chunks: one piece
+  const Job overlapped = job(m, c, 32, p);
+  p.overlap_grad_reduce = false;
+  const Job flushed = job(m, c, 32, p);
+  const Estimate e = estimate(overlapped), whole = estimate(flushed);
+  const double grad_bytes = e.params_per_gpu * 4;  // Megatron's fp32 main grads
+  const LinkParams link = link_for_group(c, 8, 1);
+  const double all_s = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, grad_bytes, link);
+  const double half_s = collective_time_s(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, 8, grad_bytes / 2, link);
+  EXPECT_NEAR(whole.time.dp_comm_s, all_s, 1e-12);
+  EXPECT_NEAR(e.time.dp_comm_s, half_s, 1e-12);
+  EXPECT_NEAR(simulate(flushed).iteration_s / whole.time.iteration_s, 1.0, 1e-6);
+  EXPECT_NEAR(simulate(overlapped).iteration_s / e.time.iteration_s, 1.0, 1e-6);
+  EXPECT_NEAR(simulate(flushed).iteration_s - simulate(overlapped).iteration_s, all_s - half_s, 1e-6);
+}
+
 TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
   // A blocking NCCL send completes only against the matching receive, which a 1F1B schedule
   // posts on the last stage after the op before the forward that consumes it (B of the previous
