@@ -35,6 +35,11 @@ struct Tally {
   double worst_memory_under = 0, worst_memory_over = 0, worst_time_fast = 0, worst_time_slow = 0;
 };
 
+// The candidate's label, and whether its gradients' reduction overlaps the backward.
+std::string label(const search::Candidate& k, const Job& job) {
+  return search::short_label(k) + (job.plan.overlap_grad_reduce ? " overlap" : "");
+}
+
 // Flags a plan whose memory the estimate puts below the simulated peak, whose verdicts differ, or
 // whose simulated time is more than 10% over the estimate's (the estimate overlaps less, so it may
 // be slower; a faster estimate means the simulator pays something the estimate does not).
@@ -47,7 +52,7 @@ void compare(const search::Candidate& k, const Job& job, Tally& t) {
     // A plan the simulator refuses does not fit: a verdict that differs when the estimate says it does.
     ++t.refused;
     t.verdict_differs += est.fits;
-    std::printf("  refused  %-58s (estimate: %s) %s\n", search::short_label(k).c_str(), est.fits ? "FITS" : "does not fit",
+    std::printf("  refused  %-58s (estimate: %s) %s\n", label(k, job).c_str(), est.fits ? "FITS" : "does not fit",
                 e.what());
     return;
   }
@@ -63,7 +68,7 @@ void compare(const search::Candidate& k, const Job& job, Tally& t) {
   t.worst_time_slow = std::max(t.worst_time_slow, time);
   if (under || verdict || slow)
     std::printf("  %-67s GPU est %7.2f sim %7.2f GiB (%+6.1f%%) fits %d/%d  time est %8.3f sim %8.3f s (%+6.1f%%)\n",
-                search::short_label(k).c_str(), est.gpu.total() / 1073741824.0, sim.peak_gpu_bytes / 1073741824.0, 100 * memory,
+                label(k, job).c_str(), est.gpu.total() / 1073741824.0, sim.peak_gpu_bytes / 1073741824.0, 100 * memory,
                 est.fits, sim.memory_verdict.fits, est.time.iteration_s, sim.iteration_s, 100 * time);
 }
 
@@ -112,7 +117,11 @@ int main(int argc, char** argv) {
     Tally tally;
     for (const search::Candidate& k : plans) {
       if (tally.plans >= per_case) break;
-      const Job job = make_job(m, c, t, k.to_plan());
+      // Every other plan reduces its gradients overlapped with the backward (a plan file's
+      // overlap_grad_reduce; the search does not vary it), so both readings are compared.
+      Plan plan = k.to_plan();
+      plan.overlap_grad_reduce = (tally.plans + tally.refused) % 2 == 1;
+      const Job job = make_job(m, c, t, plan);
       if (estimate(job).gpu.total() > 3 * estimate(job).gpu.capacity_bytes) continue;  // far over: not a candidate
       compare(k, job, tally);
     }

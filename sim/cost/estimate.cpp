@@ -273,6 +273,7 @@ struct AccumulateCopies {
   double out_per_op_s = 0, in_per_op_s = 0;  // one op's, each way
   double ops = 0;                            // backward ops of the stage: m x v
   bool in_chain = true;                      // without overlapped reduction the next op waits
+  bool shows_whole = true;                   // in the chain, or on the links of its collectives
   double out_s() const { return ops * out_per_op_s; }
   double in_s(double micro_batches) const { return ops * (micro_batches - 1) / micro_batches * in_per_op_s; }
 };
@@ -288,17 +289,22 @@ AccumulateCopies accumulate_copies(const Model& m, const Cluster& c, const Train
   a.in_per_op_s = op_params * copies.accumulate_to_gpu / host_link_per_gpu_Bps(c);
   a.ops = static_cast<double>(e.micro_batches) * p.virtual_stages;
   a.in_chain = !p.overlap_grad_reduce;
+  // Over PCIe without NVLink the copies cross the GPU's one link, which its TP collectives (and
+  // the DP reductions beside them) use too: the simulator stretches the chain's collectives by
+  // them, so they are charged whole rather than said hidden.
+  a.shows_whole = a.in_chain || (!c.node.nvlink && p.tp > 1);
   return a;
 }
 
-// What the accumulation copies add to the iteration. In the chain, all of them. Overlapped,
+// What the accumulation copies add to the iteration. In the chain (or sharing its collectives'
+// links), all of them. Overlapped,
 // they run on the copy engines (one per direction, PCIe being full duplex) beside the ops that
 // follow (`chain_s` of them): what shows is the last op's, which the step waits for, or the
 // excess of a direction's copies over the chain they run beside, whichever is more.
 double accumulate_copies_exposed_s(const AccumulateCopies& a, double micro_batches, double chain_s) {
   if (a.ops <= 0) return 0;
   const double in_s = a.in_s(micro_batches);
-  if (a.in_chain) return a.out_s() + in_s;
+  if (a.shows_whole) return a.out_s() + in_s;
   const double last_op_s = a.out_per_op_s + (micro_batches > 1 ? a.in_per_op_s : 0);
   return std::max(last_op_s, std::max(a.out_s(), in_s) - chain_s);
 }
@@ -605,7 +611,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.offload_s += fetched_s + copied_s;
   // The fetches' waits and the in-chain copies lengthen every op of the stage, so the pipeline's
   // fill and drain carry them too: (p - 1) / v micro-batches' worth beyond the m charged.
-  if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * (fetched_s + (accumulated.in_chain ? copied_s : 0)) / mb;
+  if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * (fetched_s + (accumulated.shows_whole ? copied_s : 0)) / mb;
   if (p.cpu_embedding) {  // PatrickStar's CPU embedding, serial with the GPU's work (cpu_embedding.h)
     const CpuEmbeddingCosts ce = cpu_embedding_costs(m, c, t, p);
     e.time.compute_s += ce.lookup_s + ce.backward_s;
