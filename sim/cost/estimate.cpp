@@ -388,6 +388,31 @@ double overlapped_reduction_exposed_s(const Cluster& c, const Plan& p, const Lay
   return std::max(bucket_s + (buckets - 1) * std::max(0.0, bucket_s - bucket_backward_s), next_stage_s);
 }
 
+// Megatron-core's --overlap-param-gather (param_gather_overlaps_forward): the first stage's
+// first virtual stage takes its updated params under the first micro-batch's forward, in the
+// reduction's buckets (dp_bucket_params) in forward order, the remainder first; each bucket's
+// all-gather is dispatched once the bucket before it has run its first layer, as the simulator
+// has it (gather_params_under_forward), so what shows is the first bucket's and what each later
+// one outlasts the rest of its predecessor's forward. The other virtual stages and stages take
+// theirs while the pipeline fills.
+double param_gather_under_forward_exposed_s(const Cluster& c, const Plan& p, const LayerTime& lt, const StageCosts& costs,
+                                            double layers_per_stage, double comm_params, double dense_gather_bytes) {
+  const int dp = p.dp_cp();
+  const double v = p.virtual_stages, layers = std::max(1.0, std::round(layers_per_stage / v));
+  const double layer_params = comm_params / v / layers, layer_bytes = dense_gather_bytes / v / layers;
+  const double per_bucket = std::min(layers, std::max(1.0, std::ceil(dp_bucket_params(p, 0, 0, dp) / layer_params)));
+  const double buckets = std::ceil(layers / per_bucket), first = layers - (buckets - 1) * per_bucket;
+  auto gather_s = [&](double bucket_layers) {
+    return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes,
+                             link_for_group(c, dp, p.tp));
+  };
+  const double layer_forward_s = lt.forward_s + costs.tp_forward_per_layer_s;
+  double exposed_s = gather_s(first);
+  for (double b = 1; b < buckets; ++b)
+    exposed_s += std::max(0.0, gather_s(per_bucket) - ((b == 1 ? first : per_bucket) - 1) * layer_forward_s);
+  return exposed_s;
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
@@ -414,7 +439,10 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   double dp_time = p.zero_stage <= 1 ? overlapped_reduction_exposed_s(c, p, lt, costs, layers_per_stage, comm_params,
                                                                      grad_bytes, stagger_s)
                                       : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
-  if (p.zero_stage == 1 || p.zero_stage == 2) dp_time += ring(CollectiveKind::all_gather, gathered.dense_bytes);
+  if (p.zero_stage == 1 || p.zero_stage == 2)
+    dp_time += param_gather_overlaps_forward(p, dp)
+                   ? param_gather_under_forward_exposed_s(c, p, lt, costs, layers_per_stage, comm_params, gathered.dense_bytes)
+                   : ring(CollectiveKind::all_gather, gathered.dense_bytes);
   if (p.zero_stage == 3)
     dp_time = zero3_gathers_exposed_s(c, t, p, lt, costs, layers_per_stage, comm_params, grad_bytes, e, backward_copy_s);
   return total + dp_time;

@@ -153,6 +153,10 @@ double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp) 
   return std::max(40e6, 1e6 * dp);
 }
 
+bool param_gather_overlaps_forward(const Plan& plan, int dp) {
+  return running_framework(plan) == Framework::megatron_core && plan.overlap_grad_reduce && plan.zero_stage == 1 && dp > 1;
+}
+
 bool pipeline_sends_block(const Plan& plan) {
   return framework_traits(plan.framework).blocking_p2p || plan.schedule != Schedule::interleaved || plan.virtual_stages <= 1;
 }

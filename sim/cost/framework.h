@@ -138,6 +138,14 @@ bool pipeline_sends_block(const Plan& plan);
 // micro-batch's backward.
 double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp);
 
+// Whether the distributed optimizer's all-gather of the updated params runs under the next
+// iteration's forward: Megatron-core's --overlap-param-gather, which Starfish's exports pass with
+// --overlap-grad-reduce under ZeRO-1 (plan.overlap_grad_reduce). The optimizer's step dispatches
+// the first bucket's all-gather, and each bucket's forward pre-hook waits for its own and
+// dispatches the next (core/distributed: finish_param_sync), in the reduction's buckets
+// (dp_bucket_params) in forward order.
+bool param_gather_overlaps_forward(const Plan& plan, int dp);
+
 // The attention kernel a plan runs: its own choice, else its framework's default.
 Attention attention_kernel(const Plan& plan);
 

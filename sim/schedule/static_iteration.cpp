@@ -298,6 +298,7 @@ class StaticIterationBuilder {
     const TaskId x = eng_.compute(st.lead_gpu, time.forward_s - ring_core_s(time.core_forward_s),
                                   label(out_.fwd, "F s{} c{} mb{} L{}", o.stage, o.virtual_stage, o.mb, l));
     if (g != kNone) eng_.depends(x, g);
+    if (o.mb == 0) gather_params_under_forward(o, l, x);
     chain(x);
     computed(x);
     cp_ring_pass(st, o, l, ring_.forward, out_.fwd);
@@ -845,12 +846,59 @@ class StaticIterationBuilder {
     return last;
   }
 
+  // Megatron-core's --overlap-param-gather (param_gather_overlaps_forward): the updated params
+  // of the step before come in under the first micro-batch's forward, a bucket at a time on the
+  // DP streams (the reduction's buckets, dp_bucket_params, in forward order: the remainder
+  // first), each dispatched once the bucket before it starts its forward (its first layer
+  // `before_x`, done); forward layer `l` waits for its bucket's.
+  void gather_params_under_forward(const StageOp& o, int l, TaskId x) {
+    const Plan& p = job_.plan;
+    const int dp = job_.dp_cp();
+    if (!param_gather_overlaps_forward(p, dp)) return;
+    const double bucket = dp_bucket_params(p, o.stage, o.virtual_stage, dp);
+    const int per_bucket = bucket > 0 ? std::max(1, static_cast<int>(std::ceil(bucket / o.layer_params))) : o.layers;
+    const int buckets = (o.layers + per_bucket - 1) / per_bucket, first = o.layers - (buckets - 1) * per_bucket;
+    const bool starts = l == 0 || (l >= first && (l - first) % per_bucket == 0);
+    ParamGatherState& g = param_gathers_[{o.stage, o.virtual_stage}];
+    if (starts) {
+      // The stage's dense gather bytes per dense parameter (fp8 params gather in one byte).
+      double stage_params = 0, stage_experts = 0;
+      for (size_t ch = 0; ch < stage_params_.size(); ++ch) {
+        stage_params += stage_params_[ch];
+        stage_experts += virtual_stage_expert_params(o.stage, static_cast<int>(ch));
+      }
+      const double per_param = zero_param_gather_bytes(job_.model, job_.training, p, o.stage, stage_params).dense_bytes /
+                               std::max(1.0, stage_params - stage_experts);
+      const double dense_per_layer = (stage_params_[static_cast<size_t>(o.virtual_stage)] -
+                                      virtual_stage_expert_params(o.stage, o.virtual_stage)) / o.layers;
+      const double bytes = (l == 0 ? first : per_bucket) * dense_per_layer * per_param;
+      const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(o.stage)];
+      g.gather = kNone;
+      for (int t = 0; t < p.tp; ++t) {
+        des::CollectiveOptions co;
+        co.algo = dp_algo();
+        co.stream = streams[static_cast<size_t>(t)];
+        const TaskId a = eng_.collective(CollectiveKind::all_gather, dp_group(t, o.stage), bytes,
+                                         label(out_.dp, "params s{} c{} L{} t{}", o.stage, o.virtual_stage, l, t), co);
+        if (g.bucket_start != kNone) eng_.depends(a, g.bucket_start);
+        if (t == 0) g.gather = a;
+      }
+      g.bucket_start = x;
+    }
+    eng_.depends(x, g.gather);
+  }
+
   // ZeRO-1/2 (and 3 with resident shards) all-gather the updated params after the step.
   // The bytes are the params' dtype, 1 per fp8 param (zero_param_gather_bytes).
   void gather_updated_params(int s, double stage_params, double stage_experts, TaskId last) {
     const Plan& p = job_.plan;
     if (p.zero_stage < 1 || p.zero_stage >= 3) return;
     const ParamGatherBytes gathered = zero_param_gather_bytes(job_.model, job_.training, p, s, stage_params);
+    if (param_gather_overlaps_forward(p, job_.dp_cp())) {  // the dense params come in under the forward
+      if (stage_experts > 0)
+        reduce_experts(s, CollectiveKind::all_gather, gathered.expert_bytes / grad_reduce_bytes_, last, "expert params", 0, 0);
+      return;
+    }
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t) {
       des::CollectiveOptions o;
@@ -894,6 +942,11 @@ class StaticIterationBuilder {
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::map<std::pair<int, int>, TaskId> host_accumulation_;  // the last copy of accumulate_on_host
   std::map<std::pair<int, int>, std::vector<TaskId>> grads_ready_;  // bucketed reductions' layer backwards
+  struct ParamGatherState {
+    TaskId gather = kNone;        // the lead's all-gather of the current bucket
+    TaskId bucket_start = kNone;  // the current bucket's first forward layer
+  };
+  std::map<std::pair<int, int>, ParamGatherState> param_gathers_;  // per stage and virtual stage
   OptimizerOffloadCopies offload_copies_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made

@@ -301,6 +301,33 @@ TEST(Simulate, OverlappedGradientReductionRunsInBucketsUnderTheBackward) {
   EXPECT_NEAR(simulate(flushed).iteration_s - simulate(overlapped).iteration_s, all_s - half_s, 1e-6);
 }
 
+// With the distributed optimizer (ZeRO-1), Megatron-core's --overlap-param-gather (which the
+// exports pass with --overlap-grad-reduce) gathers the updated params under the next forward,
+// in the same buckets in forward order: the first bucket's gather shows, the second's is
+// dispatched once the first bucket has run its first layer and shows by what it outlasts the
+// other three. Both tiers charged the whole all-gather after the step.
+TEST(Simulate, OverlappedParamGatherRunsUnderTheForwardInBuckets) {
+  const Model m = gpt(8, 1024, 16, 1024);
+  Cluster c = ideal_node(8);
+  c.node.nvlink = NvlinkSpec{400e9, 0, NvlinkTopology::switched};
+  Plan p;
+  p.dp = 8;
+  p.framework = Framework::megatron_core;
+  p.attention = Attention::unfused;
+  p.zero_stage = 1;
+  p.overlap_grad_reduce = true;
+  ASSERT_TRUE(param_gather_overlaps_forward(p, 8));
+  const Job j = job(m, c, 32, p);
+  const Estimate e = estimate(j);
+  const LinkParams link = link_for_group(c, 8, 1);
+  const double grad_bytes = e.params_per_gpu * 4, param_bytes = e.params_per_gpu * 2;  // fp32 main grads, bf16 params
+  const double reduce_s = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 8, grad_bytes / 2, link);
+  const double gather_s = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 8, param_bytes / 2, link);
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(j.plan), Recompute::none);
+  EXPECT_NEAR(e.time.dp_comm_s, reduce_s + gather_s + std::max(0.0, gather_s - 3 * lt.forward_s), 1e-12);
+  EXPECT_NEAR(simulate(j).iteration_s / e.time.iteration_s, 1.0, 1e-6);
+}
+
 TEST(Simulate, ABlockingSendMeetsItsReceiveOnlyOnceTheReceiverPostsIt) {
   // A blocking NCCL send completes only against the matching receive, which a 1F1B schedule
   // posts on the last stage after the op before the forward that consumes it (B of the previous
