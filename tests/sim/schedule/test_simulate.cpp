@@ -274,16 +274,27 @@ TEST(Simulate, PostedPipelineSendsShowOnlyOutsideTheSteadyState) {
 // the backward; both tiers reduced the whole stage after its backward (nothing overlapped at
 // PP 1). Here 8 layers of 12.7M parameters make two buckets of four layers: the first reduced
 // under the other four layers' backward, which outlast it; the second shows.
-TEST(Simulate, OverlappedGradientReductionRunsInBucketsUnderTheBackward) {
-  const Model m = gpt(8, 1024, 16, 1024);
+// 8 GPUs on a fast NVLink switch, and Megatron-core's data parallelism over them with the
+// gradients' reduction overlapped.
+Cluster fast_dp8_node() {
   Cluster c = ideal_node(8);
   c.node.nvlink = NvlinkSpec{400e9, 0, NvlinkTopology::switched};
+  return c;
+}
+Plan overlapped_megatron_core_dp8(int zero_stage) {
   Plan p;
   p.dp = 8;
   p.framework = Framework::megatron_core;
   p.attention = Attention::unfused;
-  p.zero_stage = 0;
+  p.zero_stage = zero_stage;
   p.overlap_grad_reduce = true;
+  return p;
+}
+
+TEST(Simulate, OverlappedGradientReductionRunsInBucketsUnderTheBackward) {
+  const Model m = gpt(8, 1024, 16, 1024);
+  const Cluster c = fast_dp8_node();
+  Plan p = overlapped_megatron_core_dp8(0);
   EXPECT_DOUBLE_EQ(dp_bucket_params(p, 0, 0, 8), 40e6);
   EXPECT_DOUBLE_EQ(dp_bucket_params(p, 1, 0, 8), 0);  // later stages and chunks: one piece
   const Job overlapped = job(m, c, 32, p);
@@ -308,14 +319,8 @@ TEST(Simulate, OverlappedGradientReductionRunsInBucketsUnderTheBackward) {
 // other three. Both tiers charged the whole all-gather after the step.
 TEST(Simulate, OverlappedParamGatherRunsUnderTheForwardInBuckets) {
   const Model m = gpt(8, 1024, 16, 1024);
-  Cluster c = ideal_node(8);
-  c.node.nvlink = NvlinkSpec{400e9, 0, NvlinkTopology::switched};
-  Plan p;
-  p.dp = 8;
-  p.framework = Framework::megatron_core;
-  p.attention = Attention::unfused;
-  p.zero_stage = 1;
-  p.overlap_grad_reduce = true;
+  const Cluster c = fast_dp8_node();
+  const Plan p = overlapped_megatron_core_dp8(1);
   ASSERT_TRUE(param_gather_overlaps_forward(p, 8));
   const Job j = job(m, c, 32, p);
   const Estimate e = estimate(j);
