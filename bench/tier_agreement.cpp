@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     for (const search::Candidate& k : plans) {
       if (tally.plans >= per_case) break;
       // Every other plan reduces its gradients overlapped with the backward (a plan file's
-      // overlap_grad_reduce; the search does not vary it), so both readings are compared.
+      // overlap_grad_reduce; the search fixes it by framework), so both readings are compared.
       Plan plan = k.to_plan();
       plan.overlap_grad_reduce = (tally.plans + tally.refused) % 2 == 1;
       const Job job = make_job(m, c, t, plan);

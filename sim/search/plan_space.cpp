@@ -100,6 +100,14 @@ bool searched_fp8_params(const Plan& p) {
   return p.fp8 != Fp8::none && (p.zero_stage == 1 || p.zero_stage == 2) && p.offload.params == Tier::gpu && !p.chunked();
 }
 
+// Megatron-core plans reduce their gradients overlapped with the backward and, under the
+// distributed optimizer, gather the updated params under the next forward, as Megatron-Bridge's
+// recipes run it (ddp.overlap_grad_reduce, overlap_param_gather): its buckets are views of the
+// gradient buffer, no memory more. Elsewhere as the frameworks' defaults (off).
+bool searched_overlap_grad_reduce(const Plan& p) {
+  return p.framework == Framework::megatron_core && p.zero_stage <= 1 && !p.chunked();
+}
+
 }  // namespace
 
 Plan Candidate::to_plan() const {
@@ -131,6 +139,7 @@ void Candidate::fill(Plan& p) const {
   p.cpu_embedding = cpu_embedding;
   p.framework = framework;
   p.fp8_params = searched_fp8_params(p);
+  p.overlap_grad_reduce = searched_overlap_grad_reduce(p);
 }
 
 Candidate to_candidate(const Plan& p) {
@@ -261,6 +270,7 @@ bool is_enumerated_shape(const Plan& p, const Cluster& c, const SearchSpace& s) 
   if (p.fp8_recipe != Fp8Recipe::delayed || p.fp4 != Fp4::none || p.bf16_layers.any()) return false;
   if (p.recompute_layers != 0 && !recompute_layers_problem(p).empty()) return false;
   if (p.fp8_params != searched_fp8_params(p)) return false;
+  if (p.overlap_grad_reduce != searched_overlap_grad_reduce(p)) return false;
   auto holds = [&](int zero_stage) {
     for (const Placement& pl : placements(c, s, zero_stage))
       if (pl.chunked == p.chunked() && pl.params == p.offload.params && pl.grads == p.offload.grads &&
