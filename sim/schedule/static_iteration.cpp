@@ -856,7 +856,10 @@ class StaticIterationBuilder {
     const int dp = job_.dp_cp();
     if (!param_gather_overlaps_forward(p, dp)) return;
     const double bucket = dp_bucket_params(p, o.stage, o.virtual_stage, dp);
-    const int per_bucket = bucket > 0 ? std::max(1, static_cast<int>(std::ceil(bucket / o.layer_params))) : o.layers;
+    const int per_bucket =
+        bucket > 0 && o.layer_params > 0
+            ? static_cast<int>(std::clamp(std::ceil(bucket / o.layer_params), 1.0, static_cast<double>(std::max(1, o.layers))))
+            : o.layers;
     const int buckets = (o.layers + per_bucket - 1) / per_bucket, first = o.layers - (buckets - 1) * per_bucket;
     const bool starts = l == 0 || (l >= first && (l - first) % per_bucket == 0);
     ParamGatherState& g = param_gathers_[{o.stage, o.virtual_stage}];
