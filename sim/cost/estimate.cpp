@@ -350,7 +350,7 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   const int flows = c.node.nvlink && link.inter_node ? 0
                     : !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp)
                                                                            : 1;
-  const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
+  const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_backward_per_layer_s();
   const double forward = prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows);
   // The m v ops' first forward gathers, under an in-chain copy as well (only the offloaded
   // params' fetch crosses the copy's link, the other way).
@@ -384,7 +384,7 @@ double overlapped_reduction_exposed_s(const Cluster& c, const Plan& p, const Lay
   const double bucket_layers = std::min(layers, std::ceil(bucket_params / (comm_params / v / layers)));
   const double buckets = std::ceil(layers / bucket_layers);
   const double bucket_s = ring(bucket_layers * layer_bytes);
-  const double bucket_backward_s = bucket_layers * (lt.backward_s + lt.recompute_s + costs.tp_per_layer_s - costs.tp_forward_per_layer_s);
+  const double bucket_backward_s = bucket_layers * (lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s());
   return std::max(bucket_s + (buckets - 1) * std::max(0.0, bucket_s - bucket_backward_s), next_stage_s);
 }
 
@@ -553,7 +553,7 @@ double offloaded_param_fetch_exposed_s(const Cluster& c, const Training& t, cons
   const double fetch_s = moved_params_per_gpu(p, chunks, e) / v * off.params * offloaded_param_fetch_bytes(t, p) /
                          host_link_per_gpu_Bps(c);
   const double layers = layers_per_stage / v, tp_forward_s = layers * costs.tp_forward_per_layer_s;
-  const double tp_backward_s = layers * costs.tp_per_layer_s - tp_forward_s;
+  const double tp_backward_s = layers * costs.tp_backward_per_layer_s();
   const int flows = c.node.nvlink || p.tp <= 1                 ? 0
                     : c.pcie_group_leaves_switch(p.tp, 1) ? std::max(1, c.node.pcie.gpus_per_root)
                                                           : 1;
@@ -578,9 +578,9 @@ PlanLayerCommunication layer_communication(const Job& job) {
   PlanLayerCommunication out;
   for (LayerCommunication* layer : {&out.dense, &out.moe}) {
     layer->tp_forward_s = costs.tp_forward_per_layer_s;
-    layer->tp_backward_s = costs.tp_per_layer_s - costs.tp_forward_per_layer_s;
+    layer->tp_backward_s = costs.tp_backward_per_layer_s();
     layer->cp_forward_s = costs.cp_forward_per_layer_s;
-    layer->cp_backward_s = costs.cp_per_layer_s - costs.cp_forward_per_layer_s;
+    layer->cp_backward_s = costs.cp_backward_per_layer_s();
   }
   out.moe.tp_backward_s -= costs.moe_tp_less_s;
   out.moe.exchange_forward_s = costs.moe_exchange_forward_s;

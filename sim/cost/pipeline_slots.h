@@ -63,6 +63,9 @@ struct StageCosts {
   double bf16_forward_extra_s = 0;
   double moe_bf16_extra_s = 0;
   double moe_bf16_forward_extra_s = 0;
+  // The backward parts (recomputation's included) of a layer's TP collectives and CP ring.
+  double tp_backward_per_layer_s() const { return tp_per_layer_s - tp_forward_per_layer_s; }
+  double cp_backward_per_layer_s() const { return cp_per_layer_s - cp_forward_per_layer_s; }
 };
 
 struct StageSlot {
