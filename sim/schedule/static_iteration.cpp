@@ -707,12 +707,21 @@ class StaticIterationBuilder {
 
   // After the stage's backward: its gradients reduced over DP, the optimizer step, and ZeRO-1/2's
   // all-gather of the updated params.
+  // Stage `s`'s parameters on one GPU and the routed experts' among them, from its virtual
+  // stages' `params`.
+  std::pair<double, double> stage_totals(int s, const std::vector<double>& params) const {
+    double stage_params = 0, stage_experts = 0;
+    for (size_t ch = 0; ch < params.size(); ++ch) {
+      stage_params += params[ch];
+      stage_experts += virtual_stage_expert_params(s, static_cast<int>(ch));
+    }
+    return {stage_params, stage_experts};
+  }
+
   void build_data_parallel_and_optimizer(int s) {
     const Plan& p = job_.plan;
     const std::vector<double> params = virtual_stage_params(job_.model, p, s);
-    double stage_params = 0, stage_experts = 0;
-    for (double x : params) stage_params += x;
-    for (int ch = 0; ch < p.virtual_stages; ++ch) stage_experts += virtual_stage_expert_params(s, ch);
+    const auto [stage_params, stage_experts] = stage_totals(s, params);
     std::vector<TaskId> reduced = reduce_gradients(s, params);
     reduce_tied_embedding(s, reduced);
     const TaskId last = optimizer_step(s, stage_params, stage_experts, reduced);
@@ -864,17 +873,14 @@ class StaticIterationBuilder {
     const bool starts = l == 0 || (l >= first && (l - first) % per_bucket == 0);
     ParamGatherState& g = param_gathers_[{o.stage, o.virtual_stage}];
     if (starts) {
-      // The stage's dense gather bytes per dense parameter (fp8 params gather in one byte).
-      double stage_params = 0, stage_experts = 0;
-      for (size_t ch = 0; ch < stage_params_.size(); ++ch) {
-        stage_params += stage_params_[ch];
-        stage_experts += virtual_stage_expert_params(o.stage, static_cast<int>(ch));
+      if (g.bytes_per_dense_param <= 0) {  // the stage's dense gather bytes a parameter (fp8 params: one)
+        const auto [stage_params, stage_experts] = stage_totals(o.stage, stage_params_);
+        g.bytes_per_dense_param = zero_param_gather_bytes(job_.model, job_.training, p, o.stage, stage_params).dense_bytes /
+                                  std::max(1.0, stage_params - stage_experts);
       }
-      const double per_param = zero_param_gather_bytes(job_.model, job_.training, p, o.stage, stage_params).dense_bytes /
-                               std::max(1.0, stage_params - stage_experts);
       const double dense_per_layer = (stage_params_[static_cast<size_t>(o.virtual_stage)] -
                                       virtual_stage_expert_params(o.stage, o.virtual_stage)) / o.layers;
-      const double bytes = (l == 0 ? first : per_bucket) * dense_per_layer * per_param;
+      const double bytes = (l == 0 ? first : per_bucket) * dense_per_layer * g.bytes_per_dense_param;
       const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(o.stage)];
       g.gather = kNone;
       for (int t = 0; t < p.tp; ++t) {
@@ -948,6 +954,7 @@ class StaticIterationBuilder {
   struct ParamGatherState {
     TaskId gather = kNone;        // the lead's all-gather of the current bucket
     TaskId bucket_start = kNone;  // the current bucket's first forward layer
+    double bytes_per_dense_param = 0;  // the stage's gather bytes a dense parameter, once known
   };
   std::map<std::pair<int, int>, ParamGatherState> param_gathers_;  // per stage and virtual stage
   OptimizerOffloadCopies offload_copies_;
