@@ -49,6 +49,13 @@ Cluster ideal_node(int gpus) {
   return c;
 }
 
+// The bundled hwprofile hwprofiles/`name`.yaml, on `nodes` nodes (0: the profile's own).
+Cluster bundled_cluster(const std::string& name, int nodes = 0) {
+  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/" + name + ".yaml");
+  if (nodes > 0) c.nodes = nodes;
+  return c;
+}
+
 Job job(const Model& m, const Cluster& c, int64_t batch, Plan p) {
   Training t;
   t.global_batch = batch;
@@ -61,7 +68,7 @@ TEST(Simulate, TheTiersAgreeOnCollectivesOverAnXgmiMesh) {
   // topology); the analytic tier gives the group those links' bandwidth. The two must agree
   // to rounding (relative 1e-9) on an 8-GPU all-reduce of 1 GB (5.6504 ms), a 4-GPU one, an
   // all-to-all and a send between two GPUs.
-  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/amd-mi300x.yaml");
+  const Cluster c = bundled_cluster("amd-mi300x");
   const des::Topology topo(c);
   const double B = 1e9;
   auto des_time = [&](CollectiveKind kind, std::vector<int> gpus) {
@@ -88,7 +95,7 @@ TEST(Simulate, TheTiersAgreeOnCollectivesOverPcieSwitches) {
   // (Cluster::pcie_uplink_sharers). They agree to rounding: one ring over the node at the whole
   // link (the analytic tier halved it before, as for host copies: chunked ZeRO plans estimated
   // up to 44% slower than simulated), DP rings over TP 2 at half, all-to-alls by their uplink load.
-  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/v100-pcie-8x-240gb.yaml");
+  const Cluster c = bundled_cluster("v100-pcie-8x-240gb");
   const des::Topology topo(c);
   const double B = 1e9;
   struct Shape { int ranks, stride; };
@@ -142,8 +149,7 @@ TEST(Simulate, TheTiersAgreeOnCollectivesOverAnNvlinkDomainOfSeveralNodes) {
   // a DP pair across trays 14x slower than simulated). Two racks (36 trays): a group within a
   // domain, one member in each domain, and NCCL's rails across the two (the simulator's
   // hierarchical ring, as the gradient groups run) agree within 1%.
-  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/gb200-nvl72.yaml");
-  c.nodes = 36;
+  Cluster c = bundled_cluster("gb200-nvl72", 36);
   ASSERT_EQ(c.local_gpus(), 72);
   const des::Topology topo(c);
   const double B = 1e9;
@@ -174,8 +180,7 @@ TEST(Simulate, TheTiersAgreeOnAnAllToAllAcrossNodes) {
   // analytic tier one such latency per peer. Latency-bound (4 KB) and bandwidth-bound (1 GB)
   // buffers agree within 1%; the per-peer latency differed by the PCIe hops before (DeepSeek-V3
   // EP 256 on 32 nodes: 21.7 s of all-to-alls simulated, 17.9 s estimated).
-  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-h100.yaml");
-  c.nodes = 4;
+  Cluster c = bundled_cluster("dgx-h100", 4);
   const des::Topology topo(c);
   std::vector<int> gpus(32);
   for (int i = 0; i < 32; ++i) gpus[i] = i;
@@ -192,8 +197,7 @@ TEST(Simulate, TheTiersAgreeOnGradientReductionsAcrossNodes) {
   // within 1% (the event-driven tier ran the node's ring and the rails in series, 1.6x slower;
   // the analytic tier charged NVLink the whole ring where the channels send 7/8 of it).
   for (const char* hw : {"dgx-h100", "dgx-a100-80gb"}) {
-    Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/" + hw + ".yaml");
-    c.nodes = 4;
+    Cluster c = bundled_cluster(hw, 4);
     const des::Topology topo(c);
     std::vector<int> gpus(32);
     for (int i = 0; i < 32; ++i) gpus[i] = i;
@@ -458,7 +462,7 @@ TEST(Simulate, TheMlpRecomputeModuleRedoesTheMlpAndItsCollective) {
   // fc2) and that forward's TP collectives (an all-gather and a reduce-scatter with SP: half of
   // a pass's): 6 halves of traffic a layer where core_attn alone has 5 (forward 2, backward 2,
   // SP's re-gathered QKV and MLP-in inputs 1). The tiers agree.
-  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-h100.yaml");
+  const Cluster c = bundled_cluster("dgx-h100");
   Model m = testing::llama2_7b();
   m.layers = 4;
   Plan core;
@@ -577,11 +581,7 @@ TEST(Simulate, ZeroThreeGathersRunOverEveryMembersRailAsTheEstimateCountsThem) {
   // its per-layer gathers and reduce-scatters cross the nodes over 4 NIC rails (hierarchical,
   // as NCCL's channels spread over the members' NICs; the analytic tier's link_for_group). The
   // gathers once ran as a flat ring through one NIC per node: 2.6x the estimate's iteration.
-  const Cluster c = [] {
-    Cluster k = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
-    k.nodes = 4;
-    return k;
-  }();
+  const Cluster c = bundled_cluster("dgx-a100-80gb", 4);
   Plan plan;
   plan.framework = Framework::megatron_core;  // ZeRO-3: Megatron-core's FSDP (optim_grads_params)
   plan.tp = 2;
@@ -619,11 +619,7 @@ TEST(Simulate, ExpertGradientsReduceOverEveryMembersRailAsTheEstimateCountsThem)
   // 4 members per node, so its reduce-scatter crosses the nodes over 4 NIC rails, as the dense
   // gradients' do (link_for_group). It once ran as a flat ring through one NIC per node: Qwen3-
   // 30B-A3B TP4 DP4 ETP1 on 2 nodes simulated 19.2 s an iteration against 7.4 s estimated.
-  const Cluster c = [] {
-    Cluster k = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-h100.yaml");
-    k.nodes = 2;
-    return k;
-  }();
+  const Cluster c = bundled_cluster("dgx-h100", 2);
   Model m = testing::gpt(4, 1024, 16, 1024, 1000);
   m.moe = Moe{8, 2, 0, 4096, 0, 1, 0};
   Plan plan;
@@ -842,7 +838,7 @@ TEST(Simulate, TrainingMetricsRunAfterEachBackwardAtHbmSpeed) {
 // exactly, the links being otherwise idle. TP8 on a DGX A100, 2 layers, 2 micro-batches; the
 // tiers agree.
 TEST(Simulate, SequenceParallelBackwardMovesHalfAgainItsForwardsTraffic) {
-  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
+  const Cluster c = bundled_cluster("dgx-a100-80gb");
   Plan p;
   p.tp = 8;
   p.sequence_parallel = true;
@@ -928,7 +924,7 @@ TEST(Simulate, GradientReductionWaitsForTheFlushUnlessOverlapped) {
 // first stage under 1F1B): QKV's and MLP-in's (h each) and MLP-out's (f) per token, split over
 // TP by sequence parallelism (the projection keeps its 16-bit input under current scaling).
 TEST(Simulate, Bf16LayersRunTheirGemmsInBf16InBothTiers) {
-  const Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-h100.yaml");
+  const Cluster c = bundled_cluster("dgx-h100");
   const Model m = testing::gpt(8, 4096, 32, 2048, 50257);
   Plan p;
   p.framework = Framework::megatron_core;
@@ -1528,8 +1524,7 @@ TEST(Simulate, DeepSpeedZeroThreeAssemblesEachGatheredParamOnTheGatherStream) {
 // stage and divided by the layers, paying the latency once per pass -- 10x too fast at 65,536
 // GPUs, so the search ranked such plans first.
 TEST(Simulate, ZeroThreeGathersPayTheirLatencyPerLayerInBothTiers) {
-  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
-  c.nodes = 64;
+  Cluster c = bundled_cluster("dgx-a100-80gb", 64);
   Plan p;
   p.framework = Framework::megatron_core;  // ZeRO-3: Megatron-core's FSDP
   p.zero_stage = 3;
@@ -1551,8 +1546,7 @@ TEST(Simulate, ZeroThreeGathersPayTheirLatencyPerLayerInBothTiers) {
 // group's NVLink links are one class, and each rank's ring two (its PCIe legs, its network legs):
 // 17 classes, however many replicas.
 TEST(Simulate, TheReportSaysHowManyLinkClassesTheReplicasLinksRanAs) {
-  Cluster c = load_cluster(std::string(STARFISH_SOURCE_DIR) + "/hwprofiles/dgx-a100-80gb.yaml");
-  c.nodes = 16;
+  Cluster c = bundled_cluster("dgx-a100-80gb", 16);
   Plan p;
   p.tp = 8;
   const SimReport r = simulate(job(gpt(2, 1024, 16, 512), c, 16, p));
