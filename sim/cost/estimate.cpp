@@ -373,7 +373,8 @@ double overlapped_reduction_exposed_s(const Cluster& c, const Plan& p, const Lay
                                       double layers_per_stage, double comm_params, double grad_bytes, double stagger_s) {
   const int dp = p.dp_cp();
   const CollectiveKind kind = p.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-  auto ring = [&](double bytes) { return collective_time_s(kind, CollectiveAlgorithm::ring, dp, bytes, link_for_group(c, dp, p.tp)); };
+  const LinkParams link = link_for_group(c, dp, p.tp);
+  auto ring = [&](double bytes) { return collective_time_s(kind, CollectiveAlgorithm::ring, dp, bytes, link); };
   if (!p.overlap_grad_reduce) return ring(grad_bytes);
   const double v = p.virtual_stages, chunk_bytes = grad_bytes / v;
   const double layers = std::max(1.0, layers_per_stage / v), layer_bytes = chunk_bytes / layers;
@@ -402,14 +403,14 @@ double param_gather_under_forward_exposed_s(const Cluster& c, const Plan& p, con
   const double layer_params = comm_params / v / layers, layer_bytes = dense_gather_bytes / v / layers;
   const double per_bucket = std::min(layers, std::max(1.0, std::ceil(dp_bucket_params(p, 0, 0, dp) / layer_params)));
   const double buckets = std::ceil(layers / per_bucket), first = layers - (buckets - 1) * per_bucket;
+  const LinkParams link = link_for_group(c, dp, p.tp);
   auto gather_s = [&](double bucket_layers) {
-    return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes,
-                             link_for_group(c, dp, p.tp));
+    return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes, link);
   };
-  const double layer_forward_s = lt.forward_s + costs.tp_forward_per_layer_s;
+  const double layer_forward_s = lt.forward_s + costs.tp_forward_per_layer_s, full_bucket_s = gather_s(per_bucket);
   double exposed_s = gather_s(first);
   for (double b = 1; b < buckets; ++b)
-    exposed_s += std::max(0.0, gather_s(per_bucket) - ((b == 1 ? first : per_bucket) - 1) * layer_forward_s);
+    exposed_s += std::max(0.0, full_bucket_s - ((b == 1 ? first : per_bucket) - 1) * layer_forward_s);
   return exposed_s;
 }
 
