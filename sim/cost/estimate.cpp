@@ -414,13 +414,45 @@ double param_gather_under_forward_exposed_s(const Cluster& c, const Plan& p, con
   return exposed_s;
 }
 
+// The time a slot of `slow` spends in transfers over the links a data-parallel collective takes:
+// within a node (NVLink, or PCIe), those of TP and of whichever of the CP ring, the MoE token
+// exchange and the pipeline sends stay in the node; across nodes (the NICs), those of the CP ring,
+// the exchange and the sends that leave it (TP never does).
+double chain_transfers_on_links_s(const Cluster& c, const Plan& p, const StageSlot& slow, bool across_nodes) {
+  auto leaves_node = [&](int ranks, int stride) { return link_for_group(c, ranks, stride).inter_node; };
+  double shared_s = across_nodes ? 0 : slow.tp_comm_s;
+  if (p.cp > 1 && leaves_node(p.cp, p.tp) == across_nodes) shared_s += slow.cp_comm_s;
+  if (p.ep > 1 && leaves_node(p.ep, p.expert_tp()) == across_nodes) shared_s += slow.exchange_s;
+  if (p.pp > 1 && leaves_node(p.pp, p.tp * p.dp_cp()) == across_nodes) shared_s += slow.pp_comm_s;
+  return shared_s;
+}
+
+// ZeRO-2 with overlapped reduction (plan.overlap_grad_reduce): each backward op's gradients are
+// reduce-scattered once the op is done, the dense ones and then the routed experts' on the same
+// DP stream, while the stage goes on (the simulator's reduce_micro_batch); they queue there. In
+// every slot of the slowest stage (a micro-batch's forward and backward) one micro-batch's
+// reductions, `reduce_s`, meet the slot's compute and the transfers its chain makes over the
+// links the reductions cross (chain_transfers_on_dp_links_s): those they share, stretching them
+// (prefetch_exposed_s), and what the slot cannot hold waits in the queue and shows at the end. The
+// last op's reductions come after everything: they show whole.
+double overlapped_micro_batch_reductions_exposed_s(const Cluster& c, const Plan& p, const StageSlot& slow,
+                                                   double reduce_s, int64_t micro_batches) {
+  const LinkParams link = link_for_group(c, p.dp_cp(), p.tp);
+  const int flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(p.dp_cp(), p.tp) : 1;
+  const double shared_s = chain_transfers_on_links_s(c, p, slow, link.inter_node);
+  const double v = p.virtual_stages, ops = static_cast<double>(micro_batches) * v;
+  const double per_slot_s = prefetch_exposed_s(slow.slot_s() - shared_s, shared_s, reduce_s, flows);
+  return reduce_s / v + (ops - 1) / v * per_slot_s;
+}
+
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
 // collectives, in the same chain as their compute, are `costs`'.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
-                      const Estimate& e, double backward_copy_s, double stagger_s) {
+                      const Estimate& e, double backward_copy_s, const PipelineSlots& slots) {
   if (chunks) return chunked_dp_comm_time_s(c, t, p, *chunks, e);
+  const double stagger_s = slots.shortest_backward_s / p.virtual_stages;
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
   const double mb = static_cast<double>(e.micro_batches);
   const double comm_params = moved_params_per_gpu(p, chunks, e);
@@ -428,10 +460,18 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   const double grad_bytes = reduced.dense;
   // What ZeRO-1/2 all-gather after the step: the params in their dtype (fp8 params: 1 byte).
   const ParamGatherBytes gathered = zero_param_gather_bytes(m, t, p, e.peak_stage, comm_params);
-  double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
-  if (dp <= 1) return total;
   const LinkParams link = link_for_group(c, dp, p.tp);
   auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, bytes, link); };
+  if (p.zero_stage == 2 && p.overlap_grad_reduce) {
+    // One micro-batch's reductions, the experts' with their gather after the step.
+    const double expert_reduce_s = moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
+    const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) - expert_reduce_s;
+    const double reduce_s = (dp > 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes) : 0) + expert_reduce_s;
+    return overlapped_micro_batch_reductions_exposed_s(c, p, slots.slowest, reduce_s, e.micro_batches) + expert_gather_s +
+           (dp > 1 ? ring(CollectiveKind::all_gather, gathered.dense_bytes) : 0);
+  }
+  double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
+  if (dp <= 1) return total;
   // ZeRO-0 all-reduces once; ZeRO-1 reduce-scatters once and all-gathers the updated params
   // (Megatron's distributed optimizer). ZeRO-2 and -3 keep only their gradient partition, so
   // every micro-batch's gradients are reduce-scattered after its backward
@@ -629,8 +669,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const StageCosts& covering_costs = block ? kept : costs;
   const AccumulateCopies accumulated = accumulate_copies(m, c, t, p, chunks, e);
   const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s,
-                                    slots.shortest_backward_s / p.virtual_stages) +
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s, slots) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, stage_n, chunks, slots.shortest_backward_s / p.virtual_stages, e);
   const double fetched_s =

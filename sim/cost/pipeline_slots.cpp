@@ -53,6 +53,7 @@ struct LayerKinds {
 void add_layers(StageSlot& x, const StageCosts& c, const LayerKinds& n) {
   x.compute_s += n.layers * c.layer_s + n.moe * c.moe_extra_s + n.window * c.window_extra_s + n.bf16 * c.bf16_extra_s +
                  n.moe_bf16 * c.moe_bf16_extra_s;
+  x.exchange_s += n.moe * c.moe_exchange_s;
   x.tp_comm_s += n.layers * c.tp_per_layer_s;
   x.cp_comm_s += n.layers * c.cp_per_layer_s;
   x.forward_s += n.layers * (c.layer_forward_s + c.tp_forward_per_layer_s + c.cp_forward_per_layer_s) +

@@ -77,6 +77,7 @@ struct StageSlot {
   double cp_comm_s = 0;
   double pp_comm_s = 0;
   double forward_s = 0;      // the forward part of the slot (the rest is backward)
+  double exchange_s = 0;     // of compute_s, the MoE layers' token exchanges (all-to-alls)
   double slot_s() const { return compute_s + accumulate_s + tp_comm_s + cp_comm_s + pp_comm_s; }
 };
 
