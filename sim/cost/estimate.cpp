@@ -365,65 +365,71 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
 // backward is done, the later ones' under the backward ops still to come; the first stage's
 // first virtual stage (1/v of the stage) ends the backward, and of its reduction what shows is
 // what the backward still to run does not hide: in one piece, all of it; in Megatron-core's
-// buckets (dp_bucket_params), launched as the last micro-batch's backward produces them, a
-// queue on the DP stream (n buckets of d each, ready a bucket's backward t_b apart: d + (n - 1)
-// max(0, d - t_b)). The next stage's first virtual stage, reduced in one piece, ends
+// buckets (`buckets`: dp_bucket_layout), launched as the last micro-batch's backward produces
+// them, a queue on the DP stream (the full buckets ready a bucket's backward apart, the
+// remainder at the end). The next stage's first virtual stage, reduced in one piece, ends
 // `stagger_s` (one backward op) before: what it outlasts that shows if more.
 double overlapped_reduction_exposed_s(const Cluster& c, const Plan& p, const LayerTime& lt, const StageCosts& costs,
-                                      double layers_per_stage, double comm_params, double grad_bytes, double stagger_s) {
+                                      double layers_per_stage, const DpBucketLayout& buckets, double grad_bytes,
+                                      double stagger_s) {
   const int dp = p.dp_cp();
   const CollectiveKind kind = p.zero_stage == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
   const LinkParams link = link_for_group(c, dp, p.tp);
   auto ring = [&](double bytes) { return collective_time_s(kind, CollectiveAlgorithm::ring, dp, bytes, link); };
   if (!p.overlap_grad_reduce) return ring(grad_bytes);
   const double v = p.virtual_stages, chunk_bytes = grad_bytes / v;
-  const double layers = std::max(1.0, layers_per_stage / v), layer_bytes = chunk_bytes / layers;
+  const double layer_bytes = chunk_bytes / std::max(1.0, layers_per_stage / v);
   const double one_piece_s = ring(chunk_bytes);
   const double next_stage_s = p.pp > 1 ? std::max(0.0, one_piece_s - stagger_s) : 0;
-  const double bucket_params = dp_bucket_params(p, 0, 0, dp);
-  if (bucket_params <= 0) return std::max(one_piece_s, next_stage_s);
-  const double bucket_layers = std::min(layers, std::ceil(bucket_params / (comm_params / v / layers)));
-  const double buckets = std::ceil(layers / bucket_layers);
-  const double bucket_s = ring(bucket_layers * layer_bytes);
-  const double bucket_backward_s = bucket_layers * (lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s());
-  return std::max(bucket_s + (buckets - 1) * std::max(0.0, bucket_s - bucket_backward_s), next_stage_s);
+  if (buckets.buckets <= 1) return std::max(one_piece_s, next_stage_s);
+  const double layer_backward_s = lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s();
+  const double full_bucket_s = ring(buckets.per_bucket * layer_bytes);
+  double free_s = 0;  // when the DP stream is done with the buckets launched so far
+  for (int k = 1; k < buckets.buckets; ++k) free_s = std::max(free_s, k * buckets.per_bucket * layer_backward_s) + full_bucket_s;
+  const double end_s = ((buckets.buckets - 1) * buckets.per_bucket + buckets.remainder) * layer_backward_s;
+  return std::max(std::max(free_s, end_s) + ring(buckets.remainder * layer_bytes) - end_s, next_stage_s);
 }
 
 // Megatron-core's --overlap-param-gather (param_gather_overlaps_forward): the first stage's
 // first virtual stage takes its updated params under the first micro-batch's forward, in the
-// reduction's buckets (dp_bucket_params) in forward order, the remainder first; each bucket's
+// reduction's buckets (`buckets`) in forward order, the remainder first; each bucket's
 // all-gather is dispatched once the bucket before it has run its first layer, as the simulator
 // has it (gather_params_under_forward), so what shows is the first bucket's and what each later
 // one outlasts the rest of its predecessor's forward. The other virtual stages and stages take
 // theirs while the pipeline fills.
 double param_gather_under_forward_exposed_s(const Cluster& c, const Plan& p, const LayerTime& lt, const StageCosts& costs,
-                                            double layers_per_stage, double comm_params, double dense_gather_bytes) {
+                                            double layers_per_stage, const DpBucketLayout& buckets,
+                                            double dense_gather_bytes) {
   const int dp = p.dp_cp();
-  const double v = p.virtual_stages, layers = std::max(1.0, std::round(layers_per_stage / v));
-  const double layer_params = comm_params / v / layers, layer_bytes = dense_gather_bytes / v / layers;
-  const double per_bucket = std::min(layers, std::max(1.0, std::ceil(dp_bucket_params(p, 0, 0, dp) / layer_params)));
-  const double buckets = std::ceil(layers / per_bucket), first = layers - (buckets - 1) * per_bucket;
+  const double v = p.virtual_stages, layer_bytes = dense_gather_bytes / v / std::max(1.0, layers_per_stage / v);
   const LinkParams link = link_for_group(c, dp, p.tp);
-  auto gather_s = [&](double bucket_layers) {
+  auto gather_s = [&](int bucket_layers) {
     return collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes, link);
   };
-  const double layer_forward_s = lt.forward_s + costs.tp_forward_per_layer_s, full_bucket_s = gather_s(per_bucket);
-  double exposed_s = gather_s(first);
-  for (double b = 1; b < buckets; ++b)
-    exposed_s += std::max(0.0, full_bucket_s - ((b == 1 ? first : per_bucket) - 1) * layer_forward_s);
+  const double layer_forward_s = lt.forward_s + costs.tp_forward_per_layer_s, full_bucket_s = gather_s(buckets.per_bucket);
+  double exposed_s = gather_s(buckets.remainder);
+  for (int b = 1; b < buckets.buckets; ++b)
+    exposed_s += std::max(0.0, full_bucket_s - ((b == 1 ? buckets.remainder : buckets.per_bucket) - 1) * layer_forward_s);
   return exposed_s;
 }
 
-// The time a slot of `slow` spends in transfers over the links a data-parallel collective takes:
-// within a node (NVLink, or PCIe), those of TP and of whichever of the CP ring, the MoE token
-// exchange and the pipeline sends stay in the node; across nodes (the NICs), those of the CP ring,
-// the exchange and the sends that leave it (TP never does).
-double chain_transfers_on_links_s(const Cluster& c, const Plan& p, const StageSlot& slow, bool across_nodes) {
-  auto leaves_node = [&](int ranks, int stride) { return link_for_group(c, ranks, stride).inter_node; };
-  double shared_s = across_nodes ? 0 : slow.tp_comm_s;
-  if (p.cp > 1 && leaves_node(p.cp, p.tp) == across_nodes) shared_s += slow.cp_comm_s;
-  if (p.ep > 1 && leaves_node(p.ep, p.expert_tp()) == across_nodes) shared_s += slow.exchange_s;
-  if (p.pp > 1 && leaves_node(p.pp, p.tp * p.dp_cp()) == across_nodes) shared_s += slow.pp_comm_s;
+// The time a slot of `slow` spends in transfers over the links a data-parallel collective takes
+// (a group of DP x CP ranks TP apart, link_for_group): where several of its members share a node,
+// their ring steps cross the node's links (NVLink, or PCIe), which carry TP's collectives and
+// whichever of the CP ring, the MoE token exchange and the pipeline sends stay in the node; where
+// the group spans nodes, the NICs, which carry those of the three that leave it (TP never does).
+double chain_transfers_on_dp_links_s(const Cluster& c, const Plan& p, const StageSlot& slow) {
+  const int per_node = std::clamp(c.local_gpus() / std::max(1, p.tp), 1, p.dp_cp());
+  const bool in_node = per_node > 1, across_nodes = link_for_group(c, p.dp_cp(), p.tp).inter_node;
+  double shared_s = in_node ? slow.tp_comm_s : 0;
+  auto add = [&](bool used, int ranks, int stride, double s) {
+    if (!used) return;
+    const bool leaves = link_for_group(c, ranks, stride).inter_node;
+    if ((leaves && across_nodes) || (!leaves && in_node)) shared_s += s;
+  };
+  add(p.cp > 1, p.cp, p.tp, slow.cp_comm_s);
+  add(p.ep > 1, p.ep, p.expert_tp(), slow.exchange_s);
+  add(p.pp > 1, p.pp, p.tp * p.dp_cp(), slow.pp_comm_s);
   return shared_s;
 }
 
@@ -433,15 +439,15 @@ double chain_transfers_on_links_s(const Cluster& c, const Plan& p, const StageSl
 // every slot of the slowest stage (a micro-batch's forward and backward) one micro-batch's
 // reductions, `reduce_s`, meet the slot's compute and the transfers its chain makes over the
 // links the reductions cross (chain_transfers_on_dp_links_s): those they share, stretching them
-// (prefetch_exposed_s), and what the slot cannot hold waits in the queue and shows at the end. The
-// last op's reductions come after everything: they show whole.
+// (prefetch_exposed_s), and what the slot cannot hold waits in the queue and shows at the end,
+// with `link_extra_s` more of other transfers over the same link a micro-batch. The last op's
+// reductions come after everything: they show whole.
 double overlapped_micro_batch_reductions_exposed_s(const Cluster& c, const Plan& p, const StageSlot& slow,
-                                                   double reduce_s, int64_t micro_batches) {
-  const LinkParams link = link_for_group(c, p.dp_cp(), p.tp);
+                                                   double reduce_s, double link_extra_s, int64_t micro_batches) {
   const int flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(p.dp_cp(), p.tp) : 1;
-  const double shared_s = chain_transfers_on_links_s(c, p, slow, link.inter_node);
+  const double shared_s = chain_transfers_on_dp_links_s(c, p, slow);
   const double v = p.virtual_stages, ops = static_cast<double>(micro_batches) * v;
-  const double per_slot_s = prefetch_exposed_s(slow.slot_s() - shared_s, shared_s, reduce_s, flows);
+  const double per_slot_s = prefetch_exposed_s(slow.slot_s() - shared_s, shared_s, reduce_s + link_extra_s, flows);
   return reduce_s / v + (ops - 1) / v * per_slot_s;
 }
 
@@ -450,7 +456,8 @@ double overlapped_micro_batch_reductions_exposed_s(const Cluster& c, const Plan&
 // collectives, in the same chain as their compute, are `costs`'.
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
-                      const Estimate& e, double backward_copy_s, const PipelineSlots& slots) {
+                      const Estimate& e, const AccumulateCopies& copies, const PipelineSlots& slots) {
+  const double backward_copy_s = copies.in_chain ? copies.out_per_op_s : 0;
   if (chunks) return chunked_dp_comm_time_s(c, t, p, *chunks, e);
   const double stagger_s = slots.shortest_backward_s / p.virtual_stages;
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
@@ -467,7 +474,14 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     const double expert_reduce_s = moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
     const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) - expert_reduce_s;
     const double reduce_s = (dp > 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes) : 0) + expert_reduce_s;
-    return overlapped_micro_batch_reductions_exposed_s(c, p, slots.slowest, reduce_s, e.micro_batches) + expert_gather_s +
+    // Where the reductions cross the GPU's PCIe link (to the NICs behind its switch; or no
+    // NVLink), the gradients' copies to and from the host that follow each one share it: in its
+    // busier direction a micro-batch's reductions and copies take their times added (the
+    // profiles' NICs run at about their PCIe link's rate). The last copies show in offload, and
+    // all of them where they are charged whole there.
+    const bool over_pcie = (!c.node.nvlink || link.inter_node) && !copies.shows_whole;
+    const double copies_s = over_pcie ? p.virtual_stages * std::max(copies.out_per_op_s, copies.in_per_op_s) : 0;
+    return overlapped_micro_batch_reductions_exposed_s(c, p, slots.slowest, reduce_s, copies_s, e.micro_batches) + expert_gather_s +
            (dp > 1 ? ring(CollectiveKind::all_gather, gathered.dense_bytes) : 0);
   }
   double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
@@ -477,12 +491,17 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   // every micro-batch's gradients are reduce-scattered after its backward
   // (deepspeedai/DeepSpeed#2252); ZeRO-2 all-gathers the updated params once, ZeRO-3 gathers
   // them where they are used.
-  double dp_time = p.zero_stage <= 1 ? overlapped_reduction_exposed_s(c, p, lt, costs, layers_per_stage, comm_params,
-                                                                     grad_bytes, stagger_s)
+  // Megatron-core's buckets cut the first stage's first virtual stage (dp_bucket_layout), its dense
+  // params spread over its layers as the slowest stage's are.
+  const double v = p.virtual_stages, chunk_layers = std::max(1.0, layers_per_stage / v);
+  const int bucketed_layers = virtual_stage_layer_range(m.layers, p.pp, p.virtual_stages, p.stage_layers, 0, 0).count;
+  const DpBucketLayout buckets =
+      dp_bucket_layout(p, 0, 0, dp, bucketed_layers, (comm_params - stage_expert_params(m, p, e.peak_stage)) / v / chunk_layers);
+  double dp_time = p.zero_stage <= 1 ? overlapped_reduction_exposed_s(c, p, lt, costs, layers_per_stage, buckets, grad_bytes, stagger_s)
                                       : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
   if (p.zero_stage == 1 || p.zero_stage == 2)
     dp_time += param_gather_overlaps_forward(p, dp)
-                   ? param_gather_under_forward_exposed_s(c, p, lt, costs, layers_per_stage, comm_params, gathered.dense_bytes)
+                   ? param_gather_under_forward_exposed_s(c, p, lt, costs, layers_per_stage, buckets, gathered.dense_bytes)
                    : ring(CollectiveKind::all_gather, gathered.dense_bytes);
   if (p.zero_stage == 3)
     dp_time = zero3_gathers_exposed_s(c, t, p, lt, costs, layers_per_stage, comm_params, grad_bytes, e, backward_copy_s);
@@ -669,7 +688,7 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const StageCosts& covering_costs = block ? kept : costs;
   const AccumulateCopies accumulated = accumulate_copies(m, c, t, p, chunks, e);
   const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s, slots) +
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, accumulated, slots) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, stage_n, chunks, slots.shortest_backward_s / p.virtual_stages, e);
   const double fetched_s =

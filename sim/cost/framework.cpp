@@ -153,6 +153,18 @@ double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp) 
   return std::max(40e6, 1e6 * dp);
 }
 
+DpBucketLayout dp_bucket_layout(const Plan& plan, int stage, int virtual_stage, int dp, int layers, double layer_params) {
+  DpBucketLayout b;
+  b.per_bucket = b.remainder = std::max(1, layers);
+  const double bucket = dp_bucket_params(plan, stage, virtual_stage, dp);
+  if (bucket <= 0 || layer_params <= 0 || layers <= 1) return b;
+  // Clamped before the cast: a tiny layer against a 40M bucket is never more layers than there are.
+  b.per_bucket = static_cast<int>(std::clamp(std::ceil(bucket / layer_params), 1.0, static_cast<double>(layers)));
+  b.buckets = (layers + b.per_bucket - 1) / b.per_bucket;
+  b.remainder = layers - (b.buckets - 1) * b.per_bucket;
+  return b;
+}
+
 bool param_gather_overlaps_forward(const Plan& plan, int dp) {
   return running_framework(plan) == Framework::megatron_core && plan.overlap_grad_reduce && plan.zero_stage == 1 && dp > 1;
 }

@@ -138,6 +138,16 @@ bool pipeline_sends_block(const Plan& plan);
 // micro-batch's backward.
 double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp);
 
+// How those buckets cut virtual stage `virtual_stage` of `stage`, `layers` layers of
+// `layer_params` parameters each: in backward order, `buckets` - 1 of `per_bucket` layers (the
+// fewest whose params reach dp_bucket_params), and last the `remainder` (1..per_bucket layers:
+// the first in forward order, where the param gather starts). Not bucketed: one bucket of every
+// layer. The one layout both tiers' reductions and param gathers take.
+struct DpBucketLayout {
+  int per_bucket = 1, buckets = 1, remainder = 1;
+};
+DpBucketLayout dp_bucket_layout(const Plan& plan, int stage, int virtual_stage, int dp, int layers, double layer_params);
+
 // Whether the distributed optimizer's all-gather of the updated params runs under the next
 // iteration's forward: Megatron-core's --overlap-param-gather, which Starfish's exports pass with
 // --overlap-grad-reduce under ZeRO-1 (plan.overlap_grad_reduce). The optimizer's step dispatches

@@ -786,21 +786,17 @@ class StaticIterationBuilder {
   // produces them, layer by layer (`dense` spread evenly over the layers), the last bucket
   // after `after`.
   std::vector<std::pair<double, TaskId>> reduction_buckets(int s, int ch, double dense, TaskId after) const {
-    const double bucket = dp_bucket_params(job_.plan, s, ch, job_.dp_cp());
     const auto it = grads_ready_.find({s, ch});
-    if (bucket <= 0 || it == grads_ready_.end() || it->second.empty()) return {{dense, after}};
-    const std::vector<TaskId>& layers = it->second;
-    const double layer_params = dense / static_cast<double>(layers.size());
+    if (dp_bucket_params(job_.plan, s, ch, job_.dp_cp()) <= 0 || it == grads_ready_.end() || it->second.empty())
+      return {{dense, after}};
+    const std::vector<TaskId>& ready = it->second;  // each layer's backward, in backward order
+    const int layers = static_cast<int>(ready.size());
+    const double layer_params = dense / layers;
+    const DpBucketLayout b = dp_bucket_layout(job_.plan, s, ch, job_.dp_cp(), layers, layer_params);
     std::vector<std::pair<double, TaskId>> buckets;
-    double filled = 0;
-    for (size_t l = 0; l + 1 < layers.size(); ++l) {
-      filled += layer_params;
-      if (filled >= bucket) {
-        buckets.emplace_back(filled, layers[l]);
-        filled = 0;
-      }
-    }
-    buckets.emplace_back(filled + layer_params, after);
+    for (int k = 1; k < b.buckets; ++k)
+      buckets.emplace_back(b.per_bucket * layer_params, ready[static_cast<size_t>(k * b.per_bucket - 1)]);
+    buckets.emplace_back(b.remainder * layer_params, after);
     return buckets;
   }
 
@@ -873,12 +869,11 @@ class StaticIterationBuilder {
     const Plan& p = job_.plan;
     const int dp = job_.dp_cp();
     if (!param_gather_overlaps_forward(p, dp)) return;
-    const double bucket = dp_bucket_params(p, o.stage, o.virtual_stage, dp);
-    const int per_bucket =
-        bucket > 0 && o.layer_params > 0
-            ? static_cast<int>(std::clamp(std::ceil(bucket / o.layer_params), 1.0, static_cast<double>(std::max(1, o.layers))))
-            : o.layers;
-    const int buckets = (o.layers + per_bucket - 1) / per_bucket, first = o.layers - (buckets - 1) * per_bucket;
+    // The reduction's buckets (reduction_buckets): dense params spread evenly over the layers.
+    const double dense_per_layer = (stage_params_[static_cast<size_t>(o.virtual_stage)] -
+                                    virtual_stage_expert_params(o.stage, o.virtual_stage)) / o.layers;
+    const DpBucketLayout b = dp_bucket_layout(p, o.stage, o.virtual_stage, dp, o.layers, dense_per_layer);
+    const int per_bucket = b.per_bucket, first = b.remainder;
     const bool starts = l == 0 || (l >= first && (l - first) % per_bucket == 0);
     ParamGatherState& g = param_gathers_[{o.stage, o.virtual_stage}];
     if (starts) {
@@ -887,8 +882,6 @@ class StaticIterationBuilder {
         g.bytes_per_dense_param = zero_param_gather_bytes(job_.model, job_.training, p, o.stage, stage_params).dense_bytes /
                                   std::max(1.0, stage_params - stage_experts);
       }
-      const double dense_per_layer = (stage_params_[static_cast<size_t>(o.virtual_stage)] -
-                                      virtual_stage_expert_params(o.stage, o.virtual_stage)) / o.layers;
       const double bytes = (l == 0 ? first : per_bucket) * dense_per_layer * g.bytes_per_dense_param;
       const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(o.stage)];
       g.gather = kNone;

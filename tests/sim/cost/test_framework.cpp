@@ -775,5 +775,41 @@ TEST(Framework, SequenceParallelBackwardGathersColumnParallelInputsAgain) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, to) - layer_activation_bytes(m, 1, mo), 2 * 2.0 * 1024 * 2048 * 7 / 8);
 }
 
+// Megatron-core's buckets (dp_bucket_params: max(40M, 1M x DP) params) cut a virtual stage in
+// backward order into buckets of the fewest layers that reach the size, the remainder last (the
+// first in forward order); both tiers' reductions and param gathers take this one layout.
+TEST(Framework, GradientBucketsCutTheFirstVirtualStageFromItsLastLayer) {
+  Plan p = plan_of(Framework::megatron_core);
+  p.overlap_grad_reduce = true;
+  p.zero_stage = 1;
+  // 10 layers of 12M params: 4 layers (48M) reach 40M; 4 + 4 + the remaining 2.
+  DpBucketLayout b = dp_bucket_layout(p, 0, 0, 8, 10, 12e6);
+  EXPECT_EQ(b.per_bucket, 4);
+  EXPECT_EQ(b.buckets, 3);
+  EXPECT_EQ(b.remainder, 2);
+  // At DP 64 a bucket is 64M params: 6 layers (72M), then the remaining 4.
+  b = dp_bucket_layout(p, 0, 0, 64, 10, 12e6);
+  EXPECT_EQ(b.per_bucket, 6);
+  EXPECT_EQ(b.buckets, 2);
+  EXPECT_EQ(b.remainder, 4);
+  // Exactly divided: the last bucket is a full one.
+  b = dp_bucket_layout(p, 0, 0, 8, 8, 10e6);
+  EXPECT_EQ(b.per_bucket, 4);
+  EXPECT_EQ(b.buckets, 2);
+  EXPECT_EQ(b.remainder, 4);
+  // A layer larger than a bucket is a bucket; tiny layers never make a bucket of more layers
+  // than the stage has (the ceiling is clamped before its cast).
+  EXPECT_EQ(dp_bucket_layout(p, 0, 0, 8, 3, 1e9).buckets, 3);
+  b = dp_bucket_layout(p, 0, 0, 8, 3, 1e-300);
+  EXPECT_EQ(b.buckets, 1);
+  EXPECT_EQ(b.remainder, 3);
+  // Not bucketed (a later stage or chunk, or without overlap): one bucket of every layer.
+  b = dp_bucket_layout(p, 1, 0, 8, 10, 12e6);
+  EXPECT_EQ(b.buckets, 1);
+  EXPECT_EQ(b.remainder, 10);
+  p.overlap_grad_reduce = false;
+  EXPECT_EQ(dp_bucket_layout(p, 0, 0, 8, 10, 12e6).buckets, 1);
+}
+
 }  // namespace
 }  // namespace starfish
