@@ -178,12 +178,12 @@ class StaticIterationBuilder {
     std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
     for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t)
       dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / node_gpus, lead + t));
-    // Expert ranks past the TP group's (EP x ETP > TP) reduce their experts over their own
-    // expert-data-parallel groups on a stream of their GPU's own: NCCL runs each process group's
-    // collectives on its own stream, so they never wait behind, nor hold up, the token exchanges
-    // and TP collectives of the stage's chain on that GPU.
+    // Every expert rank reduces its experts over its expert-data-parallel group on a stream of
+    // its GPU's own: NCCL runs each process group's collectives on its own stream, so they run
+    // beside the GPU's dense reductions (sharing its links), and never wait behind, nor hold
+    // up, the token exchanges and TP collectives of the stage's chain.
     std::vector<des::ResourceId>& expert_streams = expert_dp_streams_.emplace_back();
-    for (int r = p.tp; r < p.ep * p.expert_tp() && expert_data_parallel(p) > 1 && job_.dp_cp() > 1; ++r)
+    for (int r = 0; r < p.ep * p.expert_tp() && expert_data_parallel(p) > 1; ++r)
       expert_streams.push_back(eng_.add_stream("expert dp s" + std::to_string(s) + " r" + std::to_string(r), (lead + r) / node_gpus, lead + r));
     fetch_params_ = p.offload.params != Tier::gpu && !gather_layers_;
     // Over PCIe every TP rank's gathers are simulated: their DP groups share the switches'
@@ -478,10 +478,7 @@ class StaticIterationBuilder {
     for (int r = 0; r < p.ep * p.expert_tp(); ++r) {
       des::CollectiveOptions o;
       o.algo = gradient_group_algo(expert_data_parallel(p), p.ep * p.expert_tp());
-      const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
-      const std::vector<des::ResourceId>& beyond_tp = expert_dp_streams_[static_cast<size_t>(s)];
-      if (!streams.empty() && r < p.tp) o.stream = streams[static_cast<size_t>(r)];
-      if (r >= p.tp && r - p.tp < static_cast<int>(beyond_tp.size())) o.stream = beyond_tp[static_cast<size_t>(r - p.tp)];
+      o.stream = expert_dp_streams_[static_cast<size_t>(s)][static_cast<size_t>(r)];
       const TaskId x = eng_.collective(kind, edp_group(r, s), params * grad_reduce_bytes_,
                                        label(out_.dp, "{} s{} c{} mb{} e{}", what, s, ch, mb, r), o);
       if (after != kNone) eng_.depends(x, after);
@@ -961,7 +958,7 @@ class StaticIterationBuilder {
   std::map<std::pair<int, int>, ParamGatherState> param_gathers_;  // per stage and virtual stage
   OptimizerOffloadCopies offload_copies_;
   std::vector<std::vector<des::ResourceId>> dp_streams_;  // per stage, per TP rank
-  std::vector<std::vector<des::ResourceId>> expert_dp_streams_;  // per stage, per expert rank r >= TP
+  std::vector<std::vector<des::ResourceId>> expert_dp_streams_;  // per stage, per expert rank
   std::vector<des::GroupId> dp_groups_;                   // per stage and TP rank, kNone until made
   std::vector<double> stage_cpu_bytes_, stage_nvme_bytes_;
   std::vector<des::ResourceId> cpu_adam_;

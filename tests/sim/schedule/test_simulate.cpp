@@ -589,7 +589,9 @@ TEST(Simulate, ZeroTwoReducesEachMicroBatchsExpertGradientsInTheChainAndItsBubbl
   ASSERT_EQ(j.plan.dp, 4);
   const Estimate e = estimate(j);
   const SimReport r = simulate(j);
-  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.02) << r.iteration_s << " vs " << e.time.iteration_s;
+  // (The simulator runs the dense and expert groups' reductions side by side on their own
+  // streams, as NCCL runs two process groups; the estimate adds their times: 2.5% apart.)
+  EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
   // The slowest stage's per-micro-batch reduce-scatters: its dense params over DP 4 and its
   // expert params over expert-DP 2, in the gradient buffer's dtype, one after the other on the
   // GPU's NVLink.
@@ -676,13 +678,14 @@ TEST(Simulate, OverlappedReductionsShareThePcieLinkWithTheHostCopies) {
   EXPECT_NEAR(simulate(j).iteration_s / estimate(j).time.iteration_s, 1.0, 0.02);
 }
 
-// Expert ranks past the TP group's (EP x ETP > TP) reduce their experts over their own
-// expert-data-parallel groups, one collective after another as NCCL runs a process group's. The
-// simulator ran them on the GPU's shared collective stream, which opens another stream whenever
-// it is busy: overlapped, ZeRO-2's per-micro-batch expert reductions piled up side by side, each
-// taking a share of the links the chain's transfers need (Mixtral 8x7B TP4 PP2 DP4 EP8 on 4 DGX
-// H100: six at once over a NIC, 13.0 s simulated against 7.7 s estimated; now 8.2 s).
-TEST(Simulate, ExpertReductionsPastTheTpGroupRunOneAtATime) {
+// Each expert rank reduces its experts over its own expert-data-parallel group, one collective
+// after another as NCCL runs a process group's, on a stream of its own beside the GPU's dense
+// reductions. The simulator ran those of expert ranks past the TP group (EP x ETP > TP) on the
+// GPU's shared collective stream, which opens another stream whenever it is busy: overlapped,
+// ZeRO-2's per-micro-batch expert reductions piled up side by side, each taking a share of the
+// links the chain's transfers need (Mixtral 8x7B TP4 PP2 DP4 EP8 on 4 DGX H100: six at once over
+// a NIC, 13.0 s simulated against 7.7 s estimated; now 7.8 s).
+TEST(Simulate, ExpertReductionsRunOneAtATimeOnTheirOwnStreams) {
   Model m = gpt(4, 1024, 16, 256);
   m.moe = Moe{8, 2, 0, 8192, 0, 1, 0};  // large experts, few tokens: reductions outlast the slots
   Cluster c = ideal_node(8);
@@ -710,7 +713,7 @@ TEST(Simulate, ExpertReductionsPastTheTpGroupRunOneAtATime) {
     for (size_t i = 1; i < runs.size(); ++i) EXPECT_GE(runs[i].first, runs[i - 1].second - 1e-12) << rank << " mb " << i;
   }
   // The estimate queues each micro-batch's dense and expert reductions one after the other; the
-  // simulator runs ranks 2 and 3's expert reductions beside the dense ones they take part in.
+  // simulator runs them side by side, sharing the GPUs' links.
   EXPECT_NEAR(r.iteration_s / estimate(j).time.iteration_s, 1.0, 0.10);
 }
 
