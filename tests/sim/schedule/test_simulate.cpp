@@ -642,17 +642,24 @@ TEST(Simulate, OverlappedZeroTwoReductionsQueueUnderTheNextMicroBatches) {
 // cross the node's NVLink, whose ports the chain's TP collectives use, as well as the NICs. The
 // estimate once counted only the NICs for a group that leaves the node, saying nothing on them
 // shared (Mixtral 8x7B TP4 DP8 ZeRO-2 on 4 DGX H100: 18.4% under the simulated iteration).
-TEST(Simulate, HierarchicalReductionsShareTheNodesLinksWithTensorParallelism) {
+// Megatron-core over TP `tp` with sequence parallelism, experts unsplit (ETP 1), ZeRO-2 with its
+// reductions overlapped.
+Plan core_zero2_overlapped(int tp) {
   Plan plan;
   plan.framework = Framework::megatron_core;
-  plan.tp = 4;
+  plan.tp = tp;
   plan.sequence_parallel = true;
   plan.etp = 1;
-  plan.micro_batch = 8;
   plan.zero_stage = 2;
+  plan.overlap_grad_reduce = true;
+  return plan;
+}
+
+TEST(Simulate, HierarchicalReductionsShareTheNodesLinksWithTensorParallelism) {
+  Plan plan = core_zero2_overlapped(4);
+  plan.micro_batch = 8;
   plan.recompute = Recompute::full;
   plan.fp8 = Fp8::hybrid;
-  plan.overlap_grad_reduce = true;
   const Model m = load_model(std::string(STARFISH_SOURCE_DIR) + "/configs/models/mixtral-8x7b.yaml");
   const Job j = job(m, bundled_cluster("dgx-h100", 4), 256, plan);
   ASSERT_EQ(j.plan.dp, 8);
@@ -690,14 +697,8 @@ TEST(Simulate, ExpertReductionsRunOneAtATimeOnTheirOwnStreams) {
   m.moe = Moe{8, 2, 0, 8192, 0, 1, 0};  // large experts, few tokens: reductions outlast the slots
   Cluster c = ideal_node(8);
   c.node.nvlink = NvlinkSpec{10e9, 0, NvlinkTopology::switched};
-  Plan plan;
-  plan.framework = Framework::megatron_core;
-  plan.tp = 2;
-  plan.sequence_parallel = true;
+  Plan plan = core_zero2_overlapped(2);
   plan.ep = 4;
-  plan.etp = 1;
-  plan.zero_stage = 2;
-  plan.overlap_grad_reduce = true;
   const Job j = job(m, c, 64, plan);
   ASSERT_EQ(j.plan.dp, 4);
   SimOptions o;
