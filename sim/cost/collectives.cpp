@@ -99,6 +99,15 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   return link;
 }
 
+double node_links_share(const Cluster& c, int ranks, int stride) {
+  const int members_per_node = std::clamp(c.local_gpus() / std::max(1, stride), 1, ranks);
+  if (members_per_node >= ranks) return 1;
+  if (members_per_node <= 1) return 0;
+  const double L = members_per_node;
+  const double intra_Bps = c.intra_node_group_bandwidth_Bps(members_per_node, stride) * L / (L - 1);
+  return std::min(1.0, link_for_group(c, ranks, stride).bandwidth_Bps / intra_Bps);
+}
+
 LinkParams link_for_send(const Cluster& c, int ranks, int stride) {
   LinkParams link = link_for_group(c, ranks, stride);
   // Every GPU of a stage (`stride` of them) sends to its peer at once: over PCIe, those behind

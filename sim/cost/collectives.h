@@ -31,6 +31,13 @@ double collective_bytes_sent_per_rank(CollectiveKind kind, int ranks, double byt
 // that drive parallel rings (NCCL channels), and by the links among those members.
 LinkParams link_for_group(const Cluster& cluster, int ranks, int stride);
 
+// The share of each member's links inside its node (NVLink, or PCIe) that a ring over such a
+// group keeps busy while it runs: 1 for a group inside one node; for a group across nodes with
+// several members a node (hierarchical: (L - 1) / L of the ring's bytes cross those links at
+// the pace the NICs set), the rate it moves at over the rate those links could take; 0 with one
+// member a node (every byte goes to the NIC). What the chain's TP collectives give up to it.
+double node_links_share(const Cluster& cluster, int ranks, int stride);
+
 // The link a send from one member of such a group to another uses (pipeline stages, the context-
 // parallel ring): link_for_group's, but inside a node the one pair's share (a mesh's one link).
 LinkParams link_for_send(const Cluster& cluster, int ranks, int stride);

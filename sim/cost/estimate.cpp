@@ -413,19 +413,16 @@ double param_gather_under_forward_exposed_s(const Cluster& c, const Plan& p, con
   return exposed_s;
 }
 
-// The time a slot of `slow` spends in transfers over the links a data-parallel collective takes
-// (a group of DP x CP ranks TP apart, link_for_group): where several of its members share a node,
-// their ring steps cross the node's links (NVLink, or PCIe), which carry TP's collectives and
-// whichever of the CP ring, the MoE token exchange and the pipeline sends stay in the node; where
-// the group spans nodes, the NICs, which carry those of the three that leave it (TP never does).
-double chain_transfers_on_dp_links_s(const Cluster& c, const Plan& p, const StageSlot& slow) {
-  const int per_node = std::clamp(c.local_gpus() / std::max(1, p.tp), 1, p.dp_cp());
-  const bool in_node = per_node > 1, across_nodes = link_for_group(c, p.dp_cp(), p.tp).inter_node;
-  double shared_s = in_node ? slow.tp_comm_s : 0;
+// The transfers a slot of `slow` makes over the links the DP reductions take, each weighted by
+// the share of those links the reductions keep busy: inside the node, TP's collectives and
+// whichever of the CP ring, the MoE token exchange and the pipeline sends stay in it, by
+// `node_share` (node_links_share); over the NICs, those of the three that leave the node (TP
+// never does), by `nic_share` (the reductions' rings that cross the NICs run at their pace).
+double chain_transfers_on_dp_links_s(const Cluster& c, const Plan& p, const StageSlot& slow, double node_share,
+                                     double nic_share) {
+  double shared_s = node_share * slow.tp_comm_s;
   auto add = [&](bool used, int ranks, int stride, double s) {
-    if (!used) return;
-    const bool leaves = link_for_group(c, ranks, stride).inter_node;
-    if ((leaves && across_nodes) || (!leaves && in_node)) shared_s += s;
+    if (used) shared_s += (link_for_group(c, ranks, stride).inter_node ? nic_share : node_share) * s;
   };
   add(p.cp > 1, p.cp, p.tp, slow.cp_comm_s);
   add(p.ep > 1, p.ep, p.expert_tp(), slow.exchange_s);
@@ -433,22 +430,42 @@ double chain_transfers_on_dp_links_s(const Cluster& c, const Plan& p, const Stag
   return shared_s;
 }
 
+// A micro-batch's overlapped ZeRO-2 reductions: the dense ones over DP x CP and the routed
+// experts' over their expert-data-parallel group, one after the other on the DP stream, and the
+// shares of the node's links and of the NICs they keep busy, by their times.
+struct MicroBatchReductions {
+  double reduce_s = 0, node_share = 0, nic_share = 0;
+};
+MicroBatchReductions micro_batch_reductions(const Cluster& c, const Plan& p, double dense_s, double expert_s) {
+  MicroBatchReductions r;
+  r.reduce_s = dense_s + expert_s;
+  if (r.reduce_s <= 0) return r;
+  auto add = [&](double s, int ranks, int stride) {
+    r.node_share += s / r.reduce_s * node_links_share(c, ranks, stride);
+    r.nic_share += link_for_group(c, ranks, stride).inter_node ? s / r.reduce_s : 0;
+  };
+  add(dense_s, p.dp_cp(), p.tp);
+  add(expert_s, expert_data_parallel(p), p.ep * p.expert_tp());
+  return r;
+}
+
 // ZeRO-2 with overlapped reduction (plan.overlap_grad_reduce): each backward op's gradients are
 // reduce-scattered once the op is done, the dense ones and then the routed experts' on the same
 // DP stream, while the stage goes on (the simulator's reduce_micro_batch); they queue there. In
 // every slot of the slowest stage (a micro-batch's forward and backward) one micro-batch's
-// reductions, `reduce_s`, meet the slot's compute and the transfers its chain makes over the
-// links the reductions cross (chain_transfers_on_dp_links_s): those they share, stretching them
-// (prefetch_exposed_s), and what the slot cannot hold waits in the queue and shows at the end,
-// with `link_extra_s` more of other transfers over the same link a micro-batch. The last op's
-// reductions come after everything: they show whole.
+// reductions meet the slot's compute and the transfers its chain makes over the links they
+// cross (chain_transfers_on_dp_links_s): those they share, stretching them (prefetch_exposed_s),
+// and what the slot cannot hold waits in the queue and shows at the end, with `link_extra_s`
+// more of other transfers over the same link a micro-batch. The last op's reductions come after
+// everything: they show whole.
 double overlapped_micro_batch_reductions_exposed_s(const Cluster& c, const Plan& p, const StageSlot& slow,
-                                                   double reduce_s, double link_extra_s, int64_t micro_batches) {
+                                                   const MicroBatchReductions& r, double link_extra_s,
+                                                   int64_t micro_batches) {
   const int flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(p.dp_cp(), p.tp) : 1;
-  const double shared_s = chain_transfers_on_dp_links_s(c, p, slow);
+  const double shared_s = chain_transfers_on_dp_links_s(c, p, slow, r.node_share, r.nic_share);
   const double v = p.virtual_stages, ops = static_cast<double>(micro_batches) * v;
-  const double per_slot_s = prefetch_exposed_s(slow.slot_s() - shared_s, shared_s, reduce_s + link_extra_s, flows);
-  return reduce_s / v + (ops - 1) / v * per_slot_s;
+  const double per_slot_s = prefetch_exposed_s(slow.slot_s() - shared_s, shared_s, r.reduce_s + link_extra_s, flows);
+  return r.reduce_s / v + (ops - 1) / v * per_slot_s;
 }
 
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
@@ -473,7 +490,8 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // One micro-batch's reductions, the experts' with their gather after the step.
     const double expert_reduce_s = moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
     const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) - expert_reduce_s;
-    const double reduce_s = (dp > 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes) : 0) + expert_reduce_s;
+    const MicroBatchReductions reductions =
+        micro_batch_reductions(c, p, dp > 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes) : 0, expert_reduce_s);
     // Where the reductions cross the GPU's PCIe link (to the NICs behind its switch; or no
     // NVLink), the gradients' copies to and from the host that follow each one share it: in its
     // busier direction a micro-batch's reductions and copies take their times added (the
@@ -481,7 +499,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
     // all of them where they are charged whole there.
     const bool over_pcie = (!c.node.nvlink || link.inter_node) && !copies.shows_whole;
     const double copies_s = over_pcie ? p.virtual_stages * std::max(copies.out_per_op_s, copies.in_per_op_s) : 0;
-    return overlapped_micro_batch_reductions_exposed_s(c, p, slots.slowest, reduce_s, copies_s, e.micro_batches) + expert_gather_s +
+    return overlapped_micro_batch_reductions_exposed_s(c, p, slots.slowest, reductions, copies_s, e.micro_batches) + expert_gather_s +
            (dp > 1 ? ring(CollectiveKind::all_gather, gathered.dense_bytes) : 0);
   }
   double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);

@@ -46,6 +46,18 @@ TEST(Collectives, GroupsPickTheirLink) {
   EXPECT_DOUBLE_EQ(wide.bandwidth_Bps, 200e9);
 }
 
+// How much of a member's NVLink a ring over the group keeps busy (what TP's collectives then give
+// up): all of it inside one node; none with one member a node (every byte to its NIC); with L a
+// node, hierarchical, (L - 1) / L of its bytes cross NVLink at the pace its L NICs set, against
+// the L / (L - 1) x 300 GB/s those pieces could take.
+TEST(Collectives, AHierarchicalRingKeepsItsShareOfTheNodesLinksBusy) {
+  const Cluster c = testing::dgx(4);  // 300 GB/s NVSwitch, a 25 GB/s NIC per GPU
+  EXPECT_DOUBLE_EQ(node_links_share(c, 8, 1), 1.0);
+  EXPECT_DOUBLE_EQ(node_links_share(c, 4, 8), 0.0);
+  EXPECT_NEAR(node_links_share(c, 32, 1), 200e9 / (300e9 * 8 / 7), 1e-12);  // 8 a node: 0.58
+  EXPECT_NEAR(node_links_share(c, 8, 4), 50e9 / (300e9 * 2), 1e-12);        // 2 a node: 0.083
+}
+
 TEST(Collectives, OverPcieAGroupSharesASwitchUplinkOnlyWithTheGroupsBesideIt) {
   // GPUs pair up behind gen4 x16 switches (31.5 GB/s raw a direction, 80% achieved = 25.2 GB/s).
   // A ring climbs each switch's uplink once a direction (PCIe is full duplex), so one group
