@@ -191,6 +191,9 @@ std::optional<Job> bloom_job(const Table& t, const Row& r, const Cluster& node, 
   Model m = gpt("bloom-" + t.at(r, "size_label"), std::stoi(t.at(r, "num_layers")), std::stoi(t.at(r, "hidden_size")),
                 heads, 2048, 250880);
   m.position = PositionEmbedding::rope;  // ALiBi: no position parameters (as RoPE)
+  // A LayerNorm on the word embeddings' output: tr11's slurm script passes --embed-layernorm from
+  // 2022-02-05 (bigscience train/tr11-200B-ml/tr11-200B-ml.slurm, 628b562), before every sweep.
+  m.embedding_norm = true;
   Cluster cl = node;
   cl.nodes = std::stoi(t.at(r, "nodes"));
   Training tr;
