@@ -216,12 +216,13 @@ void table(const Job& job, const Estimate& e, const BlockHint& hint) {
                hint.layers, human_seconds(hint.iteration_s), human_seconds(e.time.iteration_s));
   fmt::print("\n");
   // The lines add up to the iteration: the analytic tier overlaps with compute only ZeRO-3's
-  // per-layer gathers and reduce-scatters, offloaded params' fetches and gradients' copies,
-  // context parallelism's ring, the host's optimizer steps as the stages drain and the
+  // per-layer gathers and reduce-scatters, overlapped DP reductions (Megatron-core's buckets,
+  // ZeRO-2's per-micro-batch queue) and param gathers, offloaded params' fetches and gradients'
+  // copies, context parallelism's ring, the host's optimizer steps as the stages drain and the
   // interleaved schedule's posted pipeline sends, and counts what the compute does not hide (the
   // event-driven tier overlaps what each framework does).
-  fmt::print("time/iter    (analytic: what compute does not hide of ZeRO-3's gathers, offload copies, CP's ring and "
-             "posted pipeline sends; simulate overlaps as the framework does)\n");
+  fmt::print("time/iter    (analytic: what compute does not hide of ZeRO-3's gathers, overlapped DP reductions, "
+             "offload copies, CP's ring and posted pipeline sends; simulate overlaps as the framework does)\n");
   auto trow = [&](const char* name, double s) {
     fmt::print("  {:<10} {:>12} {:>5.1f}%\n", name, human_seconds(s), 100 * s / e.time.iteration_s);
   };
