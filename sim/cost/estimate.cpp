@@ -449,23 +449,49 @@ MicroBatchReductions micro_batch_reductions(const Cluster& c, const Plan& p, dou
   return r;
 }
 
-// ZeRO-2 with overlapped reduction (plan.overlap_grad_reduce): each backward op's gradients are
-// reduce-scattered once the op is done, the dense ones and then the routed experts' on the same
-// DP stream, while the stage goes on (the simulator's reduce_micro_batch); they queue there. In
-// every slot of the slowest stage (a micro-batch's forward and backward) one micro-batch's
-// reductions meet the slot's compute and the transfers its chain makes over the links they
-// cross (chain_transfers_on_dp_links_s): those they share, stretching them (prefetch_exposed_s),
-// and what the slot cannot hold waits in the queue and shows at the end, with `link_extra_s`
-// more of other transfers over the same link a micro-batch. The last op's reductions come after
-// everything: they show whole.
-double overlapped_micro_batch_reductions_exposed_s(const Cluster& c, const Plan& p, const StageSlot& slow,
-                                                   const MicroBatchReductions& r, double link_extra_s,
-                                                   int64_t micro_batches) {
-  const int flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(p.dp_cp(), p.tp) : 1;
-  const double shared_s = chain_transfers_on_dp_links_s(c, p, slow, r.node_share, r.nic_share);
-  const double v = p.virtual_stages, ops = static_cast<double>(micro_batches) * v;
-  const double per_slot_s = prefetch_exposed_s(slow.slot_s() - shared_s, shared_s, r.reduce_s + link_extra_s, flows);
-  return r.reduce_s / v + (ops - 1) / v * per_slot_s;
+// ZeRO-2 with overlapped reduction (zero2_bucket_params): each backward op's dense gradients are
+// reduce-scattered in buckets on the DP stream as its layers' backwards produce them, the
+// remainder and the routed experts' once its last layer is done, and the op ends waiting for them
+// all (the simulator's reduce_micro_batch_in_buckets). What one op adds to the stage's chain: the
+// queue's tail past the op's backward (a full bucket ready every `per_bucket` layers' backward, the
+// link first busy with the previous op's copies to the host where they share it), the experts'
+// reduction after it, and the stretch of the op's transfers that cross the links the buckets
+// take (chain_transfers_on_dp_links_s), for the share of the op's backward the buckets run beside.
+// 0 where the plan does not reduce so.
+double bucketed_reductions_per_op_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
+                                    const StageCosts& costs, const StageSlot& slow, const Estimate& e,
+                                    const AccumulateCopies& copies) {
+  const int dp = p.dp_cp();
+  const double bucket_params = zero2_bucket_params(p, dp);
+  if (bucket_params <= 0) return 0;
+  const StageGradBytes reduced = stage_grad_reduce_bytes(m, t, p, nullptr, e);
+  const double v = p.virtual_stages, chunk_layers = std::max(1.0, slow.layers / v);
+  const double layer_bytes = reduced.dense / v / chunk_layers, layer_params = layer_bytes / grad_buffers(t, p).reduce_bytes;
+  const int layers = std::max(1, static_cast<int>(std::lround(chunk_layers)));
+  const DpBucketLayout b = bucket_layout(bucket_params, layers, layer_params);
+  const LinkParams link = link_for_group(c, dp, p.tp);
+  auto reduce_s = [&](int bucket_layers) {
+    return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes, link);
+  };
+  // The previous op's copies to and from the host where the reductions cross the GPU's PCIe link
+  // (to the NICs behind its switch, or no NVLink), unless charged whole in offload.
+  const bool over_pcie = (!c.node.nvlink || link.inter_node) && !copies.shows_whole;
+  const double link_busy_s = over_pcie ? std::max(copies.out_per_op_s, copies.in_per_op_s) : 0;
+  const double layer_backward_s = lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s();
+  const double end_s = layers * layer_backward_s;
+  double free_s = link_busy_s, beside_s = 0;  // when the stream is done; how long it ran under the op
+  for (int k = 1; k < b.buckets; ++k) {
+    const double start_s = std::max(free_s, k * b.per_bucket * layer_backward_s);
+    free_s = start_s + reduce_s(b.per_bucket);
+    beside_s += std::max(0.0, std::min(free_s, end_s) - std::min(start_s, end_s));
+  }
+  const double expert_s = moe_expert_reduce_time_s(c, p, reduced.expert / v, 0, 1);  // the op's virtual stage's
+  const double tail_s = std::max(free_s, end_s) + reduce_s(b.remainder) - end_s + expert_s;
+  const MicroBatchReductions r = micro_batch_reductions(c, p, reduce_s(layers), expert_s);
+  const double flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp) : 1;
+  const double op_shared_s = chain_transfers_on_dp_links_s(c, p, slow, r.node_share, r.nic_share) *
+                             (slow.slot_s() - slow.forward_s) / std::max(1e-30, slow.slot_s()) / v;
+  return tail_s + flows * std::min(1.0, beside_s / std::max(1e-30, end_s)) * op_shared_s;
 }
 
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
@@ -486,21 +512,11 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   const ParamGatherBytes gathered = zero_param_gather_bytes(m, t, p, e.peak_stage, comm_params);
   const LinkParams link = link_for_group(c, dp, p.tp);
   auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, bytes, link); };
-  if (p.zero_stage == 2 && p.overlap_grad_reduce) {
-    // One micro-batch's reductions, the experts' with their gather after the step.
-    const double expert_reduce_s = moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
-    const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) - expert_reduce_s;
-    const MicroBatchReductions reductions =
-        micro_batch_reductions(c, p, dp > 1 ? ring(CollectiveKind::reduce_scatter, grad_bytes) : 0, expert_reduce_s);
-    // Where the reductions cross the GPU's PCIe link (to the NICs behind its switch; or no
-    // NVLink), the gradients' copies to and from the host that follow each one share it: in its
-    // busier direction a micro-batch's reductions and copies take their times added (the
-    // profiles' NICs run at about their PCIe link's rate). The last copies show in offload, and
-    // all of them where they are charged whole there.
-    const bool over_pcie = (!c.node.nvlink || link.inter_node) && !copies.shows_whole;
-    const double copies_s = over_pcie ? p.virtual_stages * std::max(copies.out_per_op_s, copies.in_per_op_s) : 0;
-    return overlapped_micro_batch_reductions_exposed_s(c, p, slots.slowest, reductions, copies_s, e.micro_batches) + expert_gather_s +
-           (dp > 1 ? ring(CollectiveKind::all_gather, gathered.dense_bytes) : 0);
+  if (zero2_bucket_params(p, dp) > 0) {  // every op's buckets, and the gathers after the step
+    const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) -
+                                   moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
+    return mb * p.virtual_stages * bucketed_reductions_per_op_s(m, c, t, p, lt, costs, slots.slowest, e, copies) +
+           expert_gather_s + ring(CollectiveKind::all_gather, gathered.dense_bytes);
   }
   double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
   if (dp <= 1) return total;
@@ -699,12 +715,15 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   e.time.pp_comm_s = mb * pipeline_sends_per_micro_batch_s(p, costs.pp_comm_s, slow, e.micro_batches);
   e.time.bubble_s = slots.bubble_s;
   if (!chunks) e.time.bubble_s += (p.pp - 1.0) / p.virtual_stages * in_chain_reduction_per_micro_batch_s(m, c, t, p, e);
+  const AccumulateCopies accumulated = accumulate_copies(m, c, t, p, chunks, e);
   // (ZeRO-3's gathers and offloaded params' fetches hide behind a layer's compute: under block
   // recomputation, behind that of a layer without recompute, the shorter one, so that less is
   // said hidden, never more.)
   const LayerTime& covering_layer = block ? kept_times.layer : times.layer;
   const StageCosts& covering_costs = block ? kept : costs;
-  const AccumulateCopies accumulated = accumulate_copies(m, c, t, p, chunks, e);
+  // ZeRO-2's bucketed reductions end each backward op: the fill and drain carry them too.
+  if (!chunks)
+    e.time.bubble_s += (p.pp - 1.0) * bucketed_reductions_per_op_s(m, c, t, p, covering_layer, covering_costs, slow, e, accumulated);
   const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
   e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, accumulated, slots) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush

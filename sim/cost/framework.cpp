@@ -153,16 +153,28 @@ double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp) 
   return std::max(40e6, 1e6 * dp);
 }
 
-DpBucketLayout dp_bucket_layout(const Plan& plan, int stage, int virtual_stage, int dp, int layers, double layer_params) {
+DpBucketLayout bucket_layout(double bucket_params, int layers, double layer_params) {
   DpBucketLayout b;
   b.per_bucket = b.remainder = std::max(1, layers);
-  const double bucket = dp_bucket_params(plan, stage, virtual_stage, dp);
-  if (bucket <= 0 || layer_params <= 0 || layers <= 1) return b;
+  if (bucket_params <= 0 || layer_params <= 0 || layers <= 1) return b;
   // Clamped before the cast: a tiny layer against a 40M bucket is never more layers than there are.
-  b.per_bucket = static_cast<int>(std::clamp(std::ceil(bucket / layer_params), 1.0, static_cast<double>(layers)));
+  b.per_bucket = static_cast<int>(std::clamp(std::ceil(bucket_params / layer_params), 1.0, static_cast<double>(layers)));
   b.buckets = (layers + b.per_bucket - 1) / b.per_bucket;
   b.remainder = layers - (b.buckets - 1) * b.per_bucket;
   return b;
+}
+
+DpBucketLayout dp_bucket_layout(const Plan& plan, int stage, int virtual_stage, int dp, int layers, double layer_params) {
+  return bucket_layout(dp_bucket_params(plan, stage, virtual_stage, dp), layers, layer_params);
+}
+
+double zero2_bucket_params(const Plan& plan, int dp) {
+  if (plan.zero_stage != 2 || !plan.overlap_grad_reduce || dp <= 1 || plan.chunked()) return 0;
+  switch (running_framework(plan)) {
+    case Framework::deepspeed: return framework_traits(Framework::deepspeed).zero_reduce_bucket_elements;
+    case Framework::fsdp: return 1;  // a unit per layer: any size up to a layer's cuts one layer a bucket
+    default: return std::max(40e6, 1e6 * dp);  // Megatron's (neither has a ZeRO-2 of its own)
+  }
 }
 
 bool param_gather_overlaps_forward(const Plan& plan, int dp) {

@@ -147,6 +147,20 @@ struct DpBucketLayout {
   int per_bucket = 1, buckets = 1, remainder = 1;
 };
 DpBucketLayout dp_bucket_layout(const Plan& plan, int stage, int virtual_stage, int dp, int layers, double layer_params);
+// The same cut for buckets of `bucket_params` (> 0).
+DpBucketLayout bucket_layout(double bucket_params, int layers, double layer_params);
+
+// ZeRO-2 with overlapped reduction (plan.overlap_grad_reduce) reduce-scatters each micro-batch's
+// gradients during its backward, in buckets of these many parameters launched as they are ready,
+// and the backward ends waiting for them (none runs on under the next micro-batch): DeepSpeed's
+// stage 2 fills reduce_bucket_size (5e8 elements) and its epilogue synchronizes the device under
+// overlap_comm (stage_1_and_2.py independent_gradient_partition_epilogue); FSDP's
+// SHARD_GRAD_OP reduce-scatters each unit (a transformer layer, auto-wrapped) on its
+// post-backward stream, which the final callback makes the compute stream wait for
+// (torch/distributed/fsdp/_runtime_utils.py _post_backward_final_callback); Megatron, whose
+// distributed optimizer stops at ZeRO-1, is taken to bucket as Megatron-core's DDP does
+// (dp_bucket_params' size) and wait as the others. 0 where the plan does not run so.
+double zero2_bucket_params(const Plan& plan, int dp);
 
 // Whether the distributed optimizer's all-gather of the updated params runs under the next
 // iteration's forward: Megatron-core's --overlap-param-gather, which Starfish's exports pass with

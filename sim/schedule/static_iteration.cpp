@@ -219,6 +219,7 @@ class StaticIterationBuilder {
     if (op.forward) {
       forward_op(st, so);
     } else {
+      op_grads_ready_.clear();
       backward_op(st, so);
       // From the second micro-batch on, the virtual stage's weight gradients are added into its buffer.
       if (mb > 0)
@@ -361,9 +362,11 @@ class StaticIterationBuilder {
     if (first == kNone) first = b;
     if (g != kNone) eng_.depends(first, g);
     chain(b);
-    // The last micro-batch's layer gradients, in backward order, where the reduction buckets them.
+    // The last micro-batch's layer gradients, in backward order, where the reduction buckets them;
+    // every micro-batch's where ZeRO-2 reduces each in buckets (zero2_bucket_params).
     if (o.mb + 1 == job_.micro_batches() && dp_bucket_params(p, o.stage, o.virtual_stage, job_.dp_cp()) > 0)
       grads_ready_[{o.stage, o.virtual_stage}].push_back(b);
+    if (zero2_bucket_params(p, job_.dp_cp()) > 0) op_grads_ready_.push_back(b);
     computed(b);
     cp_ring_pass(st, o, l, ring_.backward, out_.bwd);
     const bool embedding = o.first_layer + l == 0;
@@ -571,6 +574,7 @@ class StaticIterationBuilder {
   // group. Overlapped, on the ranks' DP streams; otherwise the lead's reduction is in its chain
   // (the next compute waits) and the other ranks' run beside it.
   void reduce_micro_batch(int s, int ch, int mb, double virtual_stage_params) {
+    if (zero2_bucket_params(job_.plan, job_.dp_cp()) > 0) return reduce_micro_batch_in_buckets(s, ch, mb, virtual_stage_params);
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     const TaskId before = chain_last_;
     TaskId lead_reduction = kNone;
@@ -599,6 +603,41 @@ class StaticIterationBuilder {
       if (op_first_ == kNone) op_first_ = lead_reduction;
       chain_last_ = reduced;
     }
+    last_reduction_[{s, ch}] = lead_reduction;
+  }
+
+  // ZeRO-2 with overlapped reduction (zero2_bucket_params): the op's dense gradients are
+  // reduce-scattered in buckets on every TP rank's DP stream as its layers' backwards produce them
+  // (bucket_layout, the remainder last), its experts' after the op on their own streams, and the
+  // op ends waiting for all of them.
+  void reduce_micro_batch_in_buckets(int s, int ch, int mb, double virtual_stage_params) {
+    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
+    const double dense = virtual_stage_params - virtual_stage_expert_params(s, ch);
+    const int layers = std::max(1, static_cast<int>(op_grads_ready_.size()));
+    const double layer_params = dense / layers;
+    const DpBucketLayout b = bucket_layout(zero2_bucket_params(job_.plan, job_.dp_cp()), layers, layer_params);
+    TaskId lead_reduction = kNone;
+    auto launch = [&](int bucket_layers, TaskId ready, int k) {
+      for (int t = 0; t < job_.plan.tp; ++t) {
+        des::CollectiveOptions o;
+        o.algo = dp_algo();
+        o.stream = streams[static_cast<size_t>(t)];
+        const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), bucket_layers * layer_params * grad_reduce_bytes_,
+                                         label(out_.dp, "grads s{} c{} mb{} b{} t{}", s, ch, mb, k, t), o);
+        if (ready != kNone) eng_.depends(x, ready);
+        if (t == 0) lead_reduction = x;
+      }
+    };
+    for (int k = 1; k < b.buckets && !op_grads_ready_.empty(); ++k)
+      launch(b.per_bucket, op_grads_ready_[static_cast<size_t>(k * b.per_bucket - 1)], k - 1);
+    launch(op_grads_ready_.empty() ? layers : b.remainder, chain_last_, b.buckets - 1);
+    const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), chain_last_,
+                                          "expert grads", ch, mb);
+    if (experts != kNone) expert_reductions_[s].push_back(experts);
+    const TaskId reduced = eng_.delay(0, label(out_.dp, "grads reduced s{} c{} mb{}", s, ch, mb));
+    eng_.depends(reduced, lead_reduction);
+    if (experts != kNone) eng_.depends(reduced, experts);
+    chain(reduced);
     last_reduction_[{s, ch}] = lead_reduction;
   }
 
@@ -950,6 +989,7 @@ class StaticIterationBuilder {
   std::map<std::pair<int, int>, TaskId> last_backward_of_, last_reduction_;
   std::map<std::pair<int, int>, TaskId> host_accumulation_;  // the last copy of accumulate_on_host
   std::map<std::pair<int, int>, std::vector<TaskId>> grads_ready_;  // bucketed reductions' layer backwards
+  std::vector<TaskId> op_grads_ready_;  // the backward op's layer backwards, under ZeRO-2's buckets
   struct ParamGatherState {
     TaskId gather = kNone;        // the lead's all-gather of the current bucket
     TaskId bucket_start = kNone;  // the current bucket's first forward layer

