@@ -571,17 +571,18 @@ class StaticIterationBuilder {
   bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp_cp() > 1; }
 
   // Reduce-scatters virtual stage `ch`'s gradients of one micro-batch over every TP rank's DP
-  // group. Overlapped, on the ranks' DP streams; otherwise the lead's reduction is in its chain
-  // (the next compute waits) and the other ranks' run beside it.
+  // group. Overlapped, in buckets under the backward (reduce_micro_batch_in_buckets); otherwise
+  // after it, the lead's reduction in its chain (the next compute waits) and the other ranks' run
+  // beside it; the next compute waits for the micro-batch's expert reductions as for its dense one
+  // (DeepSpeed reduces both in its backward's buckets, overlap_comm off): the two run side by
+  // side, sharing the links they share.
   void reduce_micro_batch(int s, int ch, int mb, double virtual_stage_params) {
     if (zero2_bucket_params(job_.plan, job_.dp_cp()) > 0) return reduce_micro_batch_in_buckets(s, ch, mb, virtual_stage_params);
-    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     const TaskId before = chain_last_;
     TaskId lead_reduction = kNone;
     for (int t = 0; t < job_.plan.tp; ++t) {
       des::CollectiveOptions o;
       o.algo = dp_algo();
-      if (job_.plan.overlap_grad_reduce) o.stream = streams[static_cast<size_t>(t)];
       const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s),
                                        (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
                                        label(out_.dp, "grads s{} c{} mb{} t{}", s, ch, mb, t), o);
@@ -590,19 +591,14 @@ class StaticIterationBuilder {
     }
     const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), before, "expert grads", ch, mb);
     if (experts != kNone) expert_reductions_[s].push_back(experts);
-    if (!job_.plan.overlap_grad_reduce) {
-      // Not overlapped, the next compute waits for the micro-batch's expert reductions as for its
-      // dense one (DeepSpeed reduces both in its backward's buckets, overlap_comm off): the two
-      // run side by side, sharing the links they share.
-      TaskId reduced = lead_reduction;
-      if (experts != kNone) {
-        reduced = eng_.delay(0, label(out_.dp, "grads reduced s{} c{} mb{}", s, ch, mb));
-        eng_.depends(reduced, lead_reduction);
-        eng_.depends(reduced, experts);
-      }
-      if (op_first_ == kNone) op_first_ = lead_reduction;
-      chain_last_ = reduced;
+    TaskId reduced = lead_reduction;
+    if (experts != kNone) {
+      reduced = eng_.delay(0, label(out_.dp, "grads reduced s{} c{} mb{}", s, ch, mb));
+      eng_.depends(reduced, lead_reduction);
+      eng_.depends(reduced, experts);
     }
+    if (op_first_ == kNone) op_first_ = lead_reduction;
+    chain_last_ = reduced;
     last_reduction_[{s, ch}] = lead_reduction;
   }
 
