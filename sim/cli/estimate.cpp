@@ -217,7 +217,7 @@ void table(const Job& job, const Estimate& e, const BlockHint& hint) {
   fmt::print("\n");
   // The lines add up to the iteration: the analytic tier overlaps with compute only ZeRO-3's
   // per-layer gathers and reduce-scatters, overlapped DP reductions (Megatron-core's buckets,
-  // ZeRO-2's per-micro-batch queue) and param gathers, offloaded params' fetches and gradients'
+  // ZeRO-2's buckets under each backward) and param gathers, offloaded params' fetches and gradients'
   // copies, context parallelism's ring, the host's optimizer steps as the stages drain and the
   // interleaved schedule's posted pipeline sends, and counts what the compute does not hide (the
   // event-driven tier overlaps what each framework does).
