@@ -103,9 +103,12 @@ bool searched_fp8_params(const Plan& p) {
 // Megatron-core plans reduce their gradients overlapped with the backward and, under the
 // distributed optimizer, gather the updated params under the next forward, as Megatron-Bridge's
 // recipes run it (ddp.overlap_grad_reduce, overlap_param_gather): its buckets are views of the
-// gradient buffer, no memory more. Elsewhere as the frameworks' defaults (off).
+// gradient buffer, no memory more. FSDP's SHARD_GRAD_OP (ZeRO-2) has no other way: each unit's
+// reduce-scatter runs on its post-backward stream (zero2_bucket_params). Elsewhere as the
+// frameworks' defaults (off: DeepSpeed's overlap_comm for ZeRO-1/2).
 bool searched_overlap_grad_reduce(const Plan& p) {
-  return p.framework == Framework::megatron_core && p.zero_stage <= 1 && !p.chunked();
+  if (p.chunked()) return false;
+  return (p.framework == Framework::megatron_core && p.zero_stage <= 1) || (p.framework == Framework::fsdp && p.zero_stage == 2);
 }
 
 }  // namespace

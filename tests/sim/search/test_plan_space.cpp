@@ -204,6 +204,36 @@ TEST(PlanSpace, APipelineThatDoesNotDivideTheLayersGetsLighterEnds) {
   EXPECT_GT(uneven, 0);
 }
 
+// The search reduces gradients overlapped where the framework does: Megatron-core's ZeRO-0/1 plans
+// (as Megatron-Bridge's recipes run them) and FSDP's ZeRO-2 (SHARD_GRAD_OP reduce-scatters each
+// unit on its post-backward stream, always); DeepSpeed's stay off (overlap_comm's default for
+// ZeRO-1/2), and an enumerated shape holds a plan to the rule.
+TEST(PlanSpace, TheSearchOverlapsGradientReductionWhereTheFrameworkDoes) {
+  const Model m = search_test::small_gpt(4, 384, 6);
+  const Cluster c = search_test::small_cluster();
+  const Training t = search_test::fp16_training(8);
+  for (Framework f : {Framework::megatron_core, Framework::fsdp, Framework::deepspeed}) {
+    SearchSpace space;
+    space.framework = f;
+    std::set<int> overlapped_stages, plain_stages;
+    for (const Candidate& k : enumerate_plans(m, c, t, space)) {
+      const Plan p = k.to_plan();
+      if (p.chunked() || p.framework != f) continue;  // (a space's offload plans run under DeepSpeed)
+      (p.overlap_grad_reduce ? overlapped_stages : plain_stages).insert(p.zero_stage);
+    }
+    if (f == Framework::megatron_core) {
+      EXPECT_TRUE(overlapped_stages.count(1));
+      EXPECT_TRUE(plain_stages.count(2));  // no ZeRO-2 of its own to say otherwise
+      EXPECT_FALSE(plain_stages.count(0) || plain_stages.count(1));
+    } else if (f == Framework::fsdp) {
+      EXPECT_TRUE(overlapped_stages.count(2));
+      EXPECT_FALSE(plain_stages.count(2));
+    } else {
+      EXPECT_TRUE(overlapped_stages.empty()) << to_string(f);
+    }
+  }
+}
+
 TEST(PlanSpace, InterleavingThatDoesNotDivideTheLayersCountsTheEmbeddingAndLoss) {
   // 6 layers over PP2 x VP2 (4 virtual stages): 6 do not divide, 6 + the embedding's and the
   // loss's slots do (2 each, 1 in the first and last), as Megatron-Bridge's recipes run Llama 3.1
