@@ -431,8 +431,8 @@ double chain_transfers_on_dp_links_s(const Cluster& c, const Plan& p, const Stag
 }
 
 // A micro-batch's overlapped ZeRO-2 reductions: the dense ones over DP x CP and the routed
-// experts' over their expert-data-parallel group, one after the other on the DP stream, and the
-// shares of the node's links and of the NICs they keep busy, by their times.
+// experts' over their expert-data-parallel group (each on its own streams), and the shares of
+// the node's links and of the NICs they keep busy, weighted by their times.
 struct MicroBatchReductions {
   double reduce_s = 0, node_share = 0, nic_share = 0;
 };
