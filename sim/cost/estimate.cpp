@@ -359,6 +359,27 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
          mb * p.virtual_stages * (forward - after_copy) + gather;
 }
 
+// A virtual stage's buckets (layout `b`) on the DP stream as its backward produces them: the
+// full ones, `full_s` each, ready a bucket's backward (`per_bucket` layers of `layer_s`) apart,
+// the stream free from `busy_s` on; the remainder, `remainder_s`, once the last layer is done
+// (`end_s`). What runs past that end (`tail_s`), and how long the full buckets ran beside the
+// backward (`beside_s`).
+struct BucketQueue {
+  double end_s = 0, tail_s = 0, beside_s = 0;
+};
+BucketQueue bucket_queue(const DpBucketLayout& b, double layer_s, double full_s, double remainder_s, double busy_s = 0) {
+  BucketQueue q;
+  q.end_s = ((b.buckets - 1) * b.per_bucket + b.remainder) * layer_s;
+  double free_s = busy_s;  // when the stream is done with the buckets launched so far
+  for (int k = 1; k < b.buckets; ++k) {
+    const double start_s = std::max(free_s, k * b.per_bucket * layer_s);
+    free_s = start_s + full_s;
+    q.beside_s += std::max(0.0, std::min(free_s, q.end_s) - std::min(start_s, q.end_s));
+  }
+  q.tail_s = std::max(free_s, q.end_s) + remainder_s - q.end_s;
+  return q;
+}
+
 // ZeRO-0/1's gradient reduction (all-reduce; reduce-scatter with the distributed optimizer) of the
 // most loaded stage's `grad_bytes`, as it shows after the pipeline's flush. Not overlapped, the
 // whole of it. Overlapped (plan.overlap_grad_reduce), each virtual stage's runs once its last
@@ -383,11 +404,9 @@ double overlapped_reduction_exposed_s(const Cluster& c, const Plan& p, const Lay
   const double next_stage_s = p.pp > 1 ? std::max(0.0, one_piece_s - stagger_s) : 0;
   if (buckets.buckets <= 1) return std::max(one_piece_s, next_stage_s);
   const double layer_backward_s = lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s();
-  const double full_bucket_s = ring(buckets.per_bucket * layer_bytes);
-  double free_s = 0;  // when the DP stream is done with the buckets launched so far
-  for (int k = 1; k < buckets.buckets; ++k) free_s = std::max(free_s, k * buckets.per_bucket * layer_backward_s) + full_bucket_s;
-  const double end_s = ((buckets.buckets - 1) * buckets.per_bucket + buckets.remainder) * layer_backward_s;
-  return std::max(std::max(free_s, end_s) + ring(buckets.remainder * layer_bytes) - end_s, next_stage_s);
+  const BucketQueue q =
+      bucket_queue(buckets, layer_backward_s, ring(buckets.per_bucket * layer_bytes), ring(buckets.remainder * layer_bytes));
+  return std::max(q.tail_s, next_stage_s);
 }
 
 // Megatron-core's --overlap-param-gather (param_gather_overlaps_forward): the first stage's
@@ -430,19 +449,19 @@ double chain_transfers_on_dp_links_s(const Cluster& c, const Plan& p, const Stag
   return shared_s;
 }
 
-// A micro-batch's overlapped ZeRO-2 reductions: the dense ones over DP x CP and the routed
-// experts' over their expert-data-parallel group (each on its own streams), and the shares of
-// the node's links and of the NICs they keep busy, weighted by their times.
-struct MicroBatchReductions {
-  double reduce_s = 0, node_share = 0, nic_share = 0;
+// The shares of the node's links and of the NICs that ZeRO-2's reductions keep busy: the dense
+// ones over DP x CP (`dense_s`) and the routed experts' over their expert-data-parallel group
+// (`expert_s`, each on its own streams), weighted by their times.
+struct ReductionLinkShares {
+  double node_share = 0, nic_share = 0;
 };
-MicroBatchReductions micro_batch_reductions(const Cluster& c, const Plan& p, double dense_s, double expert_s) {
-  MicroBatchReductions r;
-  r.reduce_s = dense_s + expert_s;
-  if (r.reduce_s <= 0) return r;
+ReductionLinkShares reduction_link_shares(const Cluster& c, const Plan& p, double dense_s, double expert_s) {
+  ReductionLinkShares r;
+  const double reduce_s = dense_s + expert_s;
+  if (reduce_s <= 0) return r;
   auto add = [&](double s, int ranks, int stride) {
-    r.node_share += s / r.reduce_s * node_links_share(c, ranks, stride);
-    r.nic_share += link_for_group(c, ranks, stride).inter_node ? s / r.reduce_s : 0;
+    r.node_share += s / reduce_s * node_links_share(c, ranks, stride);
+    r.nic_share += link_for_group(c, ranks, stride).inter_node ? s / reduce_s : 0;
   };
   add(dense_s, p.dp_cp(), p.tp);
   add(expert_s, expert_data_parallel(p), p.ep * p.expert_tp());
@@ -478,29 +497,22 @@ double bucketed_reductions_per_op_s(const Model& m, const Cluster& c, const Trai
   const bool over_pcie = (!c.node.nvlink || link.inter_node) && !copies.shows_whole;
   const double link_busy_s = over_pcie ? std::max(copies.out_per_op_s, copies.in_per_op_s) : 0;
   const double layer_backward_s = lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s();
-  const double end_s = layers * layer_backward_s;
-  double free_s = link_busy_s, beside_s = 0;  // when the stream is done; how long it ran under the op
-  for (int k = 1; k < b.buckets; ++k) {
-    const double start_s = std::max(free_s, k * b.per_bucket * layer_backward_s);
-    free_s = start_s + reduce_s(b.per_bucket);
-    beside_s += std::max(0.0, std::min(free_s, end_s) - std::min(start_s, end_s));
-  }
+  const BucketQueue q = bucket_queue(b, layer_backward_s, reduce_s(b.per_bucket), reduce_s(b.remainder), link_busy_s);
   const double expert_s = moe_expert_reduce_time_s(c, p, reduced.expert / v, 0, 1);  // the op's virtual stage's
-  const double tail_s = std::max(free_s, end_s) + reduce_s(b.remainder) - end_s + expert_s;
-  const MicroBatchReductions r = micro_batch_reductions(c, p, reduce_s(layers), expert_s);
+  const ReductionLinkShares r = reduction_link_shares(c, p, reduce_s(layers), expert_s);
   const double flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp) : 1;
   const double op_shared_s = chain_transfers_on_dp_links_s(c, p, slow, r.node_share, r.nic_share) *
                              (slow.slot_s() - slow.forward_s) / std::max(1e-30, slow.slot_s()) / v;
-  return tail_s + flows * std::min(1.0, beside_s / std::max(1e-30, end_s)) * op_shared_s;
+  return q.tail_s + expert_s + flows * std::min(1.0, q.beside_s / std::max(1e-30, q.end_s)) * op_shared_s;
 }
 
 // The data-parallel gradient reductions (and ZeRO's parameter gathers) of the most loaded
 // stage's GPU, `layers_per_stage` layers whose one-micro-batch times are `lt` and whose TP
-// collectives, in the same chain as their compute, are `costs`'.
+// collectives, in the same chain as their compute, are `costs`'; `bucketed_op_s` is what
+// ZeRO-2's bucketed reductions add to each backward op (bucketed_reductions_per_op_s).
 double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                       const StageCosts& costs, double layers_per_stage, const ChunkFootprint* chunks,
-                      const Estimate& e, const AccumulateCopies& copies, const PipelineSlots& slots) {
-  const double backward_copy_s = copies.in_chain ? copies.out_per_op_s : 0;
+                      const Estimate& e, double backward_copy_s, double bucketed_op_s, const PipelineSlots& slots) {
   if (chunks) return chunked_dp_comm_time_s(c, t, p, *chunks, e);
   const double stagger_s = slots.shortest_backward_s / p.virtual_stages;
   const int dp = p.dp_cp();  // gradients are reduced over DP x CP
@@ -515,8 +527,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   if (zero2_bucket_params(p, dp) > 0) {  // every op's buckets, and the gathers after the step
     const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) -
                                    moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
-    return mb * p.virtual_stages * bucketed_reductions_per_op_s(m, c, t, p, lt, costs, slots.slowest, e, copies) +
-           expert_gather_s + ring(CollectiveKind::all_gather, gathered.dense_bytes);
+    return mb * p.virtual_stages * bucketed_op_s + expert_gather_s + ring(CollectiveKind::all_gather, gathered.dense_bytes);
   }
   double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
   if (dp <= 1) return total;
@@ -722,10 +733,12 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   const LayerTime& covering_layer = block ? kept_times.layer : times.layer;
   const StageCosts& covering_costs = block ? kept : costs;
   // ZeRO-2's bucketed reductions end each backward op: the fill and drain carry them too.
-  if (!chunks)
-    e.time.bubble_s += (p.pp - 1.0) * bucketed_reductions_per_op_s(m, c, t, p, covering_layer, covering_costs, slow, e, accumulated);
+  const double bucketed_op_s =
+      chunks ? 0 : bucketed_reductions_per_op_s(m, c, t, p, covering_layer, covering_costs, slow, e, accumulated);
+  e.time.bubble_s += (p.pp - 1.0) * bucketed_op_s;
   const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
-  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, accumulated, slots) +
+  e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s,
+                                    bucketed_op_s, slots) +
                      tied_embedding_reduce_time_s(c, m, t, p);  // after the pipeline's flush
   optimizer_and_offload_time(m, c, t, p, stage_n, chunks, slots.shortest_backward_s / p.virtual_stages, e);
   const double fetched_s =

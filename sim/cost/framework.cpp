@@ -147,10 +147,16 @@ double tied_embedding_reduce_time_s(const Cluster& cluster, const Model& model, 
 
 Framework running_framework(const Plan& plan) { return plan.chunked() ? Framework::starfish : plan.framework; }
 
+namespace {
+// Megatron-core's DistributedDataParallel bucket: max(40M, 1M x DP) parameters
+// (core/distributed/distributed_data_parallel.py).
+double megatron_ddp_bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
+}  // namespace
+
 double dp_bucket_params(const Plan& plan, int stage, int virtual_stage, int dp) {
   if (running_framework(plan) != Framework::megatron_core || !plan.overlap_grad_reduce || plan.zero_stage > 1) return 0;
   if (stage != 0 || virtual_stage != 0) return 0;
-  return std::max(40e6, 1e6 * dp);
+  return megatron_ddp_bucket_params(dp);
 }
 
 DpBucketLayout bucket_layout(double bucket_params, int layers, double layer_params) {
@@ -173,7 +179,7 @@ double zero2_bucket_params(const Plan& plan, int dp) {
   switch (running_framework(plan)) {
     case Framework::deepspeed: return framework_traits(Framework::deepspeed).zero_reduce_bucket_elements;
     case Framework::fsdp: return 1;  // a unit per layer: any size up to a layer's cuts one layer a bucket
-    default: return std::max(40e6, 1e6 * dp);  // Megatron's (neither has a ZeRO-2 of its own)
+    default: return megatron_ddp_bucket_params(dp);  // Megatron's (neither has a ZeRO-2 of its own)
   }
 }
 

@@ -609,24 +609,21 @@ class StaticIterationBuilder {
   void reduce_micro_batch_in_buckets(int s, int ch, int mb, double virtual_stage_params) {
     const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     const double dense = virtual_stage_params - virtual_stage_expert_params(s, ch);
-    const int layers = std::max(1, static_cast<int>(op_grads_ready_.size()));
-    const double layer_params = dense / layers;
-    const DpBucketLayout b = bucket_layout(zero2_bucket_params(job_.plan, job_.dp_cp()), layers, layer_params);
     TaskId lead_reduction = kNone;
-    auto launch = [&](int bucket_layers, TaskId ready, int k) {
+    int k = 0;
+    for (const auto& [bucket_params, ready] :
+         cut_buckets(op_grads_ready_, dense, zero2_bucket_params(job_.plan, job_.dp_cp()), chain_last_)) {
       for (int t = 0; t < job_.plan.tp; ++t) {
         des::CollectiveOptions o;
         o.algo = dp_algo();
         o.stream = streams[static_cast<size_t>(t)];
-        const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), bucket_layers * layer_params * grad_reduce_bytes_,
+        const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), bucket_params * grad_reduce_bytes_,
                                          label(out_.dp, "grads s{} c{} mb{} b{} t{}", s, ch, mb, k, t), o);
         if (ready != kNone) eng_.depends(x, ready);
         if (t == 0) lead_reduction = x;
       }
-    };
-    for (int k = 1; k < b.buckets && !op_grads_ready_.empty(); ++k)
-      launch(b.per_bucket, op_grads_ready_[static_cast<size_t>(k * b.per_bucket - 1)], k - 1);
-    launch(op_grads_ready_.empty() ? layers : b.remainder, chain_last_, b.buckets - 1);
+      ++k;
+    }
     const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), chain_last_,
                                           "expert grads", ch, mb);
     if (experts != kNone) expert_reductions_[s].push_back(experts);
@@ -819,12 +816,20 @@ class StaticIterationBuilder {
   // after `after`.
   std::vector<std::pair<double, TaskId>> reduction_buckets(int s, int ch, double dense, TaskId after) const {
     const auto it = grads_ready_.find({s, ch});
-    if (dp_bucket_params(job_.plan, s, ch, job_.dp_cp()) <= 0 || it == grads_ready_.end() || it->second.empty())
-      return {{dense, after}};
-    const std::vector<TaskId>& ready = it->second;  // each layer's backward, in backward order
+    if (it == grads_ready_.end()) return {{dense, after}};
+    return cut_buckets(it->second, dense, dp_bucket_params(job_.plan, s, ch, job_.dp_cp()), after);
+  }
+
+  // `dense` params spread evenly over the layers whose backwards are `ready` (in backward order),
+  // cut into buckets of `bucket_params` (bucket_layout), each with the task it waits for: a full
+  // bucket its last layer's backward, the remainder `after`. One bucket after `after` when there
+  // is nothing to cut.
+  static std::vector<std::pair<double, TaskId>> cut_buckets(const std::vector<TaskId>& ready, double dense,
+                                                             double bucket_params, TaskId after) {
+    if (bucket_params <= 0 || ready.empty()) return {{dense, after}};
     const int layers = static_cast<int>(ready.size());
     const double layer_params = dense / layers;
-    const DpBucketLayout b = dp_bucket_layout(job_.plan, s, ch, job_.dp_cp(), layers, layer_params);
+    const DpBucketLayout b = bucket_layout(bucket_params, layers, layer_params);
     std::vector<std::pair<double, TaskId>> buckets;
     for (int k = 1; k < b.buckets; ++k)
       buckets.emplace_back(b.per_bucket * layer_params, ready[static_cast<size_t>(k * b.per_bucket - 1)]);
