@@ -87,14 +87,14 @@ LinkParams link_for_group(const Cluster& c, int ranks, int stride) {
   link.inter_node = true;
   // NCCL's ring over the group runs one channel per NIC rail: at each step every member sends
   // a channel's chunk to the next node's member of its rail and one to each of the others on its
-  // node over the links among them (one member: none, its traffic goes from its PCIe to the NIC).
-  // So of the ring's bytes a member moves, (L - 1) / L cross those links and 1 / L its NIC, at
-  // once (sim/des/collective.cpp, hierarchical_plan: the event-driven tier's twin).
+  // node over the links among them (one member: none, its bytes go over its PCIe path to the
+  // NIC, which inter_node_bandwidth_per_gpu_Bps bounds). So of the ring's bytes a member moves,
+  // (L - 1) / L cross those links and 1 / L its NIC, at once (sim/des/collective.cpp,
+  // hierarchical_plan: the event-driven tier's twin).
   const double L = members_per_node;
-  const double intra_Bps = members_per_node > 1
-                               ? c.intra_node_group_bandwidth_Bps(members_per_node, stride) * L / (L - 1)
-                               : c.intra_node_bandwidth_Bps();
-  link.bandwidth_Bps = std::min(intra_Bps, c.inter_node_bandwidth_per_gpu_Bps() * members_per_node);
+  link.bandwidth_Bps = c.inter_node_bandwidth_per_gpu_Bps() * L;
+  if (members_per_node > 1)
+    link.bandwidth_Bps = std::min(link.bandwidth_Bps, c.intra_node_group_bandwidth_Bps(members_per_node, stride) * L / (L - 1));
   link.latency_s = c.inter_node_message_latency_s();  // each step a message between nodes, as simulated
   return link;
 }

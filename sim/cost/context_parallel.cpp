@@ -13,7 +13,7 @@ LinkParams cp_ring_link(const Cluster& c, const Plan& p) {
   LinkParams link = link_for_send(c, p.cp, p.tp);
   // A point-to-point send to one peer: no parallel rings over the node's other members (unlike
   // link_for_group's collectives), so across nodes it gets this GPU's share of the NICs.
-  if (link.inter_node) link.bandwidth_Bps = std::min(c.intra_node_bandwidth_Bps(), c.inter_node_bandwidth_per_gpu_Bps());
+  if (link.inter_node) link.bandwidth_Bps = c.inter_node_bandwidth_per_gpu_Bps();
   return link;
 }
 

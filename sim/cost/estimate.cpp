@@ -312,7 +312,9 @@ double accumulate_copies_exposed_s(const AccumulateCopies& a, double micro_batch
 // ZeRO-3 / FSDP gather each layer's params before its forward and again before its backward,
 // one layer ahead, and reduce-scatter its gradients after its backward, all overlapped with the
 // compute: what shows is, layer by layer, what the layer's compute cannot cover, plus the
-// iteration's first gather, which has nothing before it. The gathers run one chain over passes
+// iteration's first gather, which has nothing before it, and the last reduce-scatter of every op
+// whose backward ends waiting for it (of the iteration's last elsewhere). The gathers run one
+// chain over passes
 // and micro-batches, as the event-driven tier's do: the backward's first gather under the
 // forward's last layers, the next micro-batch's first under the backward's last (FSDP's backward
 // prefetch and the forward's gather of the next unit; DeepSpeed's coordinator prefetching along
@@ -355,8 +357,17 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   // The m v ops' first forward gathers, under an in-chain copy as well (only the offloaded
   // params' fetch crosses the copy's link, the other way).
   const double after_copy = prefetch_exposed_s(lt.forward_s + backward_copy_s, tp_fwd, gather, flows);
-  return mb * layers * (forward + prefetch_exposed_s(lt.backward_s + lt.recompute_s, tp_bwd, gather_and_reduce, flows)) -
-         mb * p.virtual_stages * (forward - after_copy) + gather;
+  // A layer's backward covers the next gather and the reduce-scatter of the layer before it. Where
+  // the backward ends waiting for its reduce-scatters (zero3_backward_waits_for_reductions), an
+  // op's first has none before it and its last layer's runs after it, alone; elsewhere that one
+  // runs on under the next op, and only the iteration's last shows (the optimizer step waits).
+  const double backward_cover_s = lt.backward_s + lt.recompute_s;
+  const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce, flows);
+  const double first_backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather, flows);
+  const double ops = mb * p.virtual_stages;
+  const double ending_ops = zero3_backward_waits_for_reductions(p) ? ops : 1;
+  return mb * layers * (forward + backward) - ops * (forward - after_copy) -
+         ending_ops * (backward - first_backward - reduce) + gather;
 }
 
 // A virtual stage's buckets (layout `b`) on the DP stream as its backward produces them: the

@@ -183,6 +183,10 @@ double zero2_bucket_params(const Plan& plan, int dp) {
   }
 }
 
+bool zero3_backward_waits_for_reductions(const Plan& plan) {
+  return running_framework(plan) != Framework::megatron_core;
+}
+
 bool param_gather_overlaps_forward(const Plan& plan, int dp) {
   return running_framework(plan) == Framework::megatron_core && plan.overlap_grad_reduce && plan.zero_stage == 1 && dp > 1;
 }

@@ -162,6 +162,16 @@ DpBucketLayout bucket_layout(double bucket_params, int layers, double layer_para
 // (dp_bucket_params' size) and wait as the others. 0 where the plan does not run so.
 double zero2_bucket_params(const Plan& plan, int dp);
 
+// Whether ZeRO-3's backward ends waiting for its reduce-scatters, so that none runs on under the
+// next micro-batch: DeepSpeed's stage 3 epilogue synchronizes its reduce-and-partition stream after
+// every backward (stage3.py independent_gradient_partition_epilogue); PyTorch FSDP's final
+// callback makes the compute stream wait for the post-backward stream
+// (_runtime_utils.py _post_backward_final_callback; FSDP2 on its last backward, every backward
+// unless told otherwise); Starfish's executor reduces in blocking collectives. Megatron-core's
+// FSDP does not: its root post-backward hook only queues the reduce-scatters
+// (megatron_fsdp.py _root_post_backward) and finish_grad_sync waits before the optimizer step.
+bool zero3_backward_waits_for_reductions(const Plan& plan);
+
 // Whether the distributed optimizer's all-gather of the updated params runs under the next
 // iteration's forward: Megatron-core's --overlap-param-gather, which Starfish's exports pass with
 // --overlap-grad-reduce under ZeRO-1 (plan.overlap_grad_reduce). The optimizer's step dispatches

@@ -227,6 +227,7 @@ class StaticIterationBuilder {
                            grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
                            label(out_.bwd, "grad acc s{} c{} mb{}", s, op.virtual_stage, mb)));
       if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
+      if (gather_layers_ && zero3_backward_waits_for_reductions(p)) wait_for_layer_reductions(s, op.virtual_stage, mb);
       if (offload_copies_.accumulate_to_host > 0) accumulate_on_host(st.lead_gpu, s, op.virtual_stage, mb, params);
     }
     if (prefetch != kNone) eng_.depends(op_first_, prefetch);
@@ -563,6 +564,15 @@ class StaticIterationBuilder {
       eng_.depends(x, after);
       if (t == 0) last_reduction_[{o.stage, o.virtual_stage}] = x;
     }
+  }
+
+  // ZeRO-3's backward ends waiting for its layers' reduce-scatters where the framework's does
+  // (zero3_backward_waits_for_reductions: DeepSpeed, FSDP): the last layer's, which no backward
+  // follows, shows in every op. The lead's stream is FIFO: its last reduction is all of them.
+  void wait_for_layer_reductions(int s, int ch, int mb) {
+    const TaskId reduced = eng_.delay(0, label(out_.dp, "grads reduced s{} c{} mb{}", s, ch, mb));
+    eng_.depends(reduced, last_reduction_.at({s, ch}));
+    chain(reduced);
   }
 
   // ZeRO-2 and -3 keep only their partition of the gradients, so each micro-batch's gradients

@@ -77,7 +77,12 @@ double Cluster::intra_node_latency_s() const {
 
 double Cluster::inter_node_bandwidth_per_gpu_Bps() const {
   if (!node.nic) return 0;
-  return node.nic->count * node.nic->achieved_Bps() / std::max(1, node.gpus);
+  const int nics = std::max(1, node.nic->count);
+  const double nic_share_Bps = nics * node.nic->achieved_Bps() / std::max(1, node.gpus);
+  // The most GPUs on one NIC (topology.cpp's nic_of_gpu gives each NIC a block of them): the
+  // slowest member paces a ring.
+  const int gpus_per_nic = std::max(1, (node.gpus + nics - 1) / nics);
+  return std::min(nic_share_Bps, node.pcie.bandwidth_Bps() / gpus_per_nic);
 }
 
 int Cluster::nvlink_domain_gpus() const {

@@ -243,7 +243,10 @@ struct Cluster {
   // their peers of the next stage at once, sharing its uplink when the pair crosses it.
   int pcie_senders_per_switch(int stage_gpus) const;
   double intra_node_latency_s() const;
-  // Inter-node bandwidth available to one GPU, per direction (the node's NICs shared by its GPUs).
+  // Inter-node bandwidth available to one GPU, per direction, when every GPU of the node sends
+  // at once: the node's NICs shared by its GPUs, and the PCIe path to them (GPUDirect RDMA: the
+  // GPU's own link, then its NIC's, which the GPUs sharing that NIC take turns on; the
+  // event-driven topology's Pcie and NicPcie links). NVLink plays no part. 0 without NICs.
   double inter_node_bandwidth_per_gpu_Bps() const;
   // One direct message between GPUs on two nodes: the NIC's latency and, on both ends, the PCIe
   // path from the GPU through its switch to the NIC (GPUDirect RDMA), the route the event-driven

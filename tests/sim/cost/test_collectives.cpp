@@ -46,6 +46,30 @@ TEST(Collectives, GroupsPickTheirLink) {
   EXPECT_DOUBLE_EQ(wide.bandwidth_Bps, 200e9);
 }
 
+TEST(Collectives, AcrossNodesAGpusBytesReachItsNicOverPcieNotNvlink) {
+  // GPUDirect RDMA: a member's bytes to another node go over its PCIe link to its NIC, whose own
+  // PCIe link the GPUs sharing that NIC take turns on; NVLink carries none of them. A node of
+  // 8 GPUs and 4 NICs of 50 GB/s on PCIe gen 3 x16 (12.6 GB/s achieved): per GPU, when all send,
+  // min(4 x 50 / 8, 12.6 / 2) = 6.3 GB/s, whatever NVLink's rate (it bounded one-member-a-node
+  // groups at 10 GB/s NVLink before, though no byte crosses it).
+  Cluster c = testing::dgx(4);
+  c.node.nic->count = 4;
+  c.node.nic->bandwidth_Bps = 50e9;
+  c.node.nic->efficiency = 1;
+  c.node.pcie.generation = 3;
+  c.node.pcie.lanes = 16;
+  const double pcie_Bps = 8e9 * 128.0 / 130.0 / 8.0 * 16 * c.node.pcie.efficiency;
+  EXPECT_NEAR(c.inter_node_bandwidth_per_gpu_Bps(), pcie_Bps / 2, 1);
+  for (const double nvlink_Bps : {10e9, 300e9}) {
+    c.node.nvlink->bandwidth_Bps = nvlink_Bps;
+    EXPECT_NEAR(link_for_group(c, 4, 8).bandwidth_Bps, pcie_Bps / 2, 1) << nvlink_Bps;  // one member a node
+    EXPECT_NEAR(link_for_group(c, 8, 4).bandwidth_Bps, std::min(2 * pcie_Bps / 2, 2 * c.intra_node_group_bandwidth_Bps(2, 4)), 1);
+  }
+  // With fast PCIe the NICs' share bounds it again.
+  c.node.pcie.generation = 5;
+  EXPECT_DOUBLE_EQ(c.inter_node_bandwidth_per_gpu_Bps(), 25e9);
+}
+
 // How much of a member's NVLink a ring over the group keeps busy (what TP's collectives then give
 // up): all of it inside one node; none with one member a node (every byte to its NIC); with L a
 // node, hierarchical, (L - 1) / L of its bytes cross NVLink at the pace its L NICs set, against

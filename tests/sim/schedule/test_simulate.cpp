@@ -212,6 +212,39 @@ TEST(Simulate, TheTiersAgreeOnGradientReductionsAcrossNodes) {
   }
 }
 
+TEST(Simulate, TheTiersAgreeOnCollectivesWhosePcieToTheNicIsTheBottleneck) {
+  // 4 DGX H100 nodes on PCIe gen 3 (12.6 GB/s achieved, under the NIC's 50 GB/s) with a slow
+  // NVLink (10 GB/s) and, in turn, 8 and 4 NICs: every TP rank's group across the nodes (one
+  // member a node, a ring and an all-to-all; 4 a node, an all-to-all) runs at once. The
+  // event-driven tier routes each member's bytes over its PCIe link to its NIC; the analytic tier
+  // bounded one member a node by NVLink (6x slower than simulated) and the all-to-all by the NICs
+  // alone (4x faster). Within 0.1%.
+  Cluster c = bundled_cluster("dgx-h100", 4);
+  c.node.pcie.generation = 3;
+  c.node.nvlink->bandwidth_Bps = 10e9;
+  struct Shape { int ranks, stride; };
+  for (const int nics : {8, 4}) {
+    c.node.nic->count = nics;
+    const des::Topology topo(c);
+    for (const Shape sh : {Shape{4, 8}, Shape{16, 2}})
+      for (const CollectiveKind kind : {CollectiveKind::all_gather, CollectiveKind::all_to_all}) {
+        if (sh.ranks == 16 && kind != CollectiveKind::all_to_all) continue;  // several a node: hierarchical, tested above
+        des::Engine e(topo);
+        des::TaskId first = des::kNone;
+        for (int g = 0; g < 32 / sh.ranks; ++g) {
+          std::vector<int> gpus;
+          for (int i = 0; i < sh.ranks; ++i) gpus.push_back(g % sh.stride + g / sh.stride * sh.ranks * sh.stride + i * sh.stride);
+          const des::TaskId t = e.collective(kind, e.group(gpus), 1e9, {0, "dp"});
+          if (first == des::kNone) first = t;
+        }
+        const double analytic = kind == CollectiveKind::all_to_all
+                                    ? all_to_all_time_s(c, sh.ranks, sh.stride, 1e9)
+                                    : collective_time_s(kind, CollectiveAlgorithm::ring, sh.ranks, 1e9, link_for_group(c, sh.ranks, sh.stride));
+        EXPECT_NEAR(e.run().end_s[first] / analytic, 1.0, 1e-3) << nics << " NICs, " << sh.ranks << " ranks, " << to_string(kind);
+      }
+  }
+}
+
 TEST(Simulate, BlockingPipelineSendsHoldTheSenderBack) {
   // Megatron-LM 2021 waits for each send before its next op; Megatron-core's interleaved schedule
   // posts it and goes on (overlap_p2p_comm). Over a link where a micro-batch's 2 MiB boundary
@@ -1389,7 +1422,8 @@ TEST(Simulate, ZeroTwoAndThreeReduceScatterAfterEveryMicroBatch) {
     int reductions = 0, gathers = 0;
     double first_start = 1e30;
     for (des::TaskId t = 0; t < engine.task_count(); ++t) {
-      if (engine.task_category(t) != it.dp || engine.task_gpus(t)[0] != 0) continue;
+      // (the DP category's GPU-less tasks are the waits for reductions)
+      if (engine.task_category(t) != it.dp || engine.task_gpus(t).empty() || engine.task_gpus(t)[0] != 0) continue;
       const CollectiveKind k = engine.collective_kind(t);
       if (k == CollectiveKind::reduce_scatter || k == CollectiveKind::all_reduce) {
         ++reductions;
@@ -1569,7 +1603,7 @@ TEST(Simulate, RecomputePeakIsTheStoredInputsPlusOneRebuiltLayerInBothTiers) {
   EXPECT_DOUBLE_EQ(e.gpu.activations_bytes, expected);
 }
 
-// ZeRO-3 under TP 2 over slow NVLink (10 GB/s, which also bounds the DP ring's way to the NIC):
+// ZeRO-3 under TP 2 over slow NVLink (10 GB/s; the DP ring's PCIe way to the NIC as slow):
 // a layer's TP all-reduces (16 MiB each, two a pass) run in its chain between its GEMMs and
 // take longer than its compute, while the next layer's gather (25 M params in bf16) proceeds on
 // its own stream. It is hidden behind both, and every gather but the iteration's first runs under
@@ -1580,6 +1614,7 @@ TEST(Simulate, ZeroThreeGathersHideBehindTheLayersTensorParallelCollectivesToo) 
   c.nodes = 2;
   c.node.nvlink = NvlinkSpec{10e9, 0, NvlinkTopology::switched};
   c.node.nic = NicSpec{2, 100e9, 0};
+  c.node.pcie.efficiency = 10e9 / c.node.pcie.raw_Bps();
   Plan p;
   p.framework = Framework::deepspeed;  // ZeRO-3 reducing in the training dtype
   p.tp = 2;
@@ -1600,9 +1635,49 @@ TEST(Simulate, ZeroThreeGathersHideBehindTheLayersTensorParallelCollectivesToo) 
   ASSERT_GT(gather, lt.forward_s);
   ASSERT_LT(gather, lt.forward_s + 2 * tp_all_reduce);
   ASSERT_LT(2 * gather, lt.backward_s + 2 * tp_all_reduce);  // the gather and the reduce-scatter
-  // What shows is the iteration's first gather: every later one runs under the layer before.
-  EXPECT_NEAR(e.time.dp_comm_s, gather, 1e-9 * e.time.dp_comm_s);
+  // What shows is the iteration's first gather (every later one runs under the layer before)
+  // and each micro-batch's last reduce-scatter (of its bf16 gradients, as many bytes as the
+  // gather), which its backward ends waiting for: 2 micro-batches.
+  const double reduce = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 2, layer_params * 2, link);
+  EXPECT_NEAR(e.time.dp_comm_s, gather + 2 * reduce, 1e-9 * e.time.dp_comm_s);
   EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << r.iteration_s << " vs " << e.time.iteration_s;
+}
+
+// ZeRO-3's backward ends waiting for its reduce-scatters (DeepSpeed's stage 3 epilogue
+// synchronizes its reduce stream; FSDP's final callback makes the compute stream wait): the next
+// micro-batch's first forward starts only once the last layer's reduce-scatter is done, and that
+// reduce-scatter shows in the estimate once a micro-batch. Megatron-core's FSDP only queues
+// them and waits before the optimizer step (megatron_fsdp.py): its next forward starts first. A
+// slow DP link (1 GB/s, one GPU a node) makes the reduce-scatter long against the compute.
+TEST(Simulate, ZeroThreeBackwardEndsWaitingForItsReduceScatters) {
+  Cluster c = ideal_node(1);
+  c.nodes = 2;
+  c.node.nic = NicSpec{1, 1e9, 0};
+  for (const Framework f : {Framework::fsdp, Framework::deepspeed, Framework::megatron_core}) {
+    Plan p;
+    p.framework = f;
+    p.zero_stage = 3;
+    const Model m = gpt(4, 1024, 16, 1024);
+    const Job j = job(m, c, 4, p);
+    ASSERT_EQ(j.micro_batches(), 2);
+    des::Topology topo(c);
+    des::Engine engine(topo);
+    build_iteration(j, engine);
+    const des::Results& r = engine.run();
+    double last_reduction_end = -1, next_forward_start = -1;
+    for (des::TaskId t = 0; t < engine.task_count(); ++t) {
+      const std::string_view name = engine.task_name(t);
+      if (name.starts_with("grads s0 c0 mb0 L0 t0")) last_reduction_end = r.end_s[t];
+      if (name.starts_with("F s0 c0 mb1 L0")) next_forward_start = r.start_s[t];
+    }
+    ASSERT_GT(last_reduction_end, 0) << to_string(f);
+    ASSERT_GT(next_forward_start, 0) << to_string(f);
+    if (f == Framework::megatron_core) EXPECT_LT(next_forward_start, last_reduction_end);
+    else EXPECT_GE(next_forward_start, last_reduction_end) << to_string(f);
+    const Estimate e = estimate(j);
+    const SimReport sim = simulate(j);
+    EXPECT_NEAR(sim.iteration_s / e.time.iteration_s, 1.0, 0.05) << to_string(f);  // 3.1% and 4.2% apart
+  }
 }
 
 // Over PCIe without NVLink a GPU's TP collectives and the ZeRO-3 gathers beside them cross the
@@ -1639,8 +1714,11 @@ TEST(Simulate, OverPcieZeroThreeGathersShareTheLinksOfTheTensorParallelCollectiv
     auto exposed = [k](double C, double T, double G) { return std::min(G, C + k * T) / (C + k * T) * k * T + std::max(0.0, G - C - k * T); };
     ASSERT_LT(G, lt.forward_s + T) << tp;  // the chain would hide the gather if TP had links of its own
     ASSERT_LT(G + R, lt.backward_s + T) << tp;
-    const double per_layer = exposed(lt.forward_s, T, G) + exposed(lt.backward_s, T, G + R);
-    EXPECT_NEAR(e.time.dp_comm_s, 2 * 4 * per_layer + G, 1e-6 * e.time.dp_comm_s) << tp;  // 2 micro-batches, 4 layers
+    // 2 micro-batches of 4 layers. A backward covers the next gather and the previous layer's
+    // reduce-scatter, but the op's first (none before it); its last layer's runs after it, alone,
+    // and the backward ends waiting for it.
+    const double per_op = 4 * exposed(lt.forward_s, T, G) + 3 * exposed(lt.backward_s, T, G + R) + exposed(lt.backward_s, T, G) + R;
+    EXPECT_NEAR(e.time.dp_comm_s, 2 * per_op + G, 1e-6 * e.time.dp_comm_s) << tp;
     const SimReport r = simulate(j);
     EXPECT_NEAR(r.iteration_s / e.time.iteration_s, 1.0, 0.03) << tp << ": " << r.iteration_s << " vs " << e.time.iteration_s;
   }
