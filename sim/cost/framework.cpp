@@ -321,7 +321,10 @@ HostOffloadBytes zero_offload_host_bytes(const Training& training, double k, int
 
 double framework_buffer_bytes(const Training& training, const Plan& plan) {
   const FrameworkTraits& f = framework_traits(plan.framework);
-  if (plan.zero_stage < 1 || plan.zero_stage > 2 || plan.chunked()) return 0;
+  // ZeRO-3 holds one too: stage3.py allocates each communication dtype's ipg bucket buffer of
+  // reduce_bucket_size elements on the GPU under contiguous_gradients (its default,
+  // zero/config.py), whatever the model's size (deepspeedai/DeepSpeed edaa7221).
+  if (plan.zero_stage < 1 || plan.chunked()) return 0;
   return f.zero_reduce_bucket_elements * static_cast<double>(bytes_of(training.dtype));
 }
 

@@ -39,9 +39,9 @@ struct FrameworkTraits {
   // recovers), so reserved = allocated / (1 - 0.15). Starfish's chunk runtime allocates its
   // chunks once, of one size: no fragmentation of its model states.
   double allocator_fragmentation = 0.15;
-  // ZeRO-1/2's contiguous reduction bucket, held for the whole backward: DeepSpeed's
-  // reduce_bucket_size (default 5e8 elements, deepspeed/runtime/zero/config.py), allocated in
-  // the gradients' dtype (stage_1_and_2.py, ipg_buffer). 0: no such buffer.
+  // ZeRO's contiguous reduction bucket, held for the whole run: DeepSpeed's reduce_bucket_size
+  // (default 5e8 elements, deepspeed/runtime/zero/config.py), allocated in the gradients' dtype
+  // (stage_1_and_2.py ipg_buffer; stage3.py the ipg buckets' buffer). 0: no such buffer.
   double zero_reduce_bucket_elements = 0;
   // Pipeline sends without sequence parallelism: does each TP rank send 1/tp of the boundary
   // tensor, the receiving TP group all-gathering the pieces? Megatron-LM 2021-22 does

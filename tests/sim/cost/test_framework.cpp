@@ -168,12 +168,13 @@ TEST(Framework, ExecutorOptimizerStepCountsItsEagerPasses) {
 }
 
 TEST(Framework, DeepSpeedZeroHoldsItsReductionBucket) {
-  // reduce_bucket_size 5e8 elements of bf16 gradients, for ZeRO-1 and -2 only.
+  // reduce_bucket_size 5e8 elements of bf16 gradients, for ZeRO-1, -2 and -3 (stage3.py's ipg
+  // bucket buffer under contiguous_gradients); none where ZeRO-0 all-reduces.
   Plan p = plan_of(Framework::deepspeed);
-  p.zero_stage = 1;
-  EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 1e9);
-  p.zero_stage = 2;
-  EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 1e9);
+  for (const int stage : {1, 2, 3}) {
+    p.zero_stage = stage;
+    EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 1e9) << stage;
+  }
   p.zero_stage = 0;
   EXPECT_DOUBLE_EQ(framework_buffer_bytes(bf16(), p), 0);
   Plan m = plan_of(Framework::megatron_lm);
