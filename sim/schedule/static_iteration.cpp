@@ -551,19 +551,31 @@ class StaticIterationBuilder {
     if (recent_compute_.size() > 2) recent_compute_.erase(recent_compute_.begin());
   }
 
+  // `kind` of `bytes` over every TP rank's DP group of stage `s` (one group a TP rank), by
+  // dp_algo, each after `after` (kNone: nothing) and, `on_dp_streams`, on its rank's DP stream
+  // (else on its GPU's collective stream); `name(t)` labels rank t's. Returns the lead's (TP
+  // rank 0): the simulator follows its GPU, the other ranks' share the links beside it.
+  template <class Name>
+  TaskId dp_collective_on_every_tp_rank(CollectiveKind kind, int s, double bytes, TaskId after, bool on_dp_streams,
+                                        Name&& name) {
+    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
+    TaskId lead = kNone;
+    for (int t = 0; t < job_.plan.tp; ++t) {
+      des::CollectiveOptions o;
+      o.algo = dp_algo();
+      if (on_dp_streams) o.stream = streams[static_cast<size_t>(t)];
+      const TaskId x = eng_.collective(kind, dp_group(t, s), bytes, name(t), o);
+      if (after != kNone) eng_.depends(x, after);
+      if (t == 0) lead = x;
+    }
+    return lead;
+  }
+
   // Reduce-scatters one layer's gradients over every TP rank's DP group, on the DP streams.
   void reduce_layer(const StageOp& o, int l) {
-    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(o.stage)];
-    const TaskId after = chain_last_;
-    for (int t = 0; t < job_.plan.tp; ++t) {
-      des::CollectiveOptions co;
-      co.algo = dp_algo();
-      co.stream = streams[static_cast<size_t>(t)];
-      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, o.stage), o.layer_params * grad_reduce_bytes_,
-                                       label(out_.dp, "grads s{} c{} mb{} L{} t{}", o.stage, o.virtual_stage, o.mb, l, t), co);
-      eng_.depends(x, after);
-      if (t == 0) last_reduction_[{o.stage, o.virtual_stage}] = x;
-    }
+    last_reduction_[{o.stage, o.virtual_stage}] = dp_collective_on_every_tp_rank(
+        CollectiveKind::reduce_scatter, o.stage, o.layer_params * grad_reduce_bytes_, chain_last_, true,
+        [&](int t) { return label(out_.dp, "grads s{} c{} mb{} L{} t{}", o.stage, o.virtual_stage, o.mb, l, t); });
   }
 
   // ZeRO-3's backward ends waiting for its layers' reduce-scatters where the framework's does
@@ -589,16 +601,9 @@ class StaticIterationBuilder {
   void reduce_micro_batch(int s, int ch, int mb, double virtual_stage_params) {
     if (zero2_bucket_params(job_.plan, job_.dp_cp()) > 0) return reduce_micro_batch_in_buckets(s, ch, mb, virtual_stage_params);
     const TaskId before = chain_last_;
-    TaskId lead_reduction = kNone;
-    for (int t = 0; t < job_.plan.tp; ++t) {
-      des::CollectiveOptions o;
-      o.algo = dp_algo();
-      const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s),
-                                       (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
-                                       label(out_.dp, "grads s{} c{} mb{} t{}", s, ch, mb, t), o);
-      if (t == 0) lead_reduction = x;
-      if (before != kNone) eng_.depends(x, before);
-    }
+    const TaskId lead_reduction = dp_collective_on_every_tp_rank(
+        CollectiveKind::reduce_scatter, s, (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
+        before, false, [&](int t) { return label(out_.dp, "grads s{} c{} mb{} t{}", s, ch, mb, t); });
     const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), before, "expert grads", ch, mb);
     if (experts != kNone) expert_reductions_[s].push_back(experts);
     TaskId reduced = lead_reduction;
@@ -617,21 +622,15 @@ class StaticIterationBuilder {
   // (bucket_layout, the remainder last), its experts' after the op on their own streams, and the
   // op ends waiting for all of them.
   void reduce_micro_batch_in_buckets(int s, int ch, int mb, double virtual_stage_params) {
-    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     const double dense = virtual_stage_params - virtual_stage_expert_params(s, ch);
     TaskId lead_reduction = kNone;
     int k = 0;
     for (const auto& [bucket_params, ready] :
          cut_buckets(op_grads_ready_, dense, zero2_bucket_params(job_.plan, job_.dp_cp()), chain_last_)) {
-      for (int t = 0; t < job_.plan.tp; ++t) {
-        des::CollectiveOptions o;
-        o.algo = dp_algo();
-        o.stream = streams[static_cast<size_t>(t)];
-        const TaskId x = eng_.collective(CollectiveKind::reduce_scatter, dp_group(t, s), bucket_params * grad_reduce_bytes_,
-                                         label(out_.dp, "grads s{} c{} mb{} b{} t{}", s, ch, mb, k, t), o);
-        if (ready != kNone) eng_.depends(x, ready);
-        if (t == 0) lead_reduction = x;
-      }
+      lead_reduction = dp_collective_on_every_tp_rank(CollectiveKind::reduce_scatter, s, bucket_params * grad_reduce_bytes_,
+                                                      ready, true, [&](int t) {
+                                                        return label(out_.dp, "grads s{} c{} mb{} b{} t{}", s, ch, mb, k, t);
+                                                      });
       ++k;
     }
     const TaskId experts = reduce_experts(s, CollectiveKind::reduce_scatter, virtual_stage_expert_params(s, ch), chain_last_,
@@ -788,7 +787,6 @@ class StaticIterationBuilder {
     std::vector<TaskId> reduced = expert_reductions_[s];
     for (int ch = 0; ch < p.virtual_stages; ++ch)
       if (const auto it = host_accumulation_.find({s, ch}); it != host_accumulation_.end()) reduced.push_back(it->second);
-    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
     for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
       reduced.push_back(last_reduction_.at({s, ch}));
       reduced.push_back(last_backward_of_.at({s, ch}));
@@ -806,15 +804,8 @@ class StaticIterationBuilder {
       }
       const double dense = params[static_cast<size_t>(ch)] - virtual_stage_expert_params(s, ch);
       for (const auto& [bucket_params, ready] : reduction_buckets(s, ch, dense, after))
-        for (int t = 0; t < p.tp; ++t) {
-          des::CollectiveOptions o;
-          o.algo = dp_algo();
-          o.stream = streams[static_cast<size_t>(t)];
-          const TaskId x = eng_.collective(kind, dp_group(t, s), bucket_params * grad_reduce_bytes_,
-                                           label(out_.dp, "grads s{} c{} t{}", s, ch, t), o);
-          eng_.depends(x, ready);
-          if (t == 0) reduced.push_back(x);
-        }
+        reduced.push_back(dp_collective_on_every_tp_rank(kind, s, bucket_params * grad_reduce_bytes_, ready, true,
+                                                         [&](int t) { return label(out_.dp, "grads s{} c{} t{}", s, ch, t); }));
     }
     return reduced;
   }
@@ -930,17 +921,9 @@ class StaticIterationBuilder {
                                   std::max(1.0, stage_params - stage_experts);
       }
       const double bytes = (l == 0 ? first : per_bucket) * dense_per_layer * g.bytes_per_dense_param;
-      const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(o.stage)];
-      g.gather = kNone;
-      for (int t = 0; t < p.tp; ++t) {
-        des::CollectiveOptions co;
-        co.algo = dp_algo();
-        co.stream = streams[static_cast<size_t>(t)];
-        const TaskId a = eng_.collective(CollectiveKind::all_gather, dp_group(t, o.stage), bytes,
-                                         label(out_.dp, "params s{} c{} L{} t{}", o.stage, o.virtual_stage, l, t), co);
-        if (g.bucket_start != kNone) eng_.depends(a, g.bucket_start);
-        if (t == 0) g.gather = a;
-      }
+      g.gather = dp_collective_on_every_tp_rank(CollectiveKind::all_gather, o.stage, bytes, g.bucket_start, true, [&](int t) {
+        return label(out_.dp, "params s{} c{} L{} t{}", o.stage, o.virtual_stage, l, t);
+      });
       g.bucket_start = x;
     }
     eng_.depends(x, g.gather);
@@ -957,15 +940,9 @@ class StaticIterationBuilder {
         reduce_experts(s, CollectiveKind::all_gather, gathered.expert_bytes / grad_reduce_bytes_, last, "expert params", 0, 0);
       return;
     }
-    const std::vector<des::ResourceId>& streams = dp_streams_[static_cast<size_t>(s)];
-    for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t) {
-      des::CollectiveOptions o;
-      o.algo = dp_algo();
-      o.stream = streams[static_cast<size_t>(t)];
-      const TaskId x = eng_.collective(CollectiveKind::all_gather, dp_group(t, s), gathered.dense_bytes,
-                                       label(out_.dp, "params s{} t{}", s, t), o);
-      eng_.depends(x, last);
-    }
+    if (job_.dp_cp() > 1)
+      dp_collective_on_every_tp_rank(CollectiveKind::all_gather, s, gathered.dense_bytes, last, true,
+                                     [&](int t) { return label(out_.dp, "params s{} t{}", s, t); });
     if (stage_experts > 0)
       reduce_experts(s, CollectiveKind::all_gather, gathered.expert_bytes / grad_reduce_bytes_, last, "expert params", 0, 0);
   }
