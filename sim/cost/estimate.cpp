@@ -219,6 +219,13 @@ double chunked_dp_comm_time_s(const Cluster& c, const Training& t, const Plan& p
   return time_s + 2 * ring(CollectiveKind::all_gather, all * b.params) + ring(CollectiveKind::reduce_scatter, all * grad_bytes_per_param);
 }
 
+// How many of the DP group's transfers share the link that paces the TP ring of a GPU: without
+// NVLink, where TP's ring climbs its PCIe switch's uplink, every DP group's behind that switch
+// (pcie_uplink_sharers); otherwise the GPU's own (its NVLink, or its one x16 link).
+int dp_flows_beside_tp_ring(const Cluster& c, const Plan& p) {
+  return !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(p.dp_cp(), p.tp) : 1;
+}
+
 // What a pass of one layer takes beyond its chain (`compute_s`, then `tp_s` of collectives) when
 // `link_s` of other streams' transfers (the next layer's gathers; the reduce-scatters) runs
 // beside it, `flows` of them on the link that paces the chain's collectives (0: links of their
@@ -349,9 +356,7 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   // it crosses TP's (NVLink within a node; PCIe, where every GPU's traffic crosses its one x16
   // link) the two share them (prefetch_exposed_s): the GPU's own gather on its link, or, where
   // TP's ring and the gathers all climb a PCIe switch's uplink, every group's behind it.
-  const int flows = c.node.nvlink && link.inter_node ? 0
-                    : !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp)
-                                                                           : 1;
+  const int flows = c.node.nvlink && link.inter_node ? 0 : dp_flows_beside_tp_ring(c, p);
   const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_backward_per_layer_s();
   const double forward = prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows);
   // The m v ops' first forward gathers, under an in-chain copy as well (only the offloaded
@@ -511,7 +516,7 @@ double bucketed_reductions_per_op_s(const Model& m, const Cluster& c, const Trai
   const BucketQueue q = bucket_queue(b, layer_backward_s, reduce_s(b.per_bucket), reduce_s(b.remainder), link_busy_s);
   const double expert_s = moe_expert_reduce_time_s(c, p, reduced.expert / v, 0, 1);  // the op's virtual stage's
   const ReductionLinkShares r = reduction_link_shares(c, p, reduce_s(layers), expert_s);
-  const double flows = !c.node.nvlink && c.pcie_group_leaves_switch(p.tp, 1) ? c.pcie_uplink_sharers(dp, p.tp) : 1;
+  const double flows = dp_flows_beside_tp_ring(c, p);
   const double op_shared_s = chain_transfers_on_dp_links_s(c, p, slow, r.node_share, r.nic_share) *
                              (slow.slot_s() - slow.forward_s) / std::max(1e-30, slow.slot_s()) / v;
   return q.tail_s + expert_s + flows * std::min(1.0, q.beside_s / std::max(1e-30, q.end_s)) * op_shared_s;
