@@ -177,7 +177,7 @@ TEST(CliEstimate, OpsCarryEachLayersCommunication) {
 }
 
 TEST(CliEstimate, BadInputIsOneLineAndNonZero) {
-  const std::string bad = "/tmp/starfish_cli_bad_model.yaml";
+  const std::string bad = "/tmp/starfish_cli_bad_model_" + std::to_string(::getpid()) + ".yaml";
   std::ofstream(bad) << "name: x\nlayers: 2\nhidden: 64\nheads: 4\nseq_len: 8\nvocab: 10\nwidth: 3\n";
   const auto r = run_command(kCli + " estimate --model " + bad + " --hw " + kRoot + "/hwprofiles/dgx-a100-80gb.yaml");
   EXPECT_EQ(r.exit_code, 1);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include "support/run_command.h"
 
@@ -24,7 +25,7 @@ std::string read(const std::string& path) {
 }
 
 TEST(CliImportHf, WritesAModelFileThatEstimateTakes) {
-  const std::string out = ::testing::TempDir() + "starfish_import_llama31.yaml";
+  const std::string out = ::testing::TempDir() + "starfish_import_llama31_" + std::to_string(::getpid()) + ".yaml";
   std::filesystem::remove(out);
   const auto r = run_command(kCli + " import-hf " + kFixtures + "llama-3.1-8b.json -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;

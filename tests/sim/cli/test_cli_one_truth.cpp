@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 #include "sim/spec/json_reader.h"
 #include "support/run_command.h"
@@ -26,7 +27,7 @@ CommandResult cli(const std::string& args) { return testing::run_command(kCli + 
 
 // A fresh directory under the test temp dir.
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("starfish_one_truth_" + name);
+  const fs::path dir = fs::path(::testing::TempDir()) / ("starfish_one_truth_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

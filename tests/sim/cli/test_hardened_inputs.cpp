@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <unistd.h>
 
 #include "support/run_command.h"
 
@@ -78,7 +79,7 @@ class IssueInputs : public ::testing::TestWithParam<int> {};
 
 TEST_P(IssueInputs, AreRefusedWithOneLocatedLineAndExitOne) {
   const Mutant& m = kMutants[GetParam()];
-  const std::string dir = ::testing::TempDir() + "/starfish_hardened_" + std::to_string(GetParam());
+  const std::string dir = ::testing::TempDir() + "/starfish_hardened_" + std::to_string(::getpid()) + "_" + std::to_string(GetParam());
   std::filesystem::create_directories(dir);
   const std::string file = dir + (m.kind == Kind::model ? "/model.yaml" : m.kind == Kind::hardware ? "/hw.yaml" : "/plan.yaml");
   const std::string base = m.kind == Kind::model ? slurp_file(kModel) : m.kind == Kind::hardware ? slurp_file(kHardware) : base_plan();

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include "sim/cost/params.h"
 #include "sim/spec/error.h"
@@ -235,7 +236,7 @@ TEST(HfImport, BadFilesFailWithFileLineAndField) {
 }
 
 TEST(HfImport, FileImportNamesTheModelAfterItsFolder) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "starfish-hf" / "Mistral-7B-v0.1";
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("starfish-hf-" + std::to_string(::getpid())) / "Mistral-7B-v0.1";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << fixture_text("mistral-7b-v0.1.json");
   EXPECT_EQ(import_hf_config_file((dir / "config.json").string()).model.name, "mistral-7b-v0.1");

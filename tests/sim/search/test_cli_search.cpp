@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 #include "sim/spec/json_reader.h"
 #include "support/run_command.h"
@@ -63,7 +64,7 @@ TEST(CliSearch, ABatchWithNoLayoutFindsNoPlan) {
 }
 
 TEST(CliSearch, EmitWritesALoadablePlanAndRefusesToOverwrite) {
-  const std::string path = ::testing::TempDir() + "starfish_search_emit.yaml";
+  const std::string path = ::testing::TempDir() + "starfish_search_emit_" + std::to_string(::getpid()) + ".yaml";
   std::filesystem::remove(path);
   const std::string args = "search --model " + model("gpt2-small") + " --hw " + hw("dgx-a100-80gb") + " --top 3 --emit " + path;
   const CliRun first = run(args);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 #include "sim/spec/input_file.h"
 #include "sim/spec/job.h"
@@ -145,7 +146,7 @@ TEST(InputErrors, AFieldLeftToItsDefaultIsBlamedOnItsSection) {
 }
 
 TEST(InputFiles, MissingFolderDeviceAndHugeFilesAreRefusedByName) {
-  const std::string dir = ::testing::TempDir() + "/starfish_input_files";
+  const std::string dir = ::testing::TempDir() + "/starfish_input_files_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   EXPECT_EQ(error_of([&] { load_model(dir + "/none.yaml"); }), dir + "/none.yaml: no such file");
   EXPECT_EQ(error_of([&] { load_model(dir); }), dir + ": is a folder, not a file");
