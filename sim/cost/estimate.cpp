@@ -367,9 +367,23 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   // op's first has none before it and its last layer's runs after it, alone; elsewhere that one
   // runs on under the next op, and only the iteration's last shows (the optimizer step waits).
   const double backward_cover_s = lt.backward_s + lt.recompute_s;
+  const double ops = mb * p.virtual_stages;
+  if (const double bucket_params = zero3_bucket_params(p, dp); bucket_params > 0) {
+    // DeepSpeed's buckets (zero3_bucket_params), cut per op as the simulator does: the full ones
+    // reduce beside the op's backward layers (their load spread over them), the remainder after
+    // its last, alone, and the epilogue waits for it.
+    const int op_layers = std::max(1, static_cast<int>(std::lround(layers / p.virtual_stages)));
+    const double layer_grad_bytes = grad_bytes / layers;
+    const DpBucketLayout b = bucket_layout(bucket_params, op_layers, layer_grad_bytes / grad_buffers(t, p).reduce_bytes);
+    auto reduce_s = [&](int bucket_layers) {
+      return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_grad_bytes, link);
+    };
+    const double full_s = (b.buckets - 1) * reduce_s(b.per_bucket);
+    const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather + full_s / op_layers, flows);
+    return mb * layers * (forward + backward) - ops * (forward - after_copy) + ops * reduce_s(b.remainder) + gather;
+  }
   const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce, flows);
   const double first_backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather, flows);
-  const double ops = mb * p.virtual_stages;
   const double ending_ops = zero3_backward_waits_for_reductions(p) ? ops : 1;
   return mb * layers * (forward + backward) - ops * (forward - after_copy) -
          ending_ops * (backward - first_backward - reduce) + gather;

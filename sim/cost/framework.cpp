@@ -183,6 +183,11 @@ double zero2_bucket_params(const Plan& plan, int dp) {
   }
 }
 
+double zero3_bucket_params(const Plan& plan, int dp) {
+  if (plan.zero_stage != 3 || dp <= 1 || plan.chunked() || running_framework(plan) != Framework::deepspeed) return 0;
+  return framework_traits(Framework::deepspeed).zero_reduce_bucket_elements;
+}
+
 bool zero3_backward_waits_for_reductions(const Plan& plan) {
   return running_framework(plan) != Framework::megatron_core;
 }

@@ -162,6 +162,13 @@ DpBucketLayout bucket_layout(double bucket_params, int layers, double layer_para
 // (dp_bucket_params' size) and wait as the others. 0 where the plan does not run so.
 double zero2_bucket_params(const Plan& plan, int dp);
 
+// ZeRO-3's reduce-scatters in buckets of these many parameters rather than a layer at a time:
+// DeepSpeed's stage 3 adds each gradient to its ipg bucket and reduce-scatters the bucket when
+// the next would overflow reduce_bucket_size (stage3.py reduce_independent_p_g_buckets_and_
+// remove_grads), the rest in its epilogue; FSDP and Megatron-core's FSDP reduce each unit (a
+// layer) as its backward ends. 0 where the plan reduces layer by layer.
+double zero3_bucket_params(const Plan& plan, int dp);
+
 // Whether ZeRO-3's backward ends waiting for its reduce-scatters, so that none runs on under the
 // next micro-batch: DeepSpeed's stage 3 epilogue synchronizes its reduce-and-partition stream after
 // every backward (stage3.py independent_gradient_partition_epilogue); PyTorch FSDP's final

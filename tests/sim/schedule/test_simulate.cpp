@@ -1616,7 +1616,8 @@ TEST(Simulate, ZeroThreeGathersHideBehindTheLayersTensorParallelCollectivesToo) 
   c.node.nic = NicSpec{2, 100e9, 0};
   c.node.pcie.efficiency = 10e9 / c.node.pcie.raw_Bps();
   Plan p;
-  p.framework = Framework::deepspeed;  // ZeRO-3 reducing in the training dtype
+  p.framework = Framework::fsdp;  // a layer at a time (DeepSpeed's buckets: its own test)
+  p.grad_reduce = GradReduce::training;  // reducing in the training dtype
   p.tp = 2;
   p.zero_stage = 3;
   const Model m = gpt(4, 2048, 16, 4096);
@@ -1667,7 +1668,7 @@ TEST(Simulate, ZeroThreeBackwardEndsWaitingForItsReduceScatters) {
     double last_reduction_end = -1, next_forward_start = -1;
     for (des::TaskId t = 0; t < engine.task_count(); ++t) {
       const std::string_view name = engine.task_name(t);
-      if (name.starts_with("grads s0 c0 mb0 L0 t0")) last_reduction_end = r.end_s[t];
+      if (name.starts_with("grads s0 c0 mb0 ") && name.ends_with(" t0")) last_reduction_end = std::max(last_reduction_end, r.end_s[t]);
       if (name.starts_with("F s0 c0 mb1 L0")) next_forward_start = r.start_s[t];
     }
     ASSERT_GT(last_reduction_end, 0) << to_string(f);
@@ -1678,6 +1679,46 @@ TEST(Simulate, ZeroThreeBackwardEndsWaitingForItsReduceScatters) {
     const SimReport sim = simulate(j);
     EXPECT_NEAR(sim.iteration_s / e.time.iteration_s, 1.0, 0.05) << to_string(f);  // 3.1% and 4.2% apart
   }
+}
+
+// DeepSpeed's stage 3 reduce-scatters its gradients in buckets of reduce_bucket_size (5e8)
+// elements as the backward fills them and the rest in its epilogue, which the next forward waits
+// for (stage3.py). 12 layers of 4096 (~201 M params each): buckets of 3 layers, 4 an op. Over a
+// fast NVLink the gathers and the full buckets hide under the layers' compute, so what the
+// estimate shows is the iteration's first gather and each micro-batch's last bucket (3 layers'
+// bf16 gradients), and the simulator launches the full buckets under the backward, the last once
+// the op's last layer is done.
+TEST(Simulate, DeepSpeedZeroThreeReducesInBucketsOfItsReduceBucketSize) {
+  Cluster c = ideal_node(2);
+  c.node.nvlink = NvlinkSpec{1e12, 0, NvlinkTopology::switched};
+  Plan p;
+  p.framework = Framework::deepspeed;
+  p.zero_stage = 3;
+  const Model m = gpt(12, 4096, 32, 1024);
+  const Job j = job(m, c, 4, p);
+  ASSERT_EQ(j.plan.dp, 2);
+  ASSERT_EQ(j.micro_batches(), 2);
+  const Estimate e = estimate(j);
+  const double layer_params = e.params_per_gpu / 12;
+  ASSERT_EQ(std::ceil(5e8 / layer_params), 3);
+  const LinkParams link = link_for_group(c, 2, 1);
+  const double gather = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 2, layer_params * 2, link);
+  const double last_bucket = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 2, 3 * layer_params * 2, link);
+  EXPECT_NEAR(e.time.dp_comm_s, gather + 2 * last_bucket, 1e-9 * e.time.dp_comm_s);
+
+  des::Topology topo(c);
+  des::Engine engine(topo);
+  build_iteration(j, engine);
+  const des::Results& r = engine.run();
+  std::map<std::string, std::pair<double, double>> span;  // task name -> (start, end)
+  for (des::TaskId t = 0; t < engine.task_count(); ++t) span[std::string(engine.task_name(t))] = {r.start_s[t], r.end_s[t]};
+  for (int b = 0; b < 4; ++b) ASSERT_TRUE(span.count("grads s0 c0 mb0 b" + std::to_string(b) + " t0")) << b;
+  EXPECT_FALSE(span.count("grads s0 c0 mb0 b4 t0"));
+  const double last_layer_end = span.at("B s0 c0 mb0 L0").second;
+  EXPECT_LT(span.at("grads s0 c0 mb0 b0 t0").first, last_layer_end);  // a full bucket, under the backward
+  EXPECT_GE(span.at("grads s0 c0 mb0 b3 t0").first, last_layer_end);  // the rest, after it
+  EXPECT_GE(span.at("F s0 c0 mb1 L0").first, span.at("grads s0 c0 mb0 b3 t0").second);  // the epilogue waits
+  EXPECT_NEAR(simulate(j).iteration_s / e.time.iteration_s, 1.0, 0.02);
 }
 
 // Over PCIe without NVLink a GPU's TP collectives and the ZeRO-3 gathers beside them cross the
@@ -1696,7 +1737,8 @@ TEST(Simulate, OverPcieZeroThreeGathersShareTheLinksOfTheTensorParallelCollectiv
     c.node.nvlink.reset();
     c.node.pcie = PcieSpec{4, 16, 1.0, 0, 2};
     Plan p;
-    p.framework = Framework::deepspeed;
+    p.framework = Framework::fsdp;  // a layer at a time, reducing in the training dtype
+    p.grad_reduce = GradReduce::training;
     p.tp = tp;
     p.zero_stage = 3;
     const Model m = gpt(4, 2048, 16, 8192);
