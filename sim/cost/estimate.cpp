@@ -369,17 +369,21 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   const double backward_cover_s = lt.backward_s + lt.recompute_s;
   const double ops = mb * p.virtual_stages;
   if (const double bucket_params = zero3_bucket_params(p, dp); bucket_params > 0) {
-    // DeepSpeed's buckets (zero3_bucket_params), cut per op as the simulator does: the full ones
-    // reduce beside the op's backward layers (their load spread over them), the remainder after
-    // its last, alone, and the epilogue waits for it.
+    // DeepSpeed's buckets (zero3_bucket_params), cut per op as the simulator does: each full one
+    // reduces beside the bucket's worth of backward layers after it, on its own stream beside the
+    // gathers' (twice the flows on a shared link while it runs); the first bucket's layers have
+    // none beside them; the remainder runs after the op's last layer, alone, and the epilogue
+    // waits for it.
     const int op_layers = std::max(1, static_cast<int>(std::lround(layers / p.virtual_stages)));
     const double layer_grad_bytes = grad_bytes / layers;
     const DpBucketLayout b = bucket_layout(bucket_params, op_layers, layer_grad_bytes / grad_buffers(t, p).reduce_bytes);
     auto reduce_s = [&](int bucket_layers) {
       return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_grad_bytes, link);
     };
-    const double full_s = (b.buckets - 1) * reduce_s(b.per_bucket);
-    const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather + full_s / op_layers, flows);
+    const double beside = (b.buckets - 1.0) * b.per_bucket / op_layers;  // of the layers, those a full bucket runs beside
+    const double backward =
+        (1 - beside) * prefetch_exposed_s(backward_cover_s, tp_bwd, gather, flows) +
+        beside * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + reduce_s(b.per_bucket) / b.per_bucket, 2 * flows);
     return mb * layers * (forward + backward) - ops * (forward - after_copy) + ops * reduce_s(b.remainder) + gather;
   }
   const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce, flows);
