@@ -1721,6 +1721,13 @@ TEST(Simulate, DeepSpeedZeroThreeReducesInBucketsOfItsReduceBucketSize) {
   EXPECT_NEAR(simulate(j).iteration_s / e.time.iteration_s, 1.0, 0.02);
 }
 
+// By hand: what a layer's chain of C compute and T TP collectives cannot hold of G of transfers
+// on k flows sharing the TP ring's link fairly (the chain holds H = C + k T of them, stretching
+// its collectives by min(G, H) / H x k T; the rest shows after it).
+double exposed_beside_chain_s(double C, double T, double G, double k) {
+  return std::min(G, C + k * T) / (C + k * T) * k * T + std::max(0.0, G - C - k * T);
+}
+
 // Over PCIe without NVLink a GPU's TP collectives and the ZeRO-3 gathers beside them cross the
 // same x16 link (and switch uplink), so TP no longer covers a gather: they share the link
 // fairly, the layer's TP collectives stretching while the gathers run (the estimate's
@@ -1753,7 +1760,7 @@ TEST(Simulate, OverPcieZeroThreeGathersShareTheLinksOfTheTensorParallelCollectiv
     // Two ring all-reduces of the layer's output a pass, at the whole link: 2 (tp - 1) / tp of it each.
     const double T = 2 * (2.0 * (tp - 1) / tp * 8192.0 * 2048 * 2 / link_Bps);
     const double k = tp == 2 ? 1 : 2;
-    auto exposed = [k](double C, double T, double G) { return std::min(G, C + k * T) / (C + k * T) * k * T + std::max(0.0, G - C - k * T); };
+    auto exposed = [k](double C, double T, double G) { return exposed_beside_chain_s(C, T, G, k); };
     ASSERT_LT(G, lt.forward_s + T) << tp;  // the chain would hide the gather if TP had links of its own
     ASSERT_LT(G + R, lt.backward_s + T) << tp;
     // 2 micro-batches of 4 layers. A backward covers the next gather and the previous layer's
@@ -1791,9 +1798,7 @@ TEST(Simulate, OverPcieDeepSpeedsZeroThreeBucketsStretchTheTensorParallelCollect
   const double bucket = 20 * G;                            // 20 layers' bf16 gradients
   const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(j.plan), Recompute::none);
   const double T = 2 * (2.0 * (2 - 1) / 2 * 8192.0 * 2048 * 2 / link_Bps);
-  auto exposed = [](double C, double T, double G, double k) {
-    return std::min(G, C + k * T) / (C + k * T) * k * T + std::max(0.0, G - C - k * T);
-  };
+  const auto exposed = exposed_beside_chain_s;
   const double beside = 2 * 20 / 60.0;  // two full buckets, 20 layers beside each
   const double per_op = 60 * exposed(lt.forward_s, T, G, 1) + (1 - beside) * 60 * exposed(lt.backward_s, T, G, 1) +
                         beside * 60 * exposed(lt.backward_s, T, G + bucket / 20, 2) + bucket;
