@@ -350,6 +350,13 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   // The backward's gather and the previous layer's reduce-scatter run on their own streams at
   // once: their bytes share the link, their ring steps' latencies pass side by side.
   const double gather_and_reduce = gather + reduce - std::min(reduce, (dp - 1) * link.latency_s);
+  // Pipeline sends that leave by the NICs the DP rings cross share them with the gathers: each op
+  // sends once (its activations, or its input's gradients), `costs.pp_comm_s` / 2v, spread here
+  // over the op's layers.
+  const double v = p.virtual_stages, op_layers = std::max(1.0, layers / v);
+  const double sends = p.pp > 1 && link.inter_node && link_for_send(c, p.pp, p.tp * dp).inter_node
+                           ? costs.pp_comm_s / (2 * v) / op_layers
+                           : 0;
   // A layer's TP collectives run in its chain, between its GEMMs, while the gather of the next
   // layer proceeds on its own stream. Where the gather crosses links TP does not use (TP over
   // NVLink, the gather across nodes through the NICs) TP covers it as the compute does; where
@@ -358,36 +365,36 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   // TP's ring and the gathers all climb a PCIe switch's uplink, every group's behind it.
   const int flows = c.node.nvlink && link.inter_node ? 0 : dp_flows_beside_tp_ring(c, p);
   const double tp_fwd = costs.tp_forward_per_layer_s, tp_bwd = costs.tp_backward_per_layer_s();
-  const double forward = prefetch_exposed_s(lt.forward_s, tp_fwd, gather, flows);
+  const double forward = prefetch_exposed_s(lt.forward_s, tp_fwd, gather + sends, flows);
   // The m v ops' first forward gathers, under an in-chain copy as well (only the offloaded
   // params' fetch crosses the copy's link, the other way).
-  const double after_copy = prefetch_exposed_s(lt.forward_s + backward_copy_s, tp_fwd, gather, flows);
+  const double after_copy = prefetch_exposed_s(lt.forward_s + backward_copy_s, tp_fwd, gather + sends, flows);
   // A layer's backward covers the next gather and the reduce-scatter of the layer before it. Where
   // the backward ends waiting for its reduce-scatters (zero3_backward_waits_for_reductions), an
   // op's first has none before it and its last layer's runs after it, alone; elsewhere that one
   // runs on under the next op, and only the iteration's last shows (the optimizer step waits).
   const double backward_cover_s = lt.backward_s + lt.recompute_s;
-  const double ops = mb * p.virtual_stages;
+  const double ops = mb * v;
   if (const double bucket_params = zero3_bucket_params(p, dp); bucket_params > 0) {
     // DeepSpeed's buckets (zero3_bucket_params), cut per op as the simulator does: each full one
     // reduces beside the bucket's worth of backward layers after it, on its own stream beside the
     // gathers' (twice the flows on a shared link while it runs); the first bucket's layers have
     // none beside them; the remainder runs after the op's last layer, alone, and the epilogue
     // waits for it.
-    const int op_layers = std::max(1, static_cast<int>(std::lround(layers / p.virtual_stages)));
+    const int whole_layers = std::max(1, static_cast<int>(std::lround(op_layers)));
     const double layer_grad_bytes = grad_bytes / layers;
-    const DpBucketLayout b = bucket_layout(bucket_params, op_layers, layer_grad_bytes / grad_buffers(t, p).reduce_bytes);
+    const DpBucketLayout b = bucket_layout(bucket_params, whole_layers, layer_grad_bytes / grad_buffers(t, p).reduce_bytes);
     auto reduce_s = [&](int bucket_layers) {
       return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_grad_bytes, link);
     };
-    const double beside = (b.buckets - 1.0) * b.per_bucket / op_layers;  // of the layers, those a full bucket runs beside
+    const double beside = (b.buckets - 1.0) * b.per_bucket / whole_layers;  // of the layers, those a full bucket runs beside
     const double backward =
-        (1 - beside) * prefetch_exposed_s(backward_cover_s, tp_bwd, gather, flows) +
-        beside * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + reduce_s(b.per_bucket) / b.per_bucket, 2 * flows);
+        (1 - beside) * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends, flows) +
+        beside * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends + reduce_s(b.per_bucket) / b.per_bucket, 2 * flows);
     return mb * layers * (forward + backward) - ops * (forward - after_copy) + ops * reduce_s(b.remainder) + gather;
   }
-  const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce, flows);
-  const double first_backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather, flows);
+  const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce + sends, flows);
+  const double first_backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends, flows);
   const double ending_ops = zero3_backward_waits_for_reductions(p) ? ops : 1;
   return mb * layers * (forward + backward) - ops * (forward - after_copy) -
          ending_ops * (backward - first_backward - reduce) + gather;

@@ -1721,6 +1721,43 @@ TEST(Simulate, DeepSpeedZeroThreeReducesInBucketsOfItsReduceBucketSize) {
   EXPECT_NEAR(simulate(j).iteration_s / e.time.iteration_s, 1.0, 0.02);
 }
 
+// Pipeline sends that leave by the NICs the ZeRO-3 rings cross share them with the gathers: one
+// GPU a node, PP 2 x DP 2 (FSDP, a layer at a time, reducing in bf16) over 1 GB/s NICs. Each op
+// sends once (activations after a forward, gradients after a backward), S, which the estimate
+// spreads over the op's 2 layers beside their gathers (and reduce-scatters); by hand, with no TP
+// the chain covers the transfers with its compute alone.
+TEST(Simulate, ZeroThreeGathersShareTheNicsWithThePipelineSends) {
+  Cluster c = ideal_node(1);
+  c.nodes = 4;
+  c.node.nic = NicSpec{1, 1e9, 0};
+  Plan p;
+  p.framework = Framework::fsdp;
+  p.grad_reduce = GradReduce::training;
+  p.pp = 2;
+  p.zero_stage = 3;
+  const Model m = gpt(4, 1024, 16, 1024);
+  const Job j = job(m, c, 4, p);
+  ASSERT_EQ(j.plan.dp, 2);
+  ASSERT_EQ(j.micro_batches(), 2);
+  const Estimate e = estimate(j);
+  const double layer_params = e.params_per_gpu / 2;  // 2 layers a stage
+  const LinkParams link = link_for_group(c, 2, 1);
+  ASSERT_TRUE(link.inter_node);
+  const double G = collective_time_s(CollectiveKind::all_gather, CollectiveAlgorithm::ring, 2, layer_params * 2, link);
+  const double R = collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, 2, layer_params * 2, link);
+  const double GR = G + R - std::min(R, link.latency_s);  // side by side: one ring step's latency passes once
+  const double S = collective_time_s(CollectiveKind::send_recv, CollectiveAlgorithm::ring, 2, 1024.0 * 1024 * 2, link_for_send(c, 2, 2));
+  const double s = S / 2;  // over the op's 2 layers
+  const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(j.plan), Recompute::none);
+  auto over = [](double load, double cover) { return std::max(0.0, load - cover); };
+  // An op's 2 forward layers; its first backward layer covers no reduce-scatter, its second the
+  // first's; its own last reduce-scatter shows after it (FSDP's final callback waits for it).
+  const double per_op = 2 * over(G + s, lt.forward_s) + over(G + s, lt.backward_s) + over(GR + s, lt.backward_s) + R;
+  // (within 0.1%: the estimate's covering layer carries the stages' tiny output layer too)
+  EXPECT_NEAR(e.time.dp_comm_s, 2 * per_op + G, 1e-3 * e.time.dp_comm_s);
+  EXPECT_GT(s, 0.05 * G);  // the sends are a real part of the NICs' load: 5% of the dp time here
+}
+
 // By hand: what a layer's chain of C compute and T TP collectives cannot hold of G of transfers
 // on k flows sharing the TP ring's link fairly (the chain holds H = C + k T of them, stretching
 // its collectives by min(G, H) / H x k T; the rest shows after it).
