@@ -188,6 +188,11 @@ double zero3_bucket_params(const Plan& plan, int dp) {
   return framework_traits(Framework::deepspeed).zero_reduce_bucket_elements;
 }
 
+bool grads_accumulate_unsharded(const Plan& plan, int64_t micro_batches) {
+  return running_framework(plan) == Framework::fsdp && plan.zero_stage >= 2 && plan.pp > 1 && micro_batches > 1 &&
+         plan.dp_cp() > 1 && !plan.chunked();
+}
+
 bool zero3_backward_waits_for_reductions(const Plan& plan) {
   return running_framework(plan) != Framework::megatron_core;
 }

@@ -169,6 +169,15 @@ double zero2_bucket_params(const Plan& plan, int dp);
 // layer) as its backward ends. 0 where the plan reduces layer by layer.
 double zero3_bucket_params(const Plan& plan, int dp);
 
+// Whether a stage's gradients accumulate unsharded over its micro-batches before one reduction:
+// torch.distributed.pipelining (torchtitan's PP) turns FSDP2's gradient sync off on every
+// backward of a stage but its last (stage.py _configure_data_parallel_mode:
+// set_requires_gradient_sync(last_backward)), and until then FSDP2 keeps each unsharded gradient,
+// upcast to the reduce dtype (FSDPParam.to_accumulated_grad_if_needed). So under FSDP with ZeRO-2/3,
+// pipeline parallelism and several micro-batches, the stage holds its whole gradient in the
+// reduce dtype besides its shard. (Costed in memory; the time still reduces every micro-batch.)
+bool grads_accumulate_unsharded(const Plan& plan, int64_t micro_batches);
+
 // Whether ZeRO-3's backward ends waiting for its reduce-scatters, so that none runs on under the
 // next micro-batch: DeepSpeed's stage 3 epilogue synchronizes its reduce-and-partition stream after
 // every backward (stage3.py independent_gradient_partition_epilogue); PyTorch FSDP's final

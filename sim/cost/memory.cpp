@@ -75,6 +75,10 @@ ModelStates model_states(const Training& t, const Plan& plan, int dp, double n, 
     s.grads.cpu = host.grads;
     s.optimizer.cpu = host.optimizer;
   }
+  // torchtitan's pipelined FSDP: the stage's whole gradient, unsharded in the reduce dtype, on the
+  // GPU until its last micro-batch's reduction (grads_accumulate_unsharded).
+  const int64_t micro_batches = t.global_batch / std::max<int64_t>(1, int64_t{plan.micro_batch} * plan.dp_cp());
+  if (grads_accumulate_unsharded(plan, micro_batches)) s.grads.gpu += n * grad_buffers(t, plan).reduce_bytes;
   // Params that are not resident in full on the GPU (offloaded, or ZeRO-3 sharded) still need
   // room there while a layer computes: two layers' worth (one in use, one being fetched).
   const bool params_resident = plan.offload.params == Tier::gpu && plan.zero_stage < 3;

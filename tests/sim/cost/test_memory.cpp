@@ -38,6 +38,37 @@ TEST(Memory, ZeroStagesReproduceTheZeroPaperFigureOne) {
   }
 }
 
+// torchtitan's pipelined FSDP (torch.distributed.pipelining) syncs a stage's gradients on its
+// last backward only; until then FSDP2 keeps each unsharded gradient in the reduce dtype (fp32
+// under FSDP's defaults): the stage's whole gradient, 4 bytes a parameter, on top of its shard.
+// Not with one micro-batch (its backward is the last), without PP, or under other frameworks.
+TEST(Memory, PipelinedFsdpAccumulatesTheStagesWholeGradientUnsharded) {
+  Training t = mixed_adam();
+  t.dtype = DType::bf16;
+  t.global_batch = 64;
+  Plan p;
+  p.framework = Framework::fsdp;
+  p.zero_stage = 3;
+  p.pp = 4;
+  p.dp = 8;
+  p.micro_batch = 2;  // 64 / (2 x 8) = 4 micro-batches
+  const double n = 1e9;
+  Plan flat = p;
+  flat.pp = 1;
+  const double sharded = model_states(t, flat, 8, n, 1e7, nullptr).grads.gpu;
+  EXPECT_DOUBLE_EQ(model_states(t, p, 8, n, 1e7, nullptr).grads.gpu, sharded + 4 * n);
+  Plan one = p;
+  one.micro_batch = 8;  // one micro-batch
+  EXPECT_DOUBLE_EQ(model_states(t, one, 8, n, 1e7, nullptr).grads.gpu, sharded);
+  Plan ds = p;
+  ds.framework = Framework::megatron_core;
+  EXPECT_DOUBLE_EQ(model_states(t, ds, 8, n, 1e7, nullptr).grads.gpu, model_states(t, [&] {
+                     Plan f = ds;
+                     f.pp = 1;
+                     return f;
+                   }(), 8, n, 1e7, nullptr).grads.gpu);
+}
+
 TEST(Memory, OffloadMovesEachStateToItsTier) {
   Plan p;
   p.offload.optimizer = Tier::cpu;
