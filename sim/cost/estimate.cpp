@@ -328,10 +328,11 @@ double accumulate_copies_exposed_s(const AccumulateCopies& a, double micro_batch
 // its recorded trace) and, where the gradients' copies to the host are in the chain
 // (`backward_copy_s` an op, accumulate_copies), under them too. Each layer's collective pays its
 // own ring latency ((n-1) steps), which dominates at tens of thousands of ranks: a whole-stage
-// gather divided by the layers would pay it once.
+// gather divided by the layers would pay it once. The reduce-scatters run in the backwards of
+// `reducing_micro_batches` micro-batches (a pipelined FSDP stage's last one only).
 double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& p, const LayerTime& lt,
                                const StageCosts& costs, double layers_per_stage, double comm_params, double grad_bytes,
-                               const Estimate& e, double backward_copy_s) {
+                               const Estimate& e, double backward_copy_s, double reducing_micro_batches) {
   const int dp = p.dp_cp();
   const double mb = static_cast<double>(e.micro_batches);
   const LinkParams link = link_for_group(c, dp, p.tp);
@@ -395,9 +396,9 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
   }
   const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce + sends, flows);
   const double first_backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends, flows);
-  const double ending_ops = zero3_backward_waits_for_reductions(p) ? ops : 1;
-  return mb * layers * (forward + backward) - ops * (forward - after_copy) -
-         ending_ops * (backward - first_backward - reduce) + gather;
+  const double ending_ops = zero3_backward_waits_for_reductions(p) ? reducing_micro_batches * v : 1;
+  return mb * layers * forward + layers * (reducing_micro_batches * backward + (mb - reducing_micro_batches) * first_backward) -
+         ops * (forward - after_copy) - ending_ops * (backward - first_backward - reduce) + gather;
 }
 
 // A virtual stage's buckets (layout `b`) on the DP stream as its backward produces them: the
@@ -565,10 +566,12 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   const ParamGatherBytes gathered = zero_param_gather_bytes(m, t, p, e.peak_stage, comm_params);
   const LinkParams link = link_for_group(c, dp, p.tp);
   auto ring = [&](CollectiveKind k, double bytes) { return collective_time_s(k, CollectiveAlgorithm::ring, dp, bytes, link); };
-  if (zero2_bucket_params(p, dp) > 0) {  // every op's buckets, and the gathers after the step
+  // ZeRO-2/3 reduce every micro-batch's gradients, or a pipelined FSDP stage its last one's.
+  const double reducing_mb = reduces_every_micro_batch(p, dp, e.micro_batches) ? mb : 1;
+  if (zero2_bucket_params(p, dp) > 0) {  // every reducing op's buckets, and the gathers after the step
     const double expert_gather_s = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, 1) -
                                    moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
-    return mb * p.virtual_stages * bucketed_op_s + expert_gather_s + ring(CollectiveKind::all_gather, gathered.dense_bytes);
+    return reducing_mb * p.virtual_stages * bucketed_op_s + expert_gather_s + ring(CollectiveKind::all_gather, gathered.dense_bytes);
   }
   double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
   if (dp <= 1) return total;
@@ -584,13 +587,14 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
   const DpBucketLayout buckets =
       dp_bucket_layout(p, 0, 0, dp, bucketed_layers, (comm_params - stage_expert_params(m, p, e.peak_stage)) / v / chunk_layers);
   double dp_time = p.zero_stage <= 1 ? overlapped_reduction_exposed_s(c, p, lt, costs, layers_per_stage, buckets, grad_bytes, stagger_s)
-                                      : mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
+                                      : reducing_mb * ring(CollectiveKind::reduce_scatter, grad_bytes);
   if (p.zero_stage == 1 || p.zero_stage == 2)
     dp_time += param_gather_overlaps_forward(p, dp)
                    ? param_gather_under_forward_exposed_s(c, p, lt, costs, layers_per_stage, buckets, gathered.dense_bytes)
                    : ring(CollectiveKind::all_gather, gathered.dense_bytes);
   if (p.zero_stage == 3)
-    dp_time = zero3_gathers_exposed_s(c, t, p, lt, costs, layers_per_stage, comm_params, grad_bytes, e, backward_copy_s);
+    dp_time = zero3_gathers_exposed_s(c, t, p, lt, costs, layers_per_stage, comm_params, grad_bytes, e, backward_copy_s,
+                                      reducing_mb);
   return total + dp_time;
 }
 
@@ -601,7 +605,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
 double in_chain_reduction_per_micro_batch_s(const Model& m, const Cluster& c, const Training& t, const Plan& p,
                                             const Estimate& e) {
   const int dp = p.dp_cp();
-  if (p.zero_stage != 2 || p.overlap_grad_reduce || p.pp <= 1 || dp <= 1) return 0;
+  if (p.zero_stage != 2 || p.overlap_grad_reduce || p.pp <= 1 || !reduces_every_micro_batch(p, dp, e.micro_batches)) return 0;
   const StageGradBytes reduced = stage_grad_reduce_bytes(m, t, p, nullptr, e);
   return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, reduced.dense, link_for_group(c, dp, p.tp)) +
          moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
@@ -776,7 +780,9 @@ void estimate_into(const Model& m, const Cluster& c, const Training& t, const Pl
   // ZeRO-2's bucketed reductions end each backward op: the fill and drain carry them too.
   const double bucketed_op_s =
       chunks ? 0 : bucketed_reductions_per_op_s(m, c, t, p, covering_layer, covering_costs, slow, e, accumulated);
-  e.time.bubble_s += (p.pp - 1.0) * bucketed_op_s;
+  // (a pipelined FSDP stage reduces its last micro-batch only: its reduction ends the stage, not
+  // every op of the fill and drain)
+  if (reduces_every_micro_batch(p, p.dp_cp(), e.micro_batches)) e.time.bubble_s += (p.pp - 1.0) * bucketed_op_s;
   const double backward_copy_s = accumulated.in_chain ? accumulated.out_per_op_s : 0;
   e.time.dp_comm_s = dp_comm_time_s(m, c, t, p, covering_layer, covering_costs, slow.layers, chunks, e, backward_copy_s,
                                     bucketed_op_s, slots) +

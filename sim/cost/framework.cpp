@@ -193,6 +193,10 @@ bool grads_accumulate_unsharded(const Plan& plan, int64_t micro_batches) {
          plan.dp_cp() > 1 && !plan.chunked();
 }
 
+bool reduces_every_micro_batch(const Plan& plan, int dp, int64_t micro_batches) {
+  return plan.zero_stage >= 2 && dp > 1 && !grads_accumulate_unsharded(plan, micro_batches);
+}
+
 bool zero3_backward_waits_for_reductions(const Plan& plan) {
   return running_framework(plan) != Framework::megatron_core;
 }

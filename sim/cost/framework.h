@@ -175,8 +175,14 @@ double zero3_bucket_params(const Plan& plan, int dp);
 // set_requires_gradient_sync(last_backward)), and until then FSDP2 keeps each unsharded gradient,
 // upcast to the reduce dtype (FSDPParam.to_accumulated_grad_if_needed). So under FSDP with ZeRO-2/3,
 // pipeline parallelism and several micro-batches, the stage holds its whole gradient in the
-// reduce dtype besides its shard. (Costed in memory; the time still reduces every micro-batch.)
+// reduce dtype besides its shard, and reduces it once, after its last micro-batch's backward.
 bool grads_accumulate_unsharded(const Plan& plan, int64_t micro_batches);
+
+// Whether the DP reduction runs after every micro-batch's backward: ZeRO-2 and -3 keep only their
+// gradient partition (DeepSpeed reduces after every backward, gradient accumulation or not:
+// deepspeedai/DeepSpeed#2252; FSDP likewise), unless the stage accumulates its gradients
+// unsharded (grads_accumulate_unsharded); ZeRO-0/1 reduce once.
+bool reduces_every_micro_batch(const Plan& plan, int dp, int64_t micro_batches);
 
 // Whether ZeRO-3's backward ends waiting for its reduce-scatters, so that none runs on under the
 // next micro-batch: DeepSpeed's stage 3 epilogue synchronizes its reduce-and-partition stream after

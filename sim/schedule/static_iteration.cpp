@@ -227,10 +227,10 @@ class StaticIterationBuilder {
         chain(eng_.compute(st.lead_gpu,
                            grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
                            label(out_.bwd, "grad acc s{} c{} mb{}", s, op.virtual_stage, mb)));
-      if (reduce_every_micro_batch() && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
-      if (gather_layers_ && zero3_bucket_params_ > 0)
+      if (reduces_micro_batch(mb) && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
+      if (gather_layers_ && reduces_micro_batch(mb) && zero3_bucket_params_ > 0)
         reduce_micro_batch_in_buckets(s, op.virtual_stage, mb, params, zero3_bucket_params_);
-      else if (gather_layers_ && zero3_backward_waits_for_reductions(p))
+      else if (gather_layers_ && reduces_micro_batch(mb) && zero3_backward_waits_for_reductions(p))
         wait_for_layer_reductions(s, op.virtual_stage, mb);
       if (offload_copies_.accumulate_to_host > 0) accumulate_on_host(st.lead_gpu, s, op.virtual_stage, mb, params);
     }
@@ -386,7 +386,7 @@ class StaticIterationBuilder {
     // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
     // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true, and reduces
     // in buckets: zero3_bucket_params, after the op).
-    if (gather_layers_ && zero3_bucket_params_ <= 0) reduce_layer(o, l);
+    if (gather_layers_ && zero3_bucket_params_ <= 0 && reduces_micro_batch(o.mb)) reduce_layer(o, l);
   }
 
   // The part of a layer's attention core that runs as the ring's blocks (all of it with context
@@ -592,10 +592,14 @@ class StaticIterationBuilder {
     chain(reduced);
   }
 
-  // ZeRO-2 and -3 keep only their partition of the gradients, so each micro-batch's gradients
-  // are reduce-scattered after its backward (DeepSpeed reduces after every backward, gradient
-  // accumulation or not: deepspeedai/DeepSpeed#2252); ZeRO-0/1 reduce once, after the flush.
-  bool reduce_every_micro_batch() const { return job_.plan.zero_stage >= 2 && job_.dp_cp() > 1; }
+  // ZeRO-2 and -3 reduce-scatter gradients during or after a backward: every micro-batch's, or,
+  // where a pipelined FSDP stage accumulates them unsharded, its last micro-batch's
+  // (reduces_every_micro_batch); ZeRO-0/1 reduce once, after the stage's last backward or the flush.
+  bool reduces_in_backward() const { return job_.plan.zero_stage >= 2 && job_.dp_cp() > 1; }
+  bool reduces_micro_batch(int mb) const {
+    return reduces_in_backward() &&
+           (reduces_every_micro_batch(job_.plan, job_.dp_cp(), job_.micro_batches()) || mb + 1 == job_.micro_batches());
+  }
 
   // Reduce-scatters virtual stage `ch`'s gradients of one micro-batch over every TP rank's DP
   // group. Overlapped, in buckets under the backward (reduce_micro_batch_in_buckets); otherwise
@@ -657,7 +661,7 @@ class StaticIterationBuilder {
     const double partition =
         optimizer_params_per_gpu(job_.plan, virtual_stage_params, virtual_stage_expert_params(s, ch)) * pcie_sharers();
     const std::pair<int, int> key{s, ch};
-    TaskId after = reduce_every_micro_batch() ? last_reduction_.at(key) : chain_last_;
+    TaskId after = reduces_micro_batch(mb) ? last_reduction_.at(key) : chain_last_;
     TaskId first = kNone;
     if (mb > 0 && offload_copies_.accumulate_to_gpu > 0) {
       first = eng_.copy(lead, des::CopyDir::H2D, partition * offload_copies_.accumulate_to_gpu,
@@ -793,12 +797,12 @@ class StaticIterationBuilder {
     std::vector<TaskId> reduced = expert_reductions_[s];
     for (int ch = 0; ch < p.virtual_stages; ++ch)
       if (const auto it = host_accumulation_.find({s, ch}); it != host_accumulation_.end()) reduced.push_back(it->second);
-    for (int ch = p.virtual_stages - 1; ch >= 0 && reduce_every_micro_batch(); --ch) {
+    for (int ch = p.virtual_stages - 1; ch >= 0 && reduces_in_backward(); --ch) {
       reduced.push_back(last_reduction_.at({s, ch}));
       reduced.push_back(last_backward_of_.at({s, ch}));
     }
     const auto kind = p.zero_stage >= 1 ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
-    for (int ch = p.virtual_stages - 1; ch >= 0 && !reduce_every_micro_batch(); --ch) {
+    for (int ch = p.virtual_stages - 1; ch >= 0 && !reduces_in_backward(); --ch) {
       // Overlapped: a virtual stage's gradients are reduced once its last backward is done.
       // Otherwise every reduction waits for the stage's whole backward (the pipeline flush).
       const TaskId after = p.overlap_grad_reduce ? last_backward_of_.at({s, ch}) : st.last_backward;

@@ -1722,16 +1722,16 @@ TEST(Simulate, DeepSpeedZeroThreeReducesInBucketsOfItsReduceBucketSize) {
 }
 
 // Pipeline sends that leave by the NICs the ZeRO-3 rings cross share them with the gathers: one
-// GPU a node, PP 2 x DP 2 (FSDP, a layer at a time, reducing in bf16) over 1 GB/s NICs. Each op
-// sends once (activations after a forward, gradients after a backward), S, which the estimate
-// spreads over the op's 2 layers beside their gathers (and reduce-scatters); by hand, with no TP
-// the chain covers the transfers with its compute alone.
+// GPU a node, PP 2 x DP 2 (Megatron-core's FSDP, a layer at a time, reducing in bf16) over 1 GB/s
+// NICs. Each op sends once (activations after a forward, gradients after a backward), S, which the
+// estimate spreads over the op's 2 layers beside their gathers (and reduce-scatters); by hand,
+// with no TP the chain covers the transfers with its compute alone.
 TEST(Simulate, ZeroThreeGathersShareTheNicsWithThePipelineSends) {
   Cluster c = ideal_node(1);
   c.nodes = 4;
   c.node.nic = NicSpec{1, 1e9, 0};
   Plan p;
-  p.framework = Framework::fsdp;
+  p.framework = Framework::megatron_core;
   p.grad_reduce = GradReduce::training;
   p.pp = 2;
   p.zero_stage = 3;
@@ -1750,12 +1750,46 @@ TEST(Simulate, ZeroThreeGathersShareTheNicsWithThePipelineSends) {
   const double s = S / 2;  // over the op's 2 layers
   const LayerTime lt = layer_time(c.node.gpu, DType::bf16, m, plan_layer_shape(j.plan), Recompute::none);
   auto over = [](double load, double cover) { return std::max(0.0, load - cover); };
-  // An op's 2 forward layers; its first backward layer covers no reduce-scatter, its second the
-  // first's; its own last reduce-scatter shows after it (FSDP's final callback waits for it).
-  const double per_op = 2 * over(G + s, lt.forward_s) + over(G + s, lt.backward_s) + over(GR + s, lt.backward_s) + R;
+  // An op's 2 forward and 2 backward layers, each backward covering a reduce-scatter; Megatron's
+  // FSDP does not wait at the backward's end, so only the iteration's last op starts with none
+  // before it and shows its last one after it.
+  const double per_op = 2 * over(G + s, lt.forward_s) + 2 * over(GR + s, lt.backward_s);
+  const double last_op = over(G + s, lt.backward_s) - over(GR + s, lt.backward_s) + R;
   // (within 0.1%: the estimate's covering layer carries the stages' tiny output layer too)
-  EXPECT_NEAR(e.time.dp_comm_s, 2 * per_op + G, 1e-3 * e.time.dp_comm_s);
+  EXPECT_NEAR(e.time.dp_comm_s, 2 * per_op + last_op + G, 1e-3 * e.time.dp_comm_s);
   EXPECT_GT(s, 0.05 * G);  // the sends are a real part of the NICs' load: 5% of the dp time here
+}
+
+// Pipelined FSDP (torch.distributed.pipelining) syncs a stage's gradients on its last backward
+// only: both tiers reduce-scatter each layer in the stage's last micro-batch's backward, where
+// unpipelined FSDP reduces every layer of every micro-batch. PP 2 x DP 2, 4 micro-batches.
+TEST(Simulate, PipelinedFsdpReducesInItsLastMicroBatchOnly) {
+  Cluster c = ideal_node(1);
+  c.nodes = 4;
+  c.node.nic = NicSpec{1, 10e9, 0};
+  Plan p;
+  p.framework = Framework::fsdp;
+  p.pp = 2;
+  p.zero_stage = 3;
+  p.overlap_grad_reduce = true;
+  const Model m = gpt(4, 1024, 16, 1024);
+  const Job j = job(m, c, 8, p);
+  ASSERT_EQ(j.plan.dp, 2);
+  ASSERT_EQ(j.micro_batches(), 4);
+  des::Topology topo(c);
+  des::Engine engine(topo);
+  const BuiltIteration it = build_iteration(j, engine);
+  engine.run();
+  int reductions = 0;
+  for (des::TaskId t = 0; t < engine.task_count(); ++t)
+    if (engine.task_category(t) == it.dp && !engine.task_gpus(t).empty() && engine.task_gpus(t)[0] == it.stages[0].lead_gpu &&
+        engine.collective_kind(t) == CollectiveKind::reduce_scatter) {
+      ++reductions;
+      EXPECT_NE(engine.task_name(t).find(" mb3 "), std::string_view::npos) << engine.task_name(t);  // the last micro-batch's
+    }
+  EXPECT_EQ(reductions, 2);  // the stage's 2 layers, once (it was 2 layers x 4 micro-batches)
+  const Estimate e = estimate(j);
+  EXPECT_NEAR(simulate(j).iteration_s / e.time.iteration_s, 1.0, 0.02);
 }
 
 // By hand: what a layer's chain of C compute and T TP collectives cannot hold of G of transfers
