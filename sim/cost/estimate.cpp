@@ -573,7 +573,7 @@ double dp_comm_time_s(const Model& m, const Cluster& c, const Training& t, const
                                    moe_expert_reduce_time_s(c, p, reduced.expert, 0, 1);
     return reducing_mb * p.virtual_stages * bucketed_op_s + expert_gather_s + ring(CollectiveKind::all_gather, gathered.dense_bytes);
   }
-  double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, e.micro_batches);
+  double total = moe_expert_reduce_time_s(c, p, reduced.expert, gathered.expert_bytes, static_cast<int64_t>(reducing_mb));
   if (dp <= 1) return total;
   // ZeRO-0 all-reduces once; ZeRO-1 reduce-scatters once and all-gathers the updated params
   // (Megatron's distributed optimizer). ZeRO-2 and -3 keep only their gradient partition, so
