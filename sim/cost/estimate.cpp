@@ -316,6 +316,32 @@ double accumulate_copies_exposed_s(const AccumulateCopies& a, double micro_batch
   return std::max(last_op_s, std::max(a.out_s(), in_s) - chain_s);
 }
 
+// One backward op's dense gradients (`stage_grad_bytes` of the stage's `stage_layers` layers over
+// its virtual stages) spread evenly over the op's whole layers and cut into buckets of
+// `bucket_params` (bucket_layout), as the simulator's cut_buckets cuts them; `reduce_s(k)` is the
+// reduce-scatter of k layers' gradients over the DP group.
+struct OpReductionBuckets {
+  DpBucketLayout layout;
+  int layers = 1;  // the op's
+  double layer_bytes = 0;
+  int dp = 1;
+  LinkParams link;
+  double reduce_s(int bucket_layers) const {
+    return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes, link);
+  }
+};
+OpReductionBuckets op_reduction_buckets(const Cluster& c, const Training& t, const Plan& p, double stage_grad_bytes,
+                                        double stage_layers, double bucket_params) {
+  OpReductionBuckets r;
+  const double v = p.virtual_stages, op_layers = std::max(1.0, stage_layers / v);
+  r.layer_bytes = stage_grad_bytes / v / op_layers;
+  r.layers = std::max(1, static_cast<int>(std::lround(op_layers)));
+  r.layout = bucket_layout(bucket_params, r.layers, r.layer_bytes / grad_buffers(t, p).reduce_bytes);
+  r.dp = p.dp_cp();
+  r.link = link_for_group(c, r.dp, p.tp);
+  return r;
+}
+
 // ZeRO-3 / FSDP gather each layer's params before its forward and again before its backward,
 // one layer ahead, and reduce-scatter its gradients after its backward, all overlapped with the
 // compute: what shows is, layer by layer, what the layer's compute cannot cover, plus the
@@ -382,17 +408,13 @@ double zero3_gathers_exposed_s(const Cluster& c, const Training& t, const Plan& 
     // gathers' (twice the flows on a shared link while it runs); the first bucket's layers have
     // none beside them; the remainder runs after the op's last layer, alone, and the epilogue
     // waits for it.
-    const int whole_layers = std::max(1, static_cast<int>(std::lround(op_layers)));
-    const double layer_grad_bytes = grad_bytes / layers;
-    const DpBucketLayout b = bucket_layout(bucket_params, whole_layers, layer_grad_bytes / grad_buffers(t, p).reduce_bytes);
-    auto reduce_s = [&](int bucket_layers) {
-      return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_grad_bytes, link);
-    };
-    const double beside = (b.buckets - 1.0) * b.per_bucket / whole_layers;  // of the layers, those a full bucket runs beside
+    const OpReductionBuckets r = op_reduction_buckets(c, t, p, grad_bytes, layers, bucket_params);
+    const DpBucketLayout& b = r.layout;
+    const double beside = (b.buckets - 1.0) * b.per_bucket / r.layers;  // of the layers, those a full bucket runs beside
     const double backward =
         (1 - beside) * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends, flows) +
-        beside * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends + reduce_s(b.per_bucket) / b.per_bucket, 2 * flows);
-    return mb * layers * (forward + backward) - ops * (forward - after_copy) + ops * reduce_s(b.remainder) + gather;
+        beside * prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends + r.reduce_s(b.per_bucket) / b.per_bucket, 2 * flows);
+    return mb * layers * (forward + backward) - ops * (forward - after_copy) + ops * r.reduce_s(b.remainder) + gather;
   }
   const double backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather_and_reduce + sends, flows);
   const double first_backward = prefetch_exposed_s(backward_cover_s, tp_bwd, gather + sends, flows);
@@ -526,24 +548,19 @@ double bucketed_reductions_per_op_s(const Model& m, const Cluster& c, const Trai
   const double bucket_params = zero2_bucket_params(p, dp);
   if (bucket_params <= 0) return 0;
   const StageGradBytes reduced = stage_grad_reduce_bytes(m, t, p, nullptr, e);
-  const double v = p.virtual_stages, chunk_layers = std::max(1.0, slow.layers / v);
-  const double layer_bytes = reduced.dense / v / chunk_layers, layer_params = layer_bytes / grad_buffers(t, p).reduce_bytes;
-  const int layers = std::max(1, static_cast<int>(std::lround(chunk_layers)));
-  const DpBucketLayout b = bucket_layout(bucket_params, layers, layer_params);
-  const LinkParams link = link_for_group(c, dp, p.tp);
-  auto reduce_s = [&](int bucket_layers) {
-    return collective_time_s(CollectiveKind::reduce_scatter, CollectiveAlgorithm::ring, dp, bucket_layers * layer_bytes, link);
-  };
+  const double v = p.virtual_stages;
+  const OpReductionBuckets r = op_reduction_buckets(c, t, p, reduced.dense, slow.layers, bucket_params);
+  const DpBucketLayout& b = r.layout;
   // The previous op's copies to and from the host where the reductions cross the GPU's PCIe link
   // (to the NICs behind its switch, or no NVLink), unless charged whole in offload.
-  const bool over_pcie = (!c.node.nvlink || link.inter_node) && !copies.shows_whole;
+  const bool over_pcie = (!c.node.nvlink || r.link.inter_node) && !copies.shows_whole;
   const double link_busy_s = over_pcie ? std::max(copies.out_per_op_s, copies.in_per_op_s) : 0;
   const double layer_backward_s = lt.backward_s + lt.recompute_s + costs.tp_backward_per_layer_s();
-  const BucketQueue q = bucket_queue(b, layer_backward_s, reduce_s(b.per_bucket), reduce_s(b.remainder), link_busy_s);
+  const BucketQueue q = bucket_queue(b, layer_backward_s, r.reduce_s(b.per_bucket), r.reduce_s(b.remainder), link_busy_s);
   const double expert_s = moe_expert_reduce_time_s(c, p, reduced.expert / v, 0, 1);  // the op's virtual stage's
-  const ReductionLinkShares r = reduction_link_shares(c, p, reduce_s(layers), expert_s);
+  const ReductionLinkShares shares = reduction_link_shares(c, p, r.reduce_s(r.layers), expert_s);
   const double flows = dp_flows_beside_tp_ring(c, p);
-  const double op_shared_s = chain_transfers_on_dp_links_s(c, p, slow, r.node_share, r.nic_share) *
+  const double op_shared_s = chain_transfers_on_dp_links_s(c, p, slow, shares.node_share, shares.nic_share) *
                              (slow.slot_s() - slow.forward_s) / std::max(1e-30, slow.slot_s()) / v;
   return q.tail_s + expert_s + flows * std::min(1.0, q.beside_s / std::max(1e-30, q.end_s)) * op_shared_s;
 }
