@@ -175,7 +175,8 @@ class StaticIterationBuilder {
     const Plan& p = job_.plan;
     const int lead = st.lead_gpu, node_gpus = job_.cluster.node.gpus;
     gather_layers_ = p.zero_stage >= 3 && job_.dp_cp() > 1;
-    zero3_bucket_params_ = zero3_bucket_params(p, job_.dp_cp());
+    // ZeRO-2's overlapped buckets or DeepSpeed ZeRO-3's (each 0 where the other applies).
+    reduction_bucket_params_ = zero2_bucket_params(p, job_.dp_cp()) + zero3_bucket_params(p, job_.dp_cp());
     std::vector<des::ResourceId>& dp_streams = dp_streams_.emplace_back();
     for (int t = 0; t < p.tp && job_.dp_cp() > 1; ++t)
       dp_streams.push_back(eng_.add_stream("dp s" + std::to_string(s) + " t" + std::to_string(t), (lead + t) / node_gpus, lead + t));
@@ -227,10 +228,10 @@ class StaticIterationBuilder {
         chain(eng_.compute(st.lead_gpu,
                            grad_accumulate_time_s(job_.cluster.node.gpu, accumulated_params_[static_cast<size_t>(op.virtual_stage)], act_bytes_),
                            label(out_.bwd, "grad acc s{} c{} mb{}", s, op.virtual_stage, mb)));
-      if (reduces_micro_batch(mb) && !gather_layers_) reduce_micro_batch(s, op.virtual_stage, mb, params);
-      if (gather_layers_ && reduces_micro_batch(mb) && zero3_bucket_params_ > 0)
-        reduce_micro_batch_in_buckets(s, op.virtual_stage, mb, params, zero3_bucket_params_);
-      else if (gather_layers_ && reduces_micro_batch(mb) && zero3_backward_waits_for_reductions(p))
+      // (ZeRO-3 a layer at a time reduced each layer in backward_layer; its op may wait for them.)
+      if (reduces_micro_batch(mb) && (!gather_layers_ || reduction_bucket_params_ > 0))
+        reduce_micro_batch(s, op.virtual_stage, mb, params);
+      else if (reduces_micro_batch(mb) && zero3_backward_waits_for_reductions(p))
         wait_for_layer_reductions(s, op.virtual_stage, mb);
       if (offload_copies_.accumulate_to_host > 0) accumulate_on_host(st.lead_gpu, s, op.virtual_stage, mb, params);
     }
@@ -368,10 +369,10 @@ class StaticIterationBuilder {
     if (g != kNone) eng_.depends(first, g);
     chain(b);
     // The last micro-batch's layer gradients, in backward order, where the reduction buckets them;
-    // every micro-batch's where ZeRO-2 reduces each in buckets (zero2_bucket_params).
+    // every micro-batch's where its reduction is bucketed (ZeRO-2, DeepSpeed ZeRO-3).
     if (o.mb + 1 == job_.micro_batches() && dp_bucket_params(p, o.stage, o.virtual_stage, job_.dp_cp()) > 0)
       grads_ready_[{o.stage, o.virtual_stage}].push_back(b);
-    if (zero2_bucket_params(p, job_.dp_cp()) > 0 || zero3_bucket_params_ > 0) op_grads_ready_.push_back(b);
+    if (reduction_bucket_params_ > 0) op_grads_ready_.push_back(b);
     computed(b);
     cp_ring_pass(st, o, l, ring_.backward, out_.bwd);
     const bool embedding = o.first_layer + l == 0;
@@ -386,7 +387,7 @@ class StaticIterationBuilder {
     // ZeRO-3 / FSDP reduce-scatter each layer's gradients as soon as its backward is done,
     // overlapped (FSDP always; DeepSpeed's stage 3 defaults overlap_comm to true, and reduces
     // in buckets: zero3_bucket_params, after the op).
-    if (gather_layers_ && zero3_bucket_params_ <= 0 && reduces_micro_batch(o.mb)) reduce_layer(o, l);
+    if (gather_layers_ && reduction_bucket_params_ <= 0 && reduces_micro_batch(o.mb)) reduce_layer(o, l);
   }
 
   // The part of a layer's attention core that runs as the ring's blocks (all of it with context
@@ -608,8 +609,7 @@ class StaticIterationBuilder {
   // (DeepSpeed reduces both in its backward's buckets, overlap_comm off): the two run side by
   // side, sharing the links they share.
   void reduce_micro_batch(int s, int ch, int mb, double virtual_stage_params) {
-    if (const double bucket = zero2_bucket_params(job_.plan, job_.dp_cp()); bucket > 0)
-      return reduce_micro_batch_in_buckets(s, ch, mb, virtual_stage_params, bucket);
+    if (reduction_bucket_params_ > 0) return reduce_micro_batch_in_buckets(s, ch, mb, virtual_stage_params);
     const TaskId before = chain_last_;
     const TaskId lead_reduction = dp_collective_on_every_tp_rank(
         CollectiveKind::reduce_scatter, s, (virtual_stage_params - virtual_stage_expert_params(s, ch)) * grad_reduce_bytes_,
@@ -629,14 +629,14 @@ class StaticIterationBuilder {
 
   // ZeRO-2 with overlapped reduction (zero2_bucket_params) and DeepSpeed's ZeRO-3
   // (zero3_bucket_params): the op's dense gradients are reduce-scattered in buckets of
-  // `bucket_params` on every TP rank's DP stream as its layers' backwards produce them
+  // reduction_bucket_params_ on every TP rank's DP stream as its layers' backwards produce them
   // (bucket_layout, the remainder last), its experts' after the op on their own streams, and the
   // op ends waiting for all of them.
-  void reduce_micro_batch_in_buckets(int s, int ch, int mb, double virtual_stage_params, double bucket_params) {
+  void reduce_micro_batch_in_buckets(int s, int ch, int mb, double virtual_stage_params) {
     const double dense = virtual_stage_params - virtual_stage_expert_params(s, ch);
     TaskId lead_reduction = kNone;
     int k = 0;
-    for (const auto& [params_in_bucket, ready] : cut_buckets(op_grads_ready_, dense, bucket_params, chain_last_)) {
+    for (const auto& [params_in_bucket, ready] : cut_buckets(op_grads_ready_, dense, reduction_bucket_params_, chain_last_)) {
       lead_reduction = dp_collective_on_every_tp_rank(CollectiveKind::reduce_scatter, s, params_in_bucket * grad_reduce_bytes_,
                                                       ready, true, [&](int t) {
                                                         return label(out_.dp, "grads s{} c{} mb{} b{} t{}", s, ch, mb, k, t);
@@ -1002,7 +1002,7 @@ class StaticIterationBuilder {
   std::vector<des::ResourceId> cpu_adam_;
   TaskId chain_last_ = kNone, op_first_ = kNone;
   bool gather_layers_ = false;             // ZeRO-3 over DP: per-layer parameter gathers
-  double zero3_bucket_params_ = 0;         // ZeRO-3's reductions in buckets (0: a layer at a time)
+  double reduction_bucket_params_ = 0;     // a micro-batch's reductions in buckets (0: not so)
   std::vector<des::ResourceId> zero_streams_;  // the stage's gather streams: the lead's, then its TP peers'
   bool fetch_params_ = false;              // offloaded params are copied in before each op
   des::GroupId tp_group_ = 0;              // the stage's TP group
